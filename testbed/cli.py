@@ -1,0 +1,60 @@
+"""The `testbed` command line: one subcommand per stage, loaded on first use."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from testbed.errors import TestbedError
+
+# name -> "module:attribute"; modules are imported only when their command runs,
+# so `testbed doctor` does not pay for mitmproxy or pandas.
+COMMANDS = {
+    "doctor": "testbed.doctor:doctor",
+    "cleanup": "testbed.cleanup:cleanup_command",
+    "record": "testbed.record.cli:record",
+    "recording": "testbed.record.cli:recording",
+    "replay": "testbed.replay.cli:replay",
+    "validate": "testbed.validate:validate",
+    "run": "testbed.campaign.cli:run",
+    "results": "testbed.campaign.cli:results",
+    "report": "testbed.report:report",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="testbed")
+def cli():
+    """Record websites, replay them under emulated networks over TCP+TLS+HTTP/2
+    and QUIC/HTTP/3 to a real Chromium, measure, and analyse."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="testbed", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("testbed: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(2)
+    except TestbedError as e:
+        click.echo(f"testbed: error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("testbed: interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,86 @@
+"""Network namespaces owned by the testbed, removed when their block ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from testbed import proc
+from testbed.runstate import Run, current
+
+
+def exists(name: str) -> bool:
+    return name in list_names()
+
+
+def list_names() -> list[str]:
+    out = proc.output(["ip", "netns", "list"])
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def pids(name: str) -> list[int]:
+    out = proc.run(["ip", "netns", "pids", name], check=False).stdout
+    return [int(p) for p in out.split()]
+
+
+def kill_all(name: str, timeout: float = 3.0) -> None:
+    """SIGTERM every process in the namespace, SIGKILL what is left after timeout."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        left = pids(name)
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = pids(name)
+        if not left:
+            return
+
+
+def delete(name: str) -> None:
+    kill_all(name)
+    proc.run(["ip", "netns", "delete", name], check=False)
+
+
+class NetNS:
+    """`with NetNS("replay") as ns:` a namespace `tb-<run>-replay` with loopback up.
+
+    ip_forward is on inside it (Mahimahi checks it where its shells start).
+    On exit every process left in it is stopped and it is deleted.
+    """
+
+    def __init__(self, purpose: str, run: Run | None = None):
+        self.run = run or current()
+        self.name = self.run.name(purpose)
+
+    def __enter__(self) -> "NetNS":
+        if exists(self.name):
+            delete(self.name)
+        proc.run(["ip", "netns", "add", self.name])
+        try:
+            proc.run(self.exec(["ip", "link", "set", "lo", "up"]))
+            self.sysctl("net.ipv4.ip_forward", "1")
+        except BaseException:
+            delete(self.name)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        delete(self.name)
+
+    def exec(self, argv: list) -> list[str]:
+        """argv run inside this namespace (as the caller's user)."""
+        return ["ip", "netns", "exec", self.name, *map(str, argv)]
+
+    def sysctl(self, key: str, value: str | int) -> None:
+        proc.run(self.exec(["sysctl", "-q", "-w", f"{key}={value}"]))
+
+    def read_sysctl(self, key: str) -> str:
+        return proc.output(self.exec(["sysctl", "-n", key]))
+
+    def add_address(self, ip: str, dev: str = "lo") -> None:
+        proc.run(self.exec(["ip", "addr", "add", f"{ip}/32", "dev", dev]))

@@ -1,0 +1,100 @@
+"""Subprocesses from argument lists; failures name the command and its status."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from testbed.errors import CommandFailed
+
+
+def run(argv: Sequence[str | os.PathLike], *, check: bool = True, timeout: float | None = 60,
+        input: str | None = None, env: dict | None = None, cwd: str | os.PathLike | None = None,
+        ) -> subprocess.CompletedProcess:
+    """Run argv to completion, capturing text output; CommandFailed if it fails."""
+    argv = [str(a) for a in argv]
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input,
+                            env=env, cwd=cwd)
+    except FileNotFoundError:
+        raise CommandFailed(argv, 127, f"{argv[0]}: not found") from None
+    except subprocess.TimeoutExpired:
+        raise CommandFailed(argv, -1, f"timed out after {timeout} s") from None
+    if check and cp.returncode != 0:
+        raise CommandFailed(argv, cp.returncode, cp.stderr or cp.stdout)
+    return cp
+
+
+def output(argv: Sequence[str | os.PathLike], **kw) -> str:
+    return run(argv, **kw).stdout.strip()
+
+
+class Background:
+    """A process that runs while the `with` block runs, then is stopped.
+
+    It leads its own process group, so stopping it stops its children too:
+    SIGTERM, then SIGKILL after `grace` seconds. Output goes to `log` (a path)
+    or is discarded.
+    """
+
+    def __init__(self, argv: Sequence[str | os.PathLike], *, log: Path | None = None,
+                 env: dict | None = None, grace: float = 3.0, cwd=None):
+        self.argv = [str(a) for a in argv]
+        self.log = log
+        self.env = env
+        self.grace = grace
+        self.cwd = cwd
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Background":
+        out = open(self.log, "ab") if self.log else subprocess.DEVNULL
+        try:
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=self.env,
+                                         start_new_session=True, cwd=self.cwd)
+        except FileNotFoundError:
+            raise CommandFailed(self.argv, 127, f"{self.argv[0]}: not found") from None
+        finally:
+            if self.log:
+                out.close()
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            _signal_group(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(self.grace)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        else:
+            _signal_group(self.proc.pid, signal.SIGKILL)  # leftover children of a dead leader
+        return self.proc.returncode
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def tail(self, lines: int = 20) -> str:
+        if not self.log or not Path(self.log).exists():
+            return ""
+        return "\n".join(Path(self.log).read_text(errors="replace").splitlines()[-lines:])
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

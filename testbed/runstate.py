@@ -1,0 +1,94 @@
+"""Run identity: everything a testbed process creates is named after its run.
+
+A run is one testbed process. Its id is its pid; namespaces are named
+`tb-<id>-<purpose>`, its state lives in /run/testbed/<id>/ (with the pid and
+start time of the owner, so a reused pid is not mistaken for a live run), and
+every process it starts as the testbed user carries TESTBED_RUN=<id> in its
+environment. `testbed.cleanup` removes what a run whose owner is gone left.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+STATE_ROOT = Path(os.environ.get("TESTBED_STATE_DIR", "/run/testbed"))
+PREFIX = "tb-"
+USER = os.environ.get("TESTBED_USER", "testbed")
+
+
+def start_time(pid: int) -> str | None:
+    """The kernel's start time of pid (clock ticks since boot), or None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    dir: Path
+
+    def name(self, purpose: str) -> str:
+        """A namespace or resource name tagged with this run."""
+        return f"{PREFIX}{self.id}-{purpose}"
+
+    def path(self, *parts: str) -> Path:
+        p = self.dir.joinpath(*parts)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    @property
+    def alternatives(self) -> Path:
+        """A copy of /etc/alternatives in which iptables is the Mahimahi shim.
+
+        Bind-mounted over /etc/alternatives only inside the mount namespaces of
+        processes started by testbed.enter (see setup/mm-iptables-shim.c).
+        """
+        alt = self.dir / "alternatives"
+        if not alt.exists():
+            tmp = self.dir / "alternatives.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            for entry in os.scandir("/etc/alternatives"):
+                if entry.is_symlink():
+                    os.symlink(os.readlink(entry.path), tmp / entry.name)
+            shim = Path(__file__).resolve().parent.parent / ".tools/libexec/mm-iptables-shim"
+            if (tmp / "iptables").exists() or (tmp / "iptables").is_symlink():
+                (tmp / "iptables").unlink()
+            os.symlink(shim, tmp / "iptables")
+            tmp.rename(alt)
+        return alt
+
+
+def owner_alive(run_dir: Path) -> bool:
+    try:
+        pid, started = (run_dir / "owner").read_text().split()
+    except (FileNotFoundError, ValueError):
+        return False
+    return start_time(int(pid)) == started
+
+
+@cache
+def current() -> Run:
+    """This process's run; created on first use."""
+    pid = os.getpid()
+    d = STATE_ROOT / str(pid)
+    if d.exists() and not owner_alive(d):
+        shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True, exist_ok=True)
+    os.chmod(STATE_ROOT, 0o755)
+    (d / "owner").write_text(f"{pid} {start_time(pid)}\n")
+    return Run(id=str(pid), dir=d)
+
+
+def release() -> None:
+    """Remove this run's state folder (its namespaces are removed by their owners)."""
+    if current.cache_info().currsize:
+        shutil.rmtree(current().dir, ignore_errors=True)
+        current.cache_clear()
