@@ -10,6 +10,9 @@
 #   apt        Debian packages (setup/apt-packages.txt) and Mahimahi 0.98 from
 #              Debian 11, pinned so nothing else is taken from bullseye
 #   user       the unprivileged system user that runs Mahimahi and Chromium
+#   sysctl     net.ipv4.ip_forward=1, persistent: Mahimahi's nested shells need it
+#              in the host's namespace (new namespaces inherit IPv4 settings
+#              from it, not from their parent)
 #   shim       the iptables shim that lets Mahimahi's setuid shells work with
 #              iptables >= 1.8.8 (see setup/mm-iptables-shim.c)
 #   node       Node 22 and Browsertime (pinned) in .tools/, drivers not downloaded
@@ -79,6 +82,14 @@ step_user() {
     fi
 }
 
+step_sysctl() {
+    local conf=/etc/sysctl.d/60-testbed.conf
+    if [ "$(sysctl -n net.ipv4.ip_forward)" = 1 ] && [ -f "$conf" ]; then log "sysctl: ip_forward on"; return; fi
+    log "sysctl: net.ipv4.ip_forward=1 (persistent in $conf)"
+    printf '# Mahimahi (used by the testbed) needs IP forwarding.\nnet.ipv4.ip_forward = 1\n' > "$conf"
+    sysctl -q -w net.ipv4.ip_forward=1
+}
+
 step_shim() {
     local out="$TOOLS/libexec/mm-iptables-shim" src="$ROOT/setup/mm-iptables-shim.c"
     mkdir -p "$TOOLS/libexec"
@@ -128,6 +139,7 @@ cargo_bin() {
 }
 
 step_h3server() {
+    [ -f "$ROOT/h3server/Cargo.toml" ] || { log "h3server: no crate yet, skipped"; return; }
     local cargo; cargo=$(cargo_bin)
     log "h3server: cargo build --release ($("$cargo" --version))"
     (cd "$ROOT/h3server" && "$cargo" build --release --locked -q)
@@ -138,6 +150,6 @@ step_perms() {
     chmod -R a+rX "$ROOT/.tools" "$ROOT/.venv" 2>/dev/null || true
 }
 
-steps=${*:-apt user shim node python h3server perms}
+steps=${*:-apt user sysctl shim node python h3server perms}
 for s in $steps; do "step_$s"; done
 log "done; next: make test (or: .venv/bin/testbed doctor)"
