@@ -1,0 +1,62 @@
+"""End to end: doctor on this machine, and namespaces that leave nothing behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testbed import netns, proc
+from testbed.enter import as_user
+from testbed.topology import ReplayTopology
+
+pytestmark = pytest.mark.e2e
+TESTBED = [sys.executable, "-m", "testbed.cli"]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_doctor_passes_every_required_check():
+    cp = subprocess.run([str(ROOT / ".venv/bin/testbed"), "doctor", "--json"], capture_output=True,
+                        text=True, timeout=300)
+    rows = json.loads(cp.stdout)
+    failing = [r for r in rows if r["status"] == "FAIL"]
+    assert not failing, failing
+    assert cp.returncode == 0
+    names = {r["name"] for r in rows}
+    assert {"mm-delay", "mm-link", "mm-loss", "Chromium headless load", "fq qdisc"} <= names
+
+
+def test_topology_reaches_only_recorded_ips_and_cleans_up():
+    with ReplayTopology(["203.0.113.50"]) as topo:
+        names = (topo.server.name, topo.client.name)
+        assert set(names) <= set(netns.list_names())
+        with proc.Background(topo.server.exec([sys.executable, "-m", "http.server", "8080",
+                                               "--bind", "203.0.113.50"])):
+            ok = unrouted = None
+            for _ in range(50):
+                ok = proc.run(topo.client.exec(["curl", "-s", "-m", "1", "-o", "/dev/null", "-w",
+                                                "%{http_code}", "http://203.0.113.50:8080/"]),
+                              check=False)
+                if ok.stdout == "200":
+                    break
+            unrouted = proc.run(topo.client.exec(["curl", "-s", "-m", "1", "http://192.0.2.1/"]),
+                                check=False)
+        assert ok.stdout == "200"
+        assert unrouted.returncode == 7  # no route: fails at once, nothing sent
+    assert not set(names) & set(netns.list_names())
+
+
+def test_mahimahi_delay_shell_adds_the_configured_rtt():
+    """Calibration in Mahimahi's style: two nested 10 ms delays give a 40 ms RTT."""
+    with ReplayTopology(["203.0.113.51"]) as topo:
+        with proc.Background(topo.server.exec([sys.executable, "-m", "http.server", "8080",
+                                               "--bind", "203.0.113.51"])):
+            probe = ["curl", "-s", "-o", "/dev/null", "-w", "%{time_connect}",
+                     "--retry", "5", "--retry-connrefused", "http://203.0.113.51:8080/"]
+            cp = proc.run(as_user(["mm-delay", "10", "mm-delay", "10", *probe],
+                                  netns=topo.client.name), timeout=30)
+    rtt_ms = float(cp.stdout) * 1000
+    assert 39.5 <= rtt_ms <= 45, rtt_ms
