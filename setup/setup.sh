@@ -40,9 +40,11 @@ step_apt() {
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
     # A Rust toolchain new enough for quiche: rustup's if present, else Debian's rustc-web.
-    if ! command -v cargo >/dev/null && ! [ -x /root/.cargo/bin/cargo ] && ! [ -x /usr/bin/cargo-web ]; then
+    if ! command -v cargo >/dev/null && ! [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then
         missing+=(rustc-web cargo-web)
     fi
+    # npm only installs Node 22 and Browsertime into .tools/; any npm will do.
+    command -v npm >/dev/null || missing+=(npm)
     if [ ${#missing[@]} -eq 0 ]; then log "apt: all packages present"; return; fi
     log "apt: installing ${missing[*]}"
     if ! [ -f /etc/apt/sources.list.d/testbed-bullseye.sources ]; then
@@ -87,7 +89,8 @@ step_sysctl() {
     if [ "$(sysctl -n net.ipv4.ip_forward)" = 1 ] && [ -f "$conf" ]; then log "sysctl: ip_forward on"; return; fi
     log "sysctl: net.ipv4.ip_forward=1 (persistent in $conf)"
     printf '# Mahimahi (used by the testbed) needs IP forwarding.\nnet.ipv4.ip_forward = 1\n' > "$conf"
-    sysctl -q -w net.ipv4.ip_forward=1
+    # In a container build /proc/sys is read-only: docker/entrypoint.sh sets it at start.
+    sysctl -q -w net.ipv4.ip_forward=1 || log "sysctl: cannot set now (container build?); set at start"
 }
 
 step_shim() {
@@ -133,9 +136,9 @@ step_python() {
 }
 
 cargo_bin() {
-    if command -v cargo >/dev/null; then command -v cargo
-    elif [ -x /root/.cargo/bin/cargo ]; then echo /root/.cargo/bin/cargo
-    else echo /usr/bin/cargo-web; fi
+    # rustup's toolchain if the machine has one, else Debian's rustc-web/cargo-web (/usr/bin/cargo).
+    local rustup="${CARGO_HOME:-$HOME/.cargo}/bin/cargo"
+    if [ -x "$rustup" ]; then echo "$rustup"; else command -v cargo; fi
 }
 
 step_h3server() {
