@@ -86,8 +86,19 @@ def sweep() -> Swept:
 
 
 @click.command("cleanup")
-def cleanup_command() -> None:
+@click.option("--check", is_flag=True, help="Only list leftovers; exit 1 if there are any.")
+def cleanup_command(check: bool) -> None:
     """Remove namespaces, processes and files left by testbed runs that died."""
+    if check:
+        from testbed import leftovers
+
+        found = leftovers.find(exclude_run=str(os.getpid()))
+        for item in found:
+            click.echo(item)
+        if found:
+            raise SystemExit(1)
+        click.echo("no leftovers")
+        return
     swept = sweep()
     if not swept:
         click.echo("nothing to clean")

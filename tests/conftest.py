@@ -23,3 +23,23 @@ def _release_run_state():
     from testbed import runstate
 
     runstate.release()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _nothing_left_behind():
+    """After the whole session: no namespace, process, rule or file the testbed made."""
+    yield
+    if os.geteuid() != 0:
+        return
+    import time
+
+    from testbed import leftovers, runstate
+
+    runstate.release()
+    found = leftovers.find()
+    for _ in range(20):  # processes may still be exiting
+        if not found:
+            break
+        time.sleep(0.25)
+        found = leftovers.find()
+    assert not found, f"the tests left behind: {found}"
