@@ -1,0 +1,6 @@
+"""Stage 2, replay: serve a recording from memory over TCP+TLS1.3+HTTP/2 (nginx + uWSGI)
+or QUIC/HTTP/3 (h3server) inside the replay topology.
+
+    with ReplayEnv(recording, stack="quic") as env:
+        ... chromium env.chromium_flags() in env.client_netns ...
+"""

@@ -1,0 +1,96 @@
+"""The TCP stack's application: one WSGI app answering every request from memory.
+
+nginx terminates TLS 1.3 / HTTP/2 and passes each request over the uwsgi
+protocol with the original scheme (UWSGI_SCHEME), host (TESTBED_HOST) and
+connection serial (TESTBED_CONNECTION). The app loads the whole recording
+when it starts, matches with testbed.replay.matching (Mahimahi's rule), and
+answers with the recorded status, headers and body: hop-by-hop headers
+dropped, content-length set to the body's size. No match: 404, counted as a
+miss in the summary (testbed.replay.summary).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+
+import testbed
+from testbed import recording as rec
+from testbed.replay.matching import Matcher, Request
+from testbed.replay.summary import Summary
+
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
+    "te", "trailer", "trailers", "transfer-encoding", "upgrade",
+    # set by the app, or never replayed (the recorder removes them too)
+    "content-length", "alt-svc", "alternate-protocol",
+})
+
+
+@dataclass(frozen=True)
+class Response:
+    status: str
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+def status_line(code: int) -> str:
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"{code} Unknown"
+
+
+def prepare(exchange: rec.Exchange, body: bytes) -> Response:
+    headers = [(k, v) for k, v in exchange.response_headers if k.lower() not in HOP_BY_HOP]
+    headers.append(("content-length", str(len(body))))
+    return Response(status_line(exchange.status), headers, body)
+
+
+NOT_FOUND = Response("404 Not Found", [("content-type", "text/plain"),
+                                       ("content-length", "24")], b"not in the recording :(\n")
+
+
+class ReplayApp:
+    """WSGI callable serving `recording` from memory."""
+
+    def __init__(self, recording: rec.Recording, summary_path: Path | None = None):
+        self.recording = recording
+        self.matcher = Matcher(recording.exchanges)
+        bodies: dict[str | None, bytes] = {None: b""}
+        for x in recording.exchanges:
+            if x.body not in bodies:
+                bodies[x.body] = recording.body(x)
+        self.responses = [prepare(x, bodies[x.body]) for x in recording.exchanges]
+        self.summary = Summary(summary_path, "uwsgi", testbed.__version__)
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        scheme = environ.get("wsgi.url_scheme", "http")
+        host = environ.get("TESTBED_HOST") or environ.get("HTTP_HOST") or environ.get(
+            "SERVER_NAME", "")
+        target = environ.get("REQUEST_URI") or _target_from(environ)
+        method = environ.get("REQUEST_METHOD", "GET")
+        i = self.matcher.match(Request(scheme, host, method, target))
+        response = NOT_FOUND if i is None else self.responses[i]
+        head = response.body if method.upper() != "HEAD" else b""
+        self.summary.record(url=f"{scheme}://{host}{target}", hit=i is not None,
+                            nbytes=len(head),
+                            connection=environ.get("TESTBED_CONNECTION"))
+        start_response(response.status, list(response.headers))
+        return [head]
+
+
+def _target_from(environ: dict) -> str:
+    path = environ.get("PATH_INFO", "/") or "/"
+    qs = environ.get("QUERY_STRING", "")
+    return f"{path}?{qs}" if qs else path
+
+
+def from_environ(env=os.environ) -> ReplayApp:
+    """The app uWSGI loads: TESTBED_REPLAY_RECORDING and TESTBED_REPLAY_SUMMARY name the
+    recording folder and the summary file."""
+    return ReplayApp(rec.load(env["TESTBED_REPLAY_RECORDING"]),
+                     Path(env["TESTBED_REPLAY_SUMMARY"]))

@@ -1,0 +1,261 @@
+"""A headless Chromium driven over the DevTools protocol on a pipe.
+
+Used by the server-parity check and the replay's end-to-end tests (trials
+themselves are measured by Browsertime). Chromium runs as the testbed user
+in a namespace (testbed.enter.as_user), with its sandbox, optionally inside
+Mahimahi shells (`wrap=["mm-delay", "5"]`); --remote-debugging-pipe means no
+port is opened: commands go in on fd 3, replies come out on fd 4 (the pipes
+survive the execs of ip netns, testbed.enter and Mahimahi's shells).
+
+    with Chromium(env.client_netns, env.chromium_flags()) as browser:
+        page = browser.new_page()
+        page.navigate("https://example.test/")
+        page.evaluate("document.title")
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from testbed import enter
+from testbed.errors import TestbedError
+from testbed.runstate import USER, current
+
+BASE_FLAGS = (
+    "--headless=new", "--no-first-run", "--no-default-browser-check",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-default-apps", "--disable-extensions", "--password-store=basic",
+    "--use-mock-keychain", "--mute-audio", "--disable-features=MediaRouter",
+)
+
+
+class CDPError(TestbedError):
+    pass
+
+
+class Chromium:
+    """`with Chromium(netns, flags) as b:` a headless Chromium; closed on exit."""
+
+    def __init__(self, netns: str | None, flags: Sequence[str] = (), *,
+                 wrap: Sequence[str] = (), binary: str = "chromium", timeout: float = 60.0):
+        self.netns = netns
+        self.flags = list(flags)
+        self.wrap = list(wrap)
+        self.binary = binary
+        self.timeout = timeout
+        self.proc: subprocess.Popen | None = None
+        self._next_id = 0
+        self._lock = threading.Condition()
+        self._replies: dict[int, dict] = {}
+        self._events: list[dict] = []
+        self._closed = False
+        self.profile: Path | None = None
+        self.log: Path | None = None
+
+    def __enter__(self) -> "Chromium":
+        pw = pwd.getpwnam(USER)
+        self.profile = Path(tempfile.mkdtemp(prefix="chromium-", dir=current().dir))
+        os.chown(self.profile, pw.pw_uid, pw.pw_gid)
+        self.log = self.profile.with_suffix(".log")
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        # Move the child's ends out of the way of 3 and 4 before dup2-ing them there.
+        cr = fcntl.fcntl(to_child_r, fcntl.F_DUPFD_CLOEXEC, 10)
+        cw = fcntl.fcntl(from_child_w, fcntl.F_DUPFD_CLOEXEC, 10)
+        os.close(to_child_r)
+        os.close(from_child_w)
+
+        def child_fds() -> None:
+            os.dup2(cr, 3)
+            os.dup2(cw, 4)
+
+        argv = enter.as_user(
+            [*self.wrap, self.binary, *BASE_FLAGS, f"--user-data-dir={self.profile}",
+             "--remote-debugging-pipe", *self.flags, "about:blank"],
+            netns=self.netns)
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, preexec_fn=child_fds,
+                                         close_fds=False,
+                                         start_new_session=True)
+        os.close(cr)
+        os.close(cw)
+        self._out = os.fdopen(to_child_w, "wb", buffering=0)
+        self._in = os.fdopen(from_child_r, "rb", buffering=0)
+        self._reader = threading.Thread(target=self._read_loop, daemon=True)
+        self._reader.start()
+        try:
+            self.call("Browser.getVersion")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    self.call("Browser.close", timeout=5)
+                except TestbedError:
+                    pass
+                try:
+                    self.proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(self.proc.pid, 9)
+                    self.proc.wait()
+            for f in (self._out, self._in):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        if self.profile is not None:
+            shutil.rmtree(self.profile, ignore_errors=True)
+            if self.log is not None and not any(exc):
+                self.log.unlink(missing_ok=True)
+
+    # --- protocol ----------------------------------------------------------------
+    def _read_loop(self) -> None:
+        buf = b""
+        while True:
+            try:
+                chunk = self._in.read(1 << 16)
+            except (OSError, ValueError):
+                chunk = b""
+            if not chunk:
+                break
+            buf += chunk
+            *msgs, buf = buf.split(b"\0")
+            with self._lock:
+                for m in msgs:
+                    msg = json.loads(m)
+                    if "id" in msg:
+                        self._replies[msg["id"]] = msg
+                    else:
+                        self._events.append(msg)
+                self._lock.notify_all()
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+
+    def _tail(self) -> str:
+        if self.log and self.log.exists():
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-10:])
+        return ""
+
+    def call(self, method: str, params: dict | None = None, session: str | None = None,
+             timeout: float | None = None) -> dict:
+        with self._lock:
+            self._next_id += 1
+            msg_id = self._next_id
+        msg = {"id": msg_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        try:
+            self._out.write(json.dumps(msg).encode() + b"\0")
+        except (BrokenPipeError, ValueError):
+            raise CDPError(f"chromium is gone (calling {method}); its log ends:\n"
+                           f"{self._tail()}") from None
+        deadline = time.monotonic() + (timeout or self.timeout)
+        with self._lock:
+            while msg_id not in self._replies:
+                left = deadline - time.monotonic()
+                if self._closed:
+                    raise CDPError(f"chromium closed the pipe (calling {method}); its log "
+                                   f"ends:\n{self._tail()}")
+                if left <= 0:
+                    raise CDPError(f"chromium did not answer {method} within "
+                                   f"{timeout or self.timeout:.0f} s")
+                self._lock.wait(left)
+            reply = self._replies.pop(msg_id)
+        if "error" in reply:
+            raise CDPError(f"{method}: {reply['error'].get('message')}")
+        return reply.get("result", {})
+
+    def wait_event(self, method: str, session: str | None = None,
+                   timeout: float | None = None) -> dict:
+        """The params of the first not yet consumed event `method` (of `session`)."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        with self._lock:
+            while True:
+                for i, ev in enumerate(self._events):
+                    if ev["method"] == method and (session is None
+                                                   or ev.get("sessionId") == session):
+                        del self._events[i]
+                        return ev.get("params", {})
+                left = deadline - time.monotonic()
+                if self._closed or left <= 0:
+                    raise CDPError(f"no {method} event within {timeout or self.timeout:.0f} s")
+                self._lock.wait(left)
+
+    def take_events(self, method: str, session: str | None = None) -> list[dict]:
+        with self._lock:
+            keep, taken = [], []
+            for ev in self._events:
+                (taken if ev["method"] == method and (session is None or ev.get(
+                    "sessionId") == session) else keep).append(ev)
+            self._events = keep
+        return [ev.get("params", {}) for ev in taken]
+
+    # --- pages ---------------------------------------------------------------------
+    def new_page(self, *, isolated: bool = False) -> "Page":
+        """A new tab; isolated=True gives it a fresh browser context (own cache, cookies
+        and connections), disposed with the page."""
+        context = self.call("Target.createBrowserContext")["browserContextId"] if isolated \
+            else None
+        params = {"url": "about:blank"}
+        if context:
+            params["browserContextId"] = context
+        target = self.call("Target.createTarget", params)["targetId"]
+        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"]
+        return Page(self, target, session, context)
+
+
+class Page:
+    def __init__(self, browser: Chromium, target: str, session: str, context: str | None):
+        self.browser, self.target, self.session, self.context = browser, target, session, context
+        self.call("Page.enable")
+        self.call("Network.enable")
+        self.call("Network.setCacheDisabled", {"cacheDisabled": True})
+
+    def call(self, method: str, params: dict | None = None, timeout: float | None = None):
+        return self.browser.call(method, params, self.session, timeout)
+
+    def navigate(self, url: str, timeout: float = 60.0) -> None:
+        """Load url and wait for its load event."""
+        self.browser.take_events("Page.loadEventFired", self.session)
+        reply = self.call("Page.navigate", {"url": url}, timeout)
+        if reply.get("errorText"):
+            raise CDPError(f"loading {url}: {reply['errorText']}")
+        self.browser.wait_event("Page.loadEventFired", self.session, timeout)
+
+    def evaluate(self, expression: str, timeout: float = 60.0):
+        """The value of a JavaScript expression (promises awaited)."""
+        reply = self.call("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
+                                               "returnByValue": True}, timeout)
+        if "exceptionDetails" in reply:
+            d = reply["exceptionDetails"]
+            raise CDPError(f"JavaScript error: {d.get('exception', {}).get('description') or d}")
+        return reply["result"].get("value")
+
+    def responses(self) -> list[dict]:
+        """Network.responseReceived so far: [{"url", "status", "protocol"}...]."""
+        return [{"url": e["response"]["url"], "status": e["response"]["status"],
+                 "protocol": e["response"].get("protocol", "")}
+                for e in self.browser.take_events("Network.responseReceived", self.session)]
+
+    def close(self) -> None:
+        self.browser.call("Target.closeTarget", {"targetId": self.target})
+        if self.context:
+            self.browser.call("Target.disposeBrowserContext",
+                              {"browserContextId": self.context})

@@ -1,0 +1,300 @@
+"""A replay environment: the topology, the certificate and one server stack, up
+for the length of a `with` block.
+
+    with ReplayEnv("recordings/example", stack="quic") as env:
+        argv = enter.as_user(["chromium", *env.chromium_flags(), ...],
+                             netns=env.client_netns)
+        before = env.summary(); ...load the page...; after = env.summary()
+
+TCP stack: uWSGI (testbed.replay.app) behind nginx (TLS 1.3, HTTP/2) on 443
+and 80 of every recorded IP. QUIC stack: h3server on UDP 443 of every
+recorded IP. Servers run as the testbed user in the server namespace; the
+block starts only when every listener answers a handshake from the client
+namespace. On exit (also on an exception or Ctrl-C) the servers are stopped
+and the topology, if this object made it, removed; a failing teardown is
+reported without hiding the error that ended the block.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
+
+from testbed import enter, proc
+from testbed import recording as rec
+from testbed.errors import InputError, TestbedError
+from testbed.replay import certs, nginx
+from testbed.replay import summary as summary_mod
+from testbed.replay.matching import normalise_host
+from testbed.runstate import USER, current
+from testbed.topology import ReplayTopology
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+H3SERVER = Path(os.environ.get("TESTBED_H3SERVER", ROOT / "h3server/target/release/h3server"))
+STACKS = ("tcp", "quic")
+
+# Topologies with a stack running on them (one stack at a time per topology).
+_busy: set[int] = set()
+
+
+def _is_ip(host: str) -> bool:
+    import ipaddress
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def resolver_rules(recording: rec.Recording) -> str:
+    """Chromium's --host-resolver-rules: every recorded host to its recorded IP, every
+    other name unresolvable (a replay never asks real DNS)."""
+    ips: dict[str, str] = {}
+    for o in recording.origins:
+        host = normalise_host(o.host)
+        if not _is_ip(host):
+            ips.setdefault(host, o.ip)
+    return ", ".join([*(f"MAP {h} {ip}" for h, ip in sorted(ips.items())), "MAP * ~NOTFOUND"])
+
+
+def stack_flags(stack: str) -> list[str]:
+    return ["--enable-quic", "--origin-to-force-quic-on=*"] if stack == "quic" else [
+        "--disable-quic"]
+
+
+class ReplayEnv:
+    """Serve `recording` over `stack` ("tcp" or "quic") inside a replay topology.
+
+    recording: a Recording, a recording name (recordings/NAME) or a folder.
+    h3server_args: extra h3server options (--cc, --pacing, ...), QUIC only.
+    nginx_env: extra environment for nginx and uWSGI, TCP only.
+    topology: an entered ReplayTopology to use (kept on exit); default: one made
+    for the recording's IPs and removed on exit.
+    """
+
+    _keep_dir = False
+
+    def __init__(self, recording: rec.Recording | str | os.PathLike, stack: str = "tcp", *,
+                 h3server_args: Sequence[str] = (), nginx_env: dict[str, str] | None = None,
+                 topology: ReplayTopology | None = None, startup_timeout: float = 30.0):
+        if stack not in STACKS:
+            raise InputError(f"stack {stack!r}: expected one of {', '.join(STACKS)}")
+        self.recording = recording if isinstance(recording, rec.Recording) else rec.load(
+            recording)
+        self.stack = stack
+        self.h3server_args = tuple(str(a) for a in h3server_args)
+        self.nginx_env = dict(nginx_env or {})
+        self.topology = topology
+        self.startup_timeout = startup_timeout
+        self.dir: Path | None = None
+        self.leaf: certs.Leaf | None = None
+        self.listens = nginx.listeners(self.recording, stack)
+        self.servers: dict[str, proc.Background] = {}
+        self.startup_seconds: float | None = None
+        self._stack = ExitStack()
+
+    # --- what a client needs -------------------------------------------------------
+    @property
+    def client_netns(self) -> str:
+        return self._topo().client.name
+
+    @property
+    def server_netns(self) -> str:
+        return self._topo().server.name
+
+    @property
+    def spki(self) -> str:
+        if self.leaf is None:
+            raise TestbedError("ReplayEnv not started")
+        return self.leaf.spki
+
+    @property
+    def host_resolver_rules(self) -> str:
+        return resolver_rules(self.recording)
+
+    @property
+    def summary_path(self) -> Path:
+        if self.dir is None:
+            raise TestbedError("ReplayEnv not started")
+        return self.dir / "summary.json"
+
+    def chromium_flags(self) -> list[str]:
+        """The flags that point Chromium at this replay over this stack."""
+        return [*stack_flags(self.stack),
+                f"--ignore-certificate-errors-spki-list={self.spki}",
+                f"--host-resolver-rules={self.host_resolver_rules}"]
+
+    def summary(self) -> dict:
+        """The running server's summary (see testbed.replay.summary); diff two reads
+        around a page load for that load's requests and misses."""
+        return summary_mod.read(self.summary_path)
+
+    def check_alive(self) -> None:
+        """TestbedError naming the server that died, with the end of its log."""
+        for name, bg in self.servers.items():
+            if not bg.alive():
+                tail = bg.tail(15)
+                raise TestbedError(
+                    f"replay server {name} ({self.stack} stack) exited with status "
+                    f"{bg.proc.returncode if bg.proc else '?'}"
+                    + (f"; its log ends:\n{tail}" if tail else f"; log {bg.log} is empty"))
+
+    # --- lifecycle ---------------------------------------------------------------------
+    def _topo(self) -> ReplayTopology:
+        if self.topology is None:
+            raise TestbedError("ReplayEnv not started")
+        return self.topology
+
+    def __enter__(self) -> "ReplayEnv":
+        t0 = time.monotonic()
+        self._preconditions()
+        stack = ExitStack()
+        try:
+            if self.topology is None:
+                self.topology = ReplayTopology(self.recording.ips)
+                stack.enter_context(self.topology)
+                stack.callback(setattr, self, "topology", None)
+            else:
+                missing = set(self.recording.ips) - set(self.topology.ips)
+                if missing:
+                    raise InputError(f"the given topology lacks recorded IPs {sorted(missing)}")
+            if id(self.topology) in _busy:
+                raise TestbedError("a replay stack already runs on this topology "
+                                   "(one stack at a time)")
+            _busy.add(id(self.topology))
+            stack.callback(_busy.discard, id(self.topology))
+            self.dir = self._make_dir()
+            stack.callback(self._remove_dir)
+            self.leaf = certs.issue_leaf([*self.recording.hosts, *self.recording.ips],
+                                         self.dir, owner=USER)
+            if self.stack == "tcp":
+                self._start_tcp(stack)
+            else:
+                self._start_quic(stack)
+            self._wait_ready()
+        except BaseException as e:
+            self._keep_dir = True  # the servers' logs explain the failure
+            _close(stack, e)
+            raise
+        self._stack = stack
+        self.startup_seconds = time.monotonic() - t0
+        log.info("replay %s over %s ready in %.2f s", self.recording.name, self.stack,
+                 self.startup_seconds)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is not None and self.dir is not None:
+            self._keep_dir = True  # the servers' logs explain the failure
+        _close(self._stack, exc)
+        self._stack = ExitStack()
+
+    # --- parts -----------------------------------------------------------------------------
+    def _preconditions(self) -> None:
+        if os.geteuid() != 0:
+            raise TestbedError("replay needs root (namespaces); run with sudo")
+        needed = ["nginx", "uwsgi"] if self.stack == "tcp" else []
+        for tool in needed:
+            if shutil.which(tool, path=enter.SAFE_PATH) is None:
+                raise TestbedError(f"{tool} not found; run `make setup`")
+        if self.stack == "quic" and not os.access(H3SERVER, os.X_OK):
+            raise TestbedError(f"{H3SERVER} missing; build it: `make setup` "
+                               f"(or `cargo build --release` in h3server/)")
+        manifest = self.recording.path / "manifest.json"
+        if proc.run(enter.as_user(["test", "-r", manifest]), check=False).returncode != 0:
+            raise InputError(f"{manifest}: the {USER} user cannot read it (the servers run as "
+                             f"{USER}); keep recordings in a world-readable folder")
+
+    def _make_dir(self) -> Path:
+        d = Path(tempfile.mkdtemp(prefix=f"replay-{self.stack}-", dir=current().dir))
+        pw = pwd.getpwnam(USER)
+        os.chown(d, pw.pw_uid, pw.pw_gid)
+        os.chmod(d, 0o750)
+        return d
+
+    def _remove_dir(self) -> None:
+        if self.dir is not None and not self._keep_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        elif self.dir is not None:
+            log.warning("replay files kept for inspection in %s", self.dir)
+
+    def _server(self, stack: ExitStack, name: str, argv: list[str],
+                env: dict[str, str] | None = None) -> None:
+        bg = proc.Background(enter.as_user(argv, netns=self.server_netns, env=env,
+                                           cwd=str(self.dir)),
+                             log=self.dir / f"{name}.log")
+        stack.enter_context(bg)
+        self.servers[name] = bg
+        stack.callback(self.servers.pop, name, None)
+
+    def _start_tcp(self, stack: ExitStack) -> None:
+        sock = self.dir / "uwsgi.sock"
+        tmp = self.dir / "tmp"
+        tmp.mkdir()
+        pw = pwd.getpwnam(USER)
+        os.chown(tmp, pw.pw_uid, pw.pw_gid)
+        conf = nginx.NginxConfig(
+            prefix=self.dir, cert=self.leaf.chain_path, key=self.leaf.key_path, socket=sock,
+            listens=tuple(self.listens),
+            largest_body=max((x.body_size for x in self.recording.exchanges), default=0))
+        conf_path = self.dir / "nginx.conf"
+        conf_path.write_text(nginx.render(conf))
+        self._server(stack, "uwsgi", nginx.uwsgi_argv(
+            socket=sock, recording=self.recording.path, summary=self.summary_path),
+            env=self.nginx_env)
+        self._server(stack, "nginx", nginx.nginx_argv(self.dir, conf_path), env=self.nginx_env)
+
+    def _start_quic(self, stack: ExitStack) -> None:
+        argv = [str(H3SERVER), "--recording", str(self.recording.path)]
+        for l in self.listens:
+            argv += ["--listen", f"{l.ip}:{l.port}"]
+        argv += ["--cert", str(self.leaf.chain_path), "--key", str(self.leaf.key_path),
+                 "--summary", str(self.summary_path), *self.h3server_args]
+        env = {k: os.environ[k] for k in ("SSLKEYLOGFILE", "RUST_LOG") if k in os.environ}
+        self._server(stack, "h3server", argv, env=env)
+
+    def _probe_targets(self) -> list[str]:
+        sni: dict[str, str] = {}
+        for o in self.recording.origins:
+            sni.setdefault(o.ip, o.host)
+        kind = {True: "quic" if self.stack == "quic" else "tls", False: "tcp"}
+        return [f"{kind[l.tls]}:{l.ip}:{l.port}" + (f":{sni[l.ip]}" if l.tls else "")
+                for l in self.listens]
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        if self.stack == "tcp":
+            # The app writes its summary once the recording is in memory.
+            while not self.summary_path.exists():
+                self.check_alive()
+                if time.monotonic() > deadline:
+                    raise TestbedError(f"uWSGI did not load the recording within "
+                                       f"{self.startup_timeout:.0f} s; see {self.dir}/uwsgi.log")
+                time.sleep(0.02)
+        left = max(1.0, deadline - time.monotonic())
+        cp = proc.run(self._topo().client.exec(
+            [sys.executable, "-m", "testbed.replay.probe", "--timeout", f"{left:.1f}",
+             *self._probe_targets()]), check=False, timeout=left + 30)
+        self.check_alive()
+        if cp.returncode != 0:
+            raise TestbedError(f"replay servers ({self.stack}) not ready: {cp.stderr.strip()}")
+
+
+def _close(stack: ExitStack, original: BaseException | None) -> None:
+    """Run the teardown; if it fails while `original` propagates, log it instead of
+    letting it replace the original error."""
+    try:
+        stack.close()
+    except BaseException as e:
+        if original is None:
+            raise
+        log.error("replay teardown failed too (after %s): %s", type(original).__name__, e)
