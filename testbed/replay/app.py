@@ -71,16 +71,22 @@ class ReplayApp:
         scheme = environ.get("wsgi.url_scheme", "http")
         host = environ.get("TESTBED_HOST") or environ.get("HTTP_HOST") or environ.get(
             "SERVER_NAME", "")
-        target = environ.get("REQUEST_URI") or _target_from(environ)
+        target = wsgi_str(environ.get("REQUEST_URI") or _target_from(environ))
         method = environ.get("REQUEST_METHOD", "GET")
         i = self.matcher.match(Request(scheme, host, method, target))
         response = NOT_FOUND if i is None else self.responses[i]
-        head = response.body if method.upper() != "HEAD" else b""
+        head = response.body if method != "HEAD" else b""
         self.summary.record(url=f"{scheme}://{host}{target}", hit=i is not None,
                             nbytes=len(head),
                             connection=environ.get("TESTBED_CONNECTION"))
         start_response(response.status, list(response.headers))
         return [head]
+
+
+def wsgi_str(s: str) -> str:
+    """A WSGI "native string" (the raw bytes decoded as latin-1, PEP 3333) as the text
+    the recording holds (UTF-8; undecodable bytes kept as surrogates)."""
+    return s.encode("latin-1", "replace").decode("utf-8", "surrogateescape")
 
 
 def _target_from(environ: dict) -> str:

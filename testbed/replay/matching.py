@@ -1,11 +1,14 @@
 """Which recorded exchange answers a request: Mahimahi's rule, pure.
 
 A request matches the recorded exchanges with the same scheme, the same host
-(case-insensitive, any port stripped), the same method and the same path
-(the request target up to '?'). Among those candidates the one whose full
-target shares the longest common prefix with the request's target wins;
-ties go to the earliest in recording order. No candidate: None (the server
-answers 404 and counts a miss).
+(case-insensitive, any port stripped), the same method (case-sensitive) and
+the same path (the request target up to '?', compared as-is). Among those
+candidates the one whose full target shares the longest common prefix (in
+UTF-8 bytes) with the request's target wins, an identical target scoring one
+more (Mahimahi compares whole request lines, "GET /a HTTP/1.1", so an
+identical target outranks one that merely extends it); ties go to the
+earliest in recording order. No candidate: None (the server answers 404 and
+counts a miss).
 
 h3server implements the same rule in Rust; tests/vectors/matching.json holds
 the cases both must pass.
@@ -47,7 +50,7 @@ def path_of(target: str) -> str:
 
 
 def _key(scheme: str, host: str, method: str, target: str) -> tuple[str, str, str, str]:
-    return (scheme.lower(), normalise_host(host), method.upper(), path_of(target))
+    return (scheme.lower(), normalise_host(host), method, path_of(target))
 
 
 class Matcher:
@@ -72,15 +75,24 @@ class Matcher:
         return best(candidates, request.target)
 
 
+def score(recorded: str, target: str) -> int:
+    """Common-prefix length in UTF-8 bytes, plus one for an identical target."""
+    a, b = _bytes(recorded), _bytes(target)
+    return len(os.path.commonprefix([a, b])) + (a == b)
+
+
 def best(candidates: Sequence[tuple[int, str]], target: str) -> int:
-    """The index of the (index, target) candidate sharing the longest prefix with target;
-    the earliest index on ties."""
-    winner, longest = candidates[0][0], -1
+    """The index of the best-scoring (index, target) candidate; the earliest on ties."""
+    winner, top = candidates[0][0], -1
     for i, recorded in sorted(candidates):
-        n = len(os.path.commonprefix([recorded, target]))
-        if n > longest:
-            winner, longest = i, n
+        n = score(recorded, target)
+        if n > top:
+            winner, top = i, n
     return winner
+
+
+def _bytes(s: str) -> bytes:
+    return s.encode("utf-8", "surrogateescape")
 
 
 def match(exchanges: Iterable, request: Request) -> int | None:
