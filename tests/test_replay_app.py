@@ -112,7 +112,7 @@ def test_misses_are_404_and_counted(recording, tmp_path):
 
 def test_head_sends_no_body(recording, tmp_path):
     app = ReplayApp(recording, tmp_path / "summary.json")
-    status, headers, body = call(app, "/", method="HEAD")
+    status, _, body = call(app, "/", method="HEAD")
     assert status == "404 Not Found" and body == b""  # only GET was recorded
 
 

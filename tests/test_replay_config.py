@@ -26,7 +26,7 @@ def recording(tmp_path):
 
 
 def test_tcp_listens_on_443_and_80_of_every_ip_plus_recorded_ports(recording):
-    got = {(l.ip, l.port, l.tls) for l in nginx.listeners(recording, "tcp")}
+    got = {(x.ip, x.port, x.tls) for x in nginx.listeners(recording, "tcp")}
     assert got == {("192.0.2.10", 443, True), ("192.0.2.10", 80, False),
                    ("192.0.2.11", 443, True), ("192.0.2.11", 80, False),
                    ("192.0.2.11", 8443, True),
@@ -34,7 +34,7 @@ def test_tcp_listens_on_443_and_80_of_every_ip_plus_recorded_ports(recording):
 
 
 def test_quic_listens_on_every_https_port(recording):
-    got = {(l.ip, l.port) for l in nginx.listeners(recording, "quic")}
+    got = {(x.ip, x.port) for x in nginx.listeners(recording, "quic")}
     assert got == {("192.0.2.10", 443), ("192.0.2.11", 443), ("192.0.2.11", 8443),
                    ("192.0.2.12", 443)}
 
@@ -61,7 +61,7 @@ def test_nginx_config(recording, tmp_path):
         assert f"{key}_temp_path {tmp_path}/tmp/{key};" in conf
     assert "/var/lib/nginx" not in conf and "/run/nginx.pid" not in conf
     assert "uwsgi_max_temp_file_size 0;" in conf
-    assert not re.search(r"^\s*user\s", conf, re.M)  # runs unprivileged as the testbed user
+    assert not re.search(r"^\s*user\s", conf, re.MULTILINE)  # runs unprivileged as the testbed user
 
 
 def test_nginx_buffers_hold_the_largest_body():

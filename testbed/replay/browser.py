@@ -62,7 +62,7 @@ class Chromium:
         self.profile: Path | None = None
         self.log: Path | None = None
 
-    def __enter__(self) -> "Chromium":
+    def __enter__(self) -> Chromium:
         pw = pwd.getpwnam(USER)
         self.profile = Path(tempfile.mkdtemp(prefix="chromium-", dir=current().dir))
         os.chown(self.profile, pw.pw_uid, pw.pw_gid)
@@ -85,7 +85,7 @@ class Chromium:
             netns=self.netns)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, preexec_fn=child_fds,
+                                         stderr=subprocess.STDOUT, preexec_fn=child_fds,  # noqa: PLW1509 (no threads yet)
                                          close_fds=False,
                                          start_new_session=True)
         os.close(cr)
@@ -207,7 +207,7 @@ class Chromium:
         return [ev.get("params", {}) for ev in taken]
 
     # --- pages ---------------------------------------------------------------------
-    def new_page(self, *, isolated: bool = False) -> "Page":
+    def new_page(self, *, isolated: bool = False) -> Page:
         """A new tab; isolated=True gives it a fresh browser context (own cache, cookies
         and connections), disposed with the page."""
         context = self.call("Target.createBrowserContext")["browserContextId"] if isolated \

@@ -65,7 +65,7 @@ def spki_hash(cert: x509.Certificate) -> str:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:

@@ -155,7 +155,7 @@ class ReplayEnv:
             raise TestbedError("ReplayEnv not started")
         return self.topology
 
-    def __enter__(self) -> "ReplayEnv":
+    def __enter__(self) -> ReplayEnv:
         t0 = time.monotonic()
         self._preconditions()
         stack = ExitStack()
@@ -255,8 +255,8 @@ class ReplayEnv:
 
     def _start_quic(self, stack: ExitStack) -> None:
         argv = [str(H3SERVER), "--recording", str(self.recording.path)]
-        for l in self.listens:
-            argv += ["--listen", f"{l.ip}:{l.port}"]
+        for lst in self.listens:
+            argv += ["--listen", f"{lst.ip}:{lst.port}"]
         argv += ["--cert", str(self.leaf.chain_path), "--key", str(self.leaf.key_path),
                  "--summary", str(self.summary_path), *self.h3server_args]
         env = {k: os.environ[k] for k in ("SSLKEYLOGFILE", "RUST_LOG") if k in os.environ}
@@ -267,8 +267,8 @@ class ReplayEnv:
         for o in self.recording.origins:
             sni.setdefault(o.ip, o.host)
         kind = {True: "quic" if self.stack == "quic" else "tls", False: "tcp"}
-        return [f"{kind[l.tls]}:{l.ip}:{l.port}" + (f":{sni[l.ip]}" if l.tls else "")
-                for l in self.listens]
+        return [f"{kind[lst.tls]}:{lst.ip}:{lst.port}" + (f":{sni[lst.ip]}" if lst.tls else "")
+                for lst in self.listens]
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout

@@ -39,7 +39,8 @@ def listeners(recording, stack: str) -> list[Listen]:
         elif stack == "tcp":
             out.add(Listen(o.ip, o.port, False))
     if stack == "tcp":
-        clash = {(l.ip, l.port) for l in out if l.tls} & {(l.ip, l.port) for l in out if not l.tls}
+        tls = {(x.ip, x.port) for x in out if x.tls}
+        clash = tls & {(x.ip, x.port) for x in out if not x.tls}
         if clash:
             ip, port = sorted(clash)[0]
             raise ValueError(f"{ip}:{port} is recorded both as http and https")

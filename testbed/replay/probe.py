@@ -27,7 +27,7 @@ class Target:
     sni: str = ""
 
     @classmethod
-    def parse(cls, text: str) -> "Target":
+    def parse(cls, text: str) -> Target:
         kind, ip, port, *rest = text.split(":")
         if kind not in ("tls", "tcp", "quic"):
             raise ValueError(f"unknown probe kind {kind!r} in {text!r}")
@@ -78,7 +78,7 @@ def wait_all(targets: list[Target], deadline_s: float, attempt_timeout: float = 
         for t in list(pending):
             try:
                 ATTEMPTS[t.kind](t, attempt_timeout)
-            except (OSError, RuntimeError, asyncio.TimeoutError, ConnectionError) as e:
+            except (TimeoutError, OSError, RuntimeError, ConnectionError) as e:
                 pending[t] = f"{type(e).__name__}: {e}".rstrip(": ")
             else:
                 del pending[t]
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     ns = ap.parse_args(argv)
     failed = wait_all(ns.targets, ns.timeout)
     if failed:
-        print("not answering after %.0f s: %s" % (ns.timeout, "; ".join(failed)), file=sys.stderr)
+        print(f"not answering after {ns.timeout:.0f} s: {'; '.join(failed)}", file=sys.stderr)
         sys.exit(1)
 
 

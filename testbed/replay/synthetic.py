@@ -29,5 +29,5 @@ def exchange(url: str, ip: str, body: bytes, content_type: str = "text/html", *,
 
 def write(out_dir: Path, name: str, url: str, exchanges: list[tuple[dict, bytes]]) -> Path:
     meta = {"name": name, "url": url, "loads": 1,
-            "recorded_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "recorded_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     return rec.write(Path(out_dir), meta, exchanges)
