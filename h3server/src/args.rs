@@ -1,0 +1,168 @@
+//! Command line: every option documented with its default.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// HTTP/3 replay server: serves one testbed recording from memory over QUIC.
+///
+/// Requests are matched to recorded exchanges by Mahimahi's rule (same
+/// scheme, host, method and path; the longest common prefix of the full
+/// target wins, ties go to the earliest exchange); no match is a 404,
+/// counted as a miss.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "h3server", version = crate::VERSION, about, long_about = None)]
+pub struct Args {
+    /// Recording folder (manifest.json and bodies/), validated against
+    /// schemas/recording.schema.json at start. Required.
+    #[arg(long, value_name = "DIR")]
+    pub recording: PathBuf,
+
+    /// UDP address to serve on; repeat for every address. One socket per
+    /// address, so replies leave from the address the client contacted
+    /// (give concrete addresses, not 0.0.0.0). At least one is required.
+    #[arg(long, value_name = "IP:PORT", required = true)]
+    pub listen: Vec<SocketAddr>,
+
+    /// Certificate chain (PEM), leaf first. Required.
+    #[arg(long, value_name = "PEM")]
+    pub cert: PathBuf,
+
+    /// Private key of the leaf certificate (PEM). Required.
+    #[arg(long, value_name = "PEM")]
+    pub key: PathBuf,
+
+    /// Congestion control. Defaults to cubic. `bbr2` is quiche's BBRv2
+    /// (gcongestion), which paces with its own pacer.
+    #[arg(long, value_enum, default_value_t = Cc::Cubic)]
+    pub cc: Cc,
+
+    /// Initial congestion window in packets. Defaults to 10 (quiche's
+    /// default).
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub initial_cwnd_packets: u32,
+
+    /// Pace outgoing packets in user space (a timer holds each datagram until
+    /// its release time), or send them back to back. Defaults to on.
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub pacing: OnOff,
+
+    /// Maximum UDP payload size this server sends, in bytes. Defaults to 1350.
+    #[arg(long, value_name = "BYTES", default_value_t = 1350,
+          value_parser = clap::value_parser!(u16).range(1200..=65527))]
+    pub max_udp_payload: u16,
+
+    /// Generic segmentation offload: datagrams that leave together for the
+    /// same destination go down in one sendmsg with UDP_SEGMENT. Defaults to
+    /// off.
+    #[arg(long, value_enum, default_value_t = OnOff::Off)]
+    pub gso: OnOff,
+
+    /// Write one qlog file per connection into this folder
+    /// (<trace id>.sqlog). Defaults to $QLOGDIR when set, otherwise no qlog.
+    #[arg(long, value_name = "DIR", env = "QLOGDIR")]
+    pub qlog_dir: Option<PathBuf>,
+
+    /// Keep a JSON summary (requests, misses, bytes, connections) in this
+    /// file, rewritten atomically after every completed request (at most
+    /// every 50 ms) and at exit. Defaults to none.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+
+    /// Log filter for stderr, env_logger syntax (`info`, `debug`,
+    /// `h3server=debug,quiche=info`, ...). Every line starts with the
+    /// connection's trace id. Defaults to info.
+    #[arg(long, value_name = "FILTER", default_value = "info")]
+    pub log_level: String,
+
+    /// TLS secrets are appended to $SSLKEYLOGFILE when it is set (NSS key
+    /// log format), for Wireshark. Not an option: read from the environment.
+    #[arg(skip = std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from))]
+    pub keylog_file: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cc {
+    Cubic,
+    Reno,
+    Bbr2,
+}
+
+impl Cc {
+    pub fn algorithm(self) -> quiche::CongestionControlAlgorithm {
+        match self {
+            Cc::Cubic => quiche::CongestionControlAlgorithm::CUBIC,
+            Cc::Reno => quiche::CongestionControlAlgorithm::Reno,
+            Cc::Bbr2 => quiche::CongestionControlAlgorithm::Bbr2Gcongestion,
+        }
+    }
+
+    /// quiche paces CUBIC and Reno not at all (every `SendInfo::at` is "now"),
+    /// so the server's own pacer does; BBRv2 comes with quiche's pacer.
+    pub fn paced_by_quiche(self) -> bool {
+        matches!(self, Cc::Bbr2)
+    }
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+impl OnOff {
+    pub fn on(self) -> bool {
+        self == OnOff::On
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(extra: &[&str]) -> Result<Args, clap::Error> {
+        let mut argv = vec![
+            "h3server", "--recording", "r", "--listen", "127.0.0.1:4433",
+            "--cert", "c.pem", "--key", "k.pem",
+        ];
+        argv.extend_from_slice(extra);
+        Args::try_parse_from(argv)
+    }
+
+    #[test]
+    fn defaults() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.cc, Cc::Cubic);
+        assert_eq!(a.initial_cwnd_packets, 10);
+        assert_eq!(a.pacing, OnOff::On);
+        assert_eq!(a.max_udp_payload, 1350);
+        assert_eq!(a.gso, OnOff::Off);
+        assert_eq!(a.log_level, "info");
+        assert!(a.summary.is_none());
+    }
+
+    #[test]
+    fn protocol_settings() {
+        let a = parse(&[
+            "--cc", "bbr2", "--initial-cwnd-packets", "32", "--pacing", "off",
+            "--gso", "on", "--listen", "10.0.0.1:443", "--max-udp-payload", "1252",
+        ])
+        .unwrap();
+        assert_eq!(a.cc, Cc::Bbr2);
+        assert_eq!(a.initial_cwnd_packets, 32);
+        assert!(!a.pacing.on());
+        assert!(a.gso.on());
+        assert_eq!(a.listen.len(), 2);
+        assert_eq!(a.max_udp_payload, 1252);
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        assert!(parse(&["--cc", "vegas"]).is_err());
+        assert!(parse(&["--max-udp-payload", "100"]).is_err());
+        assert!(parse(&["--initial-cwnd-packets", "0"]).is_err());
+        assert!(Args::try_parse_from(["h3server", "--recording", "r"]).is_err());
+    }
+}

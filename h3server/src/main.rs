@@ -1,0 +1,89 @@
+//! h3server: serves one testbed recording from memory over HTTP/3 (quiche).
+//!
+//! Wiring only: arguments (args.rs), the recording (recording.rs), the
+//! event loop (server.rs). Exit status: 0 after SIGINT/SIGTERM, 2 for bad
+//! input (arguments, recording, certificate), 1 for anything else.
+
+mod args;
+mod logging;
+mod matching;
+mod pacer;
+mod priority;
+mod recording;
+mod response;
+mod server;
+mod summary;
+mod udp;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use log::info;
+
+/// quiche's version, pinned by Cargo.lock (a test checks they agree).
+pub const QUICHE_VERSION: &str = "0.30.0";
+/// This server's version and quiche's, as shown by --version and the summary.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (quiche ", "0.30.0", ")");
+
+/// Why the server stopped.
+#[derive(Debug)]
+pub enum Fatal {
+    /// Bad input: a file, a key, a value. Exit 2.
+    Input(String),
+    /// Anything else. Exit 1.
+    Runtime(String),
+}
+
+fn main() -> ExitCode {
+    let args = args::Args::parse();
+    logging::init(&args.log_level);
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Fatal::Input(msg)) => {
+            eprintln!("h3server: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Fatal::Runtime(msg)) => {
+            eprintln!("h3server: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &args::Args) -> Result<(), Fatal> {
+    let settings = server::Settings::from_args(args)?;
+    let config = server::quic_config(&settings, &args.cert, &args.key)?;
+    let rec = recording::load(&args.recording).map_err(|e| Fatal::Input(e.0))?;
+    info!(
+        "{} recording {} ({}): {} exchanges, {} body bytes in memory",
+        logging::SERVER,
+        rec.name,
+        rec.path.display(),
+        rec.exchanges.len(),
+        rec.body_bytes
+    );
+    let mut srv = server::Server::new(settings, config, rec)?;
+    info!(
+        "{} h3server {} listening on {} (cc {:?}, initial cwnd {} packets, pacing {:?}, max UDP payload {}, GSO {:?})",
+        logging::SERVER,
+        VERSION,
+        srv.local_addrs().iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "),
+        args.cc,
+        args.initial_cwnd_packets,
+        args.pacing,
+        args.max_udp_payload,
+        args.gso
+    );
+    srv.run()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quiche_version_matches_the_lock_file() {
+        let lock = include_str!("../Cargo.lock");
+        let pinned = format!("name = \"quiche\"\nversion = \"{}\"", super::QUICHE_VERSION);
+        assert!(lock.contains(&pinned), "Cargo.lock pins another quiche than {}", super::QUICHE_VERSION);
+        assert!(super::VERSION.contains(super::QUICHE_VERSION));
+    }
+}

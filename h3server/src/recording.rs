@@ -1,0 +1,259 @@
+//! A recording loaded into memory (format: schemas/recording.schema.json).
+//!
+//! Same checks and messages as testbed/recording.py: the manifest is
+//! validated against the schema, then every referenced body must exist in
+//! bodies/ (and have the recorded size). Errors name the file and the key.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::matching;
+
+/// The format's single definition, shared with the Python side.
+pub const SCHEMA: &str = include_str!("../../schemas/recording.schema.json");
+
+/// A bad recording: one line naming the file and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError(pub String);
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+#[derive(Debug, Deserialize)]
+struct Manifest {
+    name: String,
+    exchanges: Vec<RawExchange>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawExchange {
+    scheme: String,
+    host: String,
+    method: String,
+    target: String,
+    status: u16,
+    response_headers: Vec<(String, String)>,
+    body: Option<String>,
+    body_size: Option<u64>,
+}
+
+/// One recorded exchange, ready to answer with.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub key: matching::Key,
+    pub status: u16,
+    /// Lower-case names, in recorded order.
+    pub response_headers: Vec<(String, String)>,
+    /// The body as sent on the wire (shared between exchanges with the same hash).
+    pub body: Arc<[u8]>,
+}
+
+#[derive(Debug)]
+pub struct Recording {
+    pub path: PathBuf,
+    pub name: String,
+    pub exchanges: Vec<Exchange>,
+    pub index: matching::Index,
+    /// Distinct body bytes held in memory.
+    pub body_bytes: usize,
+}
+
+impl Recording {
+    /// The exchange answering a request, or None for a miss.
+    pub fn find(&self, req: &matching::Request) -> Option<&Exchange> {
+        self.index.find(req).map(|i| &self.exchanges[i])
+    }
+}
+
+/// Load, validate and read every body of the recording in `dir`.
+pub fn load(dir: &Path) -> Result<Recording, LoadError> {
+    let manifest_path = dir.join("manifest.json");
+    let m = manifest_path.display();
+    let text = std::fs::read_to_string(&manifest_path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => LoadError(format!("{m}: missing (not a recording folder)")),
+        _ => LoadError(format!("{m}: cannot read: {e}")),
+    })?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        LoadError(format!("{m}: not valid JSON: {e}"))
+    })?;
+    validate(&value).map_err(|(key, msg)| LoadError(format!("{m}: key {key}: {msg}")))?;
+    let manifest: Manifest = serde_json::from_value(value)
+        .map_err(|e| LoadError(format!("{m}: {e}")))?;
+
+    let mut bodies: HashMap<String, Arc<[u8]>> = HashMap::new();
+    let empty: Arc<[u8]> = Arc::from(Vec::new());
+    let mut exchanges = Vec::with_capacity(manifest.exchanges.len());
+    for (i, x) in manifest.exchanges.into_iter().enumerate() {
+        let body = match &x.body {
+            None => empty.clone(),
+            Some(sha) => match bodies.get(sha) {
+                Some(b) => b.clone(),
+                None => {
+                    let file = dir.join("bodies").join(sha);
+                    let data = std::fs::read(&file).map_err(|e| match e.kind() {
+                        std::io::ErrorKind::NotFound => LoadError(format!(
+                            "{m}: key exchanges/{i}/body: bodies/{sha} is missing"
+                        )),
+                        _ => LoadError(format!("{}: cannot read: {e}", file.display())),
+                    })?;
+                    let b: Arc<[u8]> = Arc::from(data);
+                    bodies.insert(sha.clone(), b.clone());
+                    b
+                }
+            },
+        };
+        if let Some(size) = x.body_size {
+            if x.body.is_some() && size != body.len() as u64 {
+                return Err(LoadError(format!(
+                    "{m}: key exchanges/{i}/body_size: {size}, but bodies/{} has {} bytes",
+                    x.body.as_deref().unwrap_or(""),
+                    body.len()
+                )));
+            }
+        }
+        exchanges.push(Exchange {
+            key: matching::Key {
+                scheme: x.scheme,
+                host: x.host,
+                method: x.method,
+                target: x.target,
+            },
+            status: x.status,
+            response_headers: x.response_headers,
+            body,
+        });
+    }
+    let index = matching::Index::new(exchanges.iter().map(|x| &x.key));
+    Ok(Recording {
+        path: dir.to_path_buf(),
+        name: manifest.name,
+        body_bytes: bodies.values().map(|b| b.len()).sum(),
+        exchanges,
+        index,
+    })
+}
+
+/// Validate a manifest against the schema: Err((key, message)) for the first
+/// violation, the key as a slash-separated path like the Python loader's.
+pub fn validate(manifest: &serde_json::Value) -> Result<(), (String, String)> {
+    let schema: serde_json::Value =
+        serde_json::from_str(SCHEMA).expect("embedded schema is valid JSON");
+    let validator = jsonschema::validator_for(&schema).expect("embedded schema compiles");
+    match validator.validate(manifest) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let path = e.instance_path().as_str().trim_start_matches('/').to_string();
+            let key = if path.is_empty() { "(top level)".to_string() } else { path };
+            Err((key, e.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn manifest() -> serde_json::Value {
+        json!({
+            "format": "testbed-recording/1",
+            "name": "t",
+            "url": "https://a.test/",
+            "recorded_at": "2024-01-01T00:00:00Z",
+            "loads": 1,
+            "origins": [{"scheme": "https", "host": "a.test", "port": 443, "ip": "127.0.0.1"}],
+            "exchanges": [{
+                "scheme": "https", "host": "a.test", "port": 443, "ip": "127.0.0.1",
+                "method": "GET", "target": "/", "request_headers": [],
+                "status": 200, "response_headers": [["content-type", "text/html"]],
+                "body": "a".repeat(64), "body_size": 5
+            }],
+            "requests": 1,
+            "bytes": 5
+        })
+    }
+
+    fn write(dir: &Path, m: &serde_json::Value, body: Option<&[u8]>) {
+        std::fs::create_dir_all(dir.join("bodies")).unwrap();
+        std::fs::write(dir.join("manifest.json"), m.to_string()).unwrap();
+        if let Some(b) = body {
+            std::fs::write(dir.join("bodies").join("a".repeat(64)), b).unwrap();
+        }
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("h3server-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn valid_manifest_passes() {
+        assert_eq!(validate(&manifest()), Ok(()));
+    }
+
+    #[test]
+    fn error_names_the_key() {
+        let mut m = manifest();
+        m["exchanges"][0]["status"] = json!(700);
+        let (key, _) = validate(&m).unwrap_err();
+        assert_eq!(key, "exchanges/0/status");
+        let mut m = manifest();
+        m.as_object_mut().unwrap().remove("loads");
+        let (key, msg) = validate(&m).unwrap_err();
+        assert_eq!(key, "(top level)");
+        assert!(msg.contains("loads"), "{msg}");
+        let mut m = manifest();
+        m["exchanges"][0]["response_headers"] = json!([["Content-Type", "x"]]);
+        assert_eq!(validate(&m).unwrap_err().0, "exchanges/0/response_headers/0/0");
+    }
+
+    #[test]
+    fn loads_bodies_into_memory() {
+        let d = tmp("ok");
+        write(&d, &manifest(), Some(b"hello"));
+        let r = load(&d).unwrap();
+        assert_eq!(r.name, "t");
+        assert_eq!(&*r.exchanges[0].body, b"hello");
+        assert_eq!(r.body_bytes, 5);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn missing_body_is_named() {
+        let d = tmp("missing");
+        write(&d, &manifest(), None);
+        let e = load(&d).unwrap_err().0;
+        assert!(e.ends_with(&format!("key exchanges/0/body: bodies/{} is missing", "a".repeat(64))), "{e}");
+        assert!(e.starts_with(&d.join("manifest.json").display().to_string()), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn wrong_body_size_is_named() {
+        let d = tmp("size");
+        write(&d, &manifest(), Some(b"hello!"));
+        let e = load(&d).unwrap_err().0;
+        assert!(e.contains("key exchanges/0/body_size"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn not_a_recording() {
+        let d = tmp("empty");
+        std::fs::create_dir_all(&d).unwrap();
+        assert!(load(&d).unwrap_err().0.ends_with("manifest.json: missing (not a recording folder)"));
+        std::fs::write(d.join("manifest.json"), "{").unwrap();
+        assert!(load(&d).unwrap_err().0.contains("not valid JSON"));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -1,0 +1,121 @@
+//! Response headers for a recorded exchange (or a miss), HTTP/3-legal.
+
+use quiche::h3::Header;
+
+use crate::recording::Exchange;
+
+/// Connection-specific headers that HTTP/3 forbids (RFC 9114 §4.2).
+const HOP_BY_HOP: [&str; 5] = [
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "upgrade",
+    "proxy-connection",
+];
+
+/// Status, recorded headers minus hop-by-hop ones, pseudo-headers and the
+/// recorded content-length, plus content-length = body length (omitted for
+/// 1xx, 204 and 304, which carry no content).
+pub fn headers(x: &Exchange) -> Vec<Header> {
+    let mut out = Vec::with_capacity(x.response_headers.len() + 2);
+    out.push(Header::new(b":status", x.status.to_string().as_bytes()));
+    for (name, value) in &x.response_headers {
+        let n = name.as_str();
+        if n.starts_with(':') || n == "content-length" || HOP_BY_HOP.contains(&n) {
+            continue;
+        }
+        out.push(Header::new(n.as_bytes(), value.as_bytes()));
+    }
+    if has_content(x.status) {
+        out.push(Header::new(b"content-length", x.body.len().to_string().as_bytes()));
+    }
+    out
+}
+
+/// Whether a response with this status carries content.
+pub fn has_content(status: u16) -> bool {
+    !(status < 200 || status == 204 || status == 304)
+}
+
+/// Body for the miss response.
+pub const NOT_FOUND: &[u8] = b"not in recording\n";
+
+pub fn not_found() -> Vec<Header> {
+    vec![
+        Header::new(b":status", b"404"),
+        Header::new(b"content-type", b"text/plain"),
+        Header::new(b"content-length", NOT_FOUND.len().to_string().as_bytes()),
+        Header::new(b"cache-control", b"no-store"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quiche::h3::NameValue;
+    use std::sync::Arc;
+
+    fn exchange(status: u16, hdrs: &[(&str, &str)], body: &[u8]) -> Exchange {
+        Exchange {
+            key: crate::matching::Key {
+                scheme: "https".into(),
+                host: "a.test".into(),
+                method: "GET".into(),
+                target: "/".into(),
+            },
+            status,
+            response_headers: hdrs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+            body: Arc::from(body.to_vec()),
+        }
+    }
+
+    fn pairs(h: &[Header]) -> Vec<(String, String)> {
+        h.iter()
+            .map(|h| {
+                (
+                    String::from_utf8_lossy(h.name()).into_owned(),
+                    String::from_utf8_lossy(h.value()).into_owned(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn drops_hop_by_hop_and_sets_length() {
+        let x = exchange(
+            200,
+            &[
+                ("content-type", "text/css"),
+                ("connection", "keep-alive"),
+                ("keep-alive", "timeout=5"),
+                ("transfer-encoding", "chunked"),
+                ("upgrade", "h2c"),
+                ("proxy-connection", "x"),
+                ("content-length", "999"),
+                ("set-cookie", "a=1"),
+                ("set-cookie", "b=2"),
+            ],
+            b"body!",
+        );
+        assert_eq!(
+            pairs(&headers(&x)),
+            vec![
+                (":status".into(), "200".into()),
+                ("content-type".into(), "text/css".into()),
+                ("set-cookie".into(), "a=1".into()),
+                ("set-cookie".into(), "b=2".into()),
+                ("content-length".into(), "5".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn no_length_without_content() {
+        for status in [204, 304] {
+            let h = pairs(&headers(&exchange(status, &[("content-length", "0")], b"")));
+            assert_eq!(h, vec![(":status".into(), status.to_string())]);
+        }
+        let h = pairs(&headers(&exchange(404, &[], b"")));
+        assert!(h.contains(&("content-length".into(), "0".into())));
+    }
+}

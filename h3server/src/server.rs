@@ -1,0 +1,721 @@
+//! The event loop: one UDP socket per listen address, QUIC connections,
+//! HTTP/3 requests answered from the recording, paced sending.
+//!
+//! One thread, one mio poll. Deadlines (quiche timers, pacing release times,
+//! the summary's next write) arm one timerfd, whose nanosecond resolution is
+//! what pacing needs (epoll's own timeout has millisecond resolution).
+//! SIGINT/SIGTERM arrive on a signalfd: connections are closed, the summary
+//! written, and `run` returns.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use log::{debug, error, info, trace, warn};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use quiche::h3::NameValue;
+
+use crate::args::Args;
+use crate::logging::SERVER;
+use crate::matching;
+use crate::pacer::{Pacer, PathView};
+use crate::priority::Priority;
+use crate::recording::Recording;
+use crate::response;
+use crate::summary::{self, Summary};
+use crate::udp;
+use crate::Fatal;
+
+const TIMER: Token = Token(usize::MAX - 1);
+const SIGNALS: Token = Token(usize::MAX - 2);
+
+/// Length of the connection IDs this server picks.
+const CID_LEN: usize = 16;
+/// Largest UDP datagram read.
+const RECV_BUF: usize = 65_535;
+/// Idle timeout advertised to clients, ms.
+const IDLE_TIMEOUT_MS: u64 = 30_000;
+/// Concurrent request streams a client may open (nginx's HTTP/2 default).
+const MAX_STREAMS_BIDI: u64 = 128;
+/// H3_NO_ERROR, for closing connections at exit.
+const H3_NO_ERROR: u64 = 0x100;
+
+/// Everything fixed for the server's life.
+pub struct Settings {
+    pub listen: Vec<SocketAddr>,
+    pub cc: crate::args::Cc,
+    pub initial_cwnd_packets: usize,
+    pub pacing: bool,
+    pub gso: bool,
+    pub max_udp_payload: usize,
+    pub qlog_dir: Option<PathBuf>,
+    pub keylog: Option<File>,
+    pub summary: Option<PathBuf>,
+}
+
+impl Settings {
+    pub fn from_args(args: &Args) -> Result<Settings, Fatal> {
+        let keylog = match &args.keylog_file {
+            Some(p) => Some(
+                File::options()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| Fatal::Input(format!("{}: SSLKEYLOGFILE cannot be opened: {e}", p.display())))?,
+            ),
+            None => None,
+        };
+        if let Some(dir) = &args.qlog_dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Fatal::Input(format!("{}: --qlog-dir cannot be created: {e}", dir.display())))?;
+        }
+        Ok(Settings {
+            listen: args.listen.clone(),
+            cc: args.cc,
+            initial_cwnd_packets: args.initial_cwnd_packets as usize,
+            pacing: args.pacing.on(),
+            gso: args.gso.on(),
+            max_udp_payload: args.max_udp_payload as usize,
+            qlog_dir: args.qlog_dir.clone(),
+            keylog,
+            summary: args.summary.clone(),
+        })
+    }
+}
+
+/// The QUIC configuration every connection is accepted with.
+pub fn quic_config(s: &Settings, cert: &std::path::Path, key: &std::path::Path) -> Result<quiche::Config, Fatal> {
+    let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION)
+        .map_err(|e| Fatal::Runtime(format!("quiche config: {e}")))?;
+    c.load_cert_chain_from_pem_file(&cert.to_string_lossy())
+        .map_err(|e| Fatal::Input(format!("{}: not a usable PEM certificate chain ({e})", cert.display())))?;
+    c.load_priv_key_from_pem_file(&key.to_string_lossy())
+        .map_err(|e| Fatal::Input(format!("{}: not a usable PEM private key ({e})", key.display())))?;
+    c.set_application_protos(quiche::h3::APPLICATION_PROTOCOL)
+        .map_err(|e| Fatal::Runtime(format!("ALPN: {e}")))?;
+    c.set_max_idle_timeout(IDLE_TIMEOUT_MS);
+    c.set_max_send_udp_payload_size(s.max_udp_payload);
+    c.set_initial_max_data(16 << 20);
+    c.set_initial_max_stream_data_bidi_local(4 << 20);
+    c.set_initial_max_stream_data_bidi_remote(4 << 20);
+    c.set_initial_max_stream_data_uni(1 << 20);
+    c.set_initial_max_streams_bidi(MAX_STREAMS_BIDI);
+    c.set_initial_max_streams_uni(16);
+    c.set_disable_active_migration(true);
+    c.set_cc_algorithm(s.cc.algorithm());
+    c.set_initial_congestion_window_packets(s.initial_cwnd_packets);
+    // Only quiche's BBRv2 reads this; CUBIC and Reno are paced by crate::pacer.
+    c.enable_pacing(s.pacing);
+    if s.keylog.is_some() {
+        c.log_keys();
+    }
+    Ok(c)
+}
+
+struct Socket {
+    io: mio::net::UdpSocket,
+    local: SocketAddr,
+    /// The last send would block: wait for a WRITABLE event.
+    blocked: bool,
+}
+
+struct Datagram {
+    data: Vec<u8>,
+    to: SocketAddr,
+    /// Release time.
+    at: Instant,
+}
+
+/// A response not yet entirely handed to quiche.
+struct Pending {
+    /// Headers still to send (the stream was blocked).
+    headers: Option<Vec<quiche::h3::Header>>,
+    body: Arc<[u8]>,
+    /// Whether the body goes out (not for HEAD, 1xx, 204, 304).
+    with_body: bool,
+    written: usize,
+    priority: Priority,
+}
+
+struct Client {
+    conn: quiche::Connection,
+    h3: Option<quiche::h3::Connection>,
+    socket: usize,
+    /// Connection IDs routed to this client.
+    cids: Vec<Vec<u8>>,
+    pending: HashMap<u64, Pending>,
+    /// Whether this connection is in the summary's count (at its first request).
+    counted: bool,
+    pacer: Pacer,
+    out: VecDeque<Datagram>,
+}
+
+pub struct Server {
+    settings: Settings,
+    config: quiche::Config,
+    h3_config: quiche::h3::Config,
+    recording: Recording,
+    not_found: Arc<[u8]>,
+    poll: Poll,
+    sockets: Vec<Socket>,
+    timer: TimerFd,
+    signals: SignalFd,
+    clients: HashMap<u64, Client>,
+    routes: HashMap<Vec<u8>, u64>,
+    next_client: u64,
+    summary: Summary,
+    writer: summary::Writer,
+    shutdown: bool,
+}
+
+impl Server {
+    pub fn new(settings: Settings, config: quiche::Config, recording: Recording) -> Result<Server, Fatal> {
+        let poll = Poll::new().map_err(|e| Fatal::Runtime(format!("epoll: {e}")))?;
+        let mut sockets = Vec::new();
+        for (i, &addr) in settings.listen.iter().enumerate() {
+            let mut io = udp::bind(addr)
+                .map_err(|e| Fatal::Runtime(format!("--listen {addr}: cannot bind UDP socket: {e}")))?;
+            if settings.gso && !udp::gso_supported(&io) {
+                return Err(Fatal::Runtime(format!("--gso on: the kernel refuses UDP_SEGMENT on {addr}")));
+            }
+            let local = io.local_addr().map_err(|e| Fatal::Runtime(format!("{addr}: {e}")))?;
+            poll.registry()
+                .register(&mut io, Token(i), Interest::READABLE | Interest::WRITABLE)
+                .map_err(|e| Fatal::Runtime(format!("epoll: {e}")))?;
+            sockets.push(Socket { io, local, blocked: false });
+        }
+        let timer = TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC)
+            .map_err(|e| Fatal::Runtime(format!("timerfd: {e}")))?;
+        poll.registry()
+            .register(&mut SourceFd(&timer.as_fd().as_raw_fd()), TIMER, Interest::READABLE)
+            .map_err(|e| Fatal::Runtime(format!("epoll: {e}")))?;
+        let mut mask = SigSet::empty();
+        mask.add(Signal::SIGINT);
+        mask.add(Signal::SIGTERM);
+        mask.thread_block().map_err(|e| Fatal::Runtime(format!("sigprocmask: {e}")))?;
+        let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+            .map_err(|e| Fatal::Runtime(format!("signalfd: {e}")))?;
+        poll.registry()
+            .register(&mut SourceFd(&signals.as_fd().as_raw_fd()), SIGNALS, Interest::READABLE)
+            .map_err(|e| Fatal::Runtime(format!("epoll: {e}")))?;
+        let h3_config = quiche::h3::Config::new().map_err(|e| Fatal::Runtime(format!("h3 config: {e}")))?;
+        let writer = summary::Writer::new(settings.summary.clone());
+        Ok(Server {
+            settings,
+            config,
+            h3_config,
+            recording,
+            not_found: Arc::from(response::NOT_FOUND),
+            poll,
+            sockets,
+            timer,
+            signals,
+            clients: HashMap::new(),
+            routes: HashMap::new(),
+            next_client: 0,
+            summary: Summary::new(),
+            writer,
+            shutdown: false,
+        })
+    }
+
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.sockets.iter().map(|s| s.local).collect()
+    }
+
+    /// Serve until SIGINT or SIGTERM.
+    pub fn run(&mut self) -> Result<(), Fatal> {
+        self.write_summary(Instant::now(), true)?;
+        let mut events = Events::with_capacity(1024);
+        let mut buf = vec![0u8; RECV_BUF];
+        loop {
+            let timeout = self.arm_timer()?;
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Fatal::Runtime(format!("epoll_wait: {e}"))),
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    TIMER => {
+                        let _ = nix::unistd::read(&self.timer, &mut [0u8; 8]);
+                    }
+                    SIGNALS => {
+                        while let Ok(Some(sig)) = self.signals.read_signal() {
+                            info!("{SERVER} signal {}: closing connections and exiting", sig.ssi_signo);
+                            self.shutdown = true;
+                        }
+                    }
+                    Token(i) => {
+                        if ev.is_writable() {
+                            self.sockets[i].blocked = false;
+                        }
+                        if ev.is_readable() {
+                            self.read_socket(i, &mut buf);
+                        }
+                    }
+                }
+            }
+            let now = Instant::now();
+            for c in self.clients.values_mut() {
+                if c.conn.timeout_instant().is_some_and(|t| t <= now) {
+                    c.conn.on_timeout();
+                }
+            }
+            if self.shutdown {
+                return self.close_all();
+            }
+            let ids: Vec<u64> = self.clients.keys().copied().collect();
+            for id in ids {
+                self.serve(id);
+                self.flush(id, false);
+            }
+            self.collect_closed();
+            self.write_summary(Instant::now(), false)?;
+        }
+    }
+
+    /// Arm the timer for the earliest deadline; the poll timeout to use.
+    fn arm_timer(&mut self) -> Result<Option<Duration>, Fatal> {
+        let mut next = self.writer.deadline();
+        for c in self.clients.values() {
+            let quic = c.conn.timeout_instant();
+            let release = if self.sockets[c.socket].blocked { None } else { c.out.front().map(|d| d.at) };
+            for t in [quic, release].into_iter().flatten() {
+                next = Some(next.map_or(t, |n: Instant| n.min(t)));
+            }
+        }
+        let now = Instant::now();
+        match next {
+            Some(t) if t <= now => Ok(Some(Duration::ZERO)),
+            Some(t) => {
+                self.timer
+                    .set(Expiration::OneShot(TimeSpec::from(t - now)), TimerSetTimeFlags::empty())
+                    .map_err(|e| Fatal::Runtime(format!("timerfd_settime: {e}")))?;
+                Ok(None)
+            }
+            None => {
+                self.timer.unset().map_err(|e| Fatal::Runtime(format!("timerfd_settime: {e}")))?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn read_socket(&mut self, i: usize, buf: &mut [u8]) {
+        loop {
+            let (len, from) = match self.sockets[i].io.recv_from(buf) {
+                Ok(v) => v,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    warn!("{SERVER} recv on {} failed: {e}", self.sockets[i].local);
+                    return;
+                }
+            };
+            self.handle_datagram(i, from, &mut buf[..len]);
+        }
+    }
+
+    fn handle_datagram(&mut self, sock: usize, from: SocketAddr, pkt: &mut [u8]) {
+        let local = self.sockets[sock].local;
+        let hdr = match quiche::Header::from_slice(pkt, quiche::MAX_CONN_ID_LEN) {
+            Ok(h) => h,
+            Err(e) => {
+                debug!("{SERVER} unparsable packet from {from}: {e}");
+                return;
+            }
+        };
+        let id = match self.routes.get(hdr.dcid.as_ref()) {
+            Some(&id) => id,
+            None => {
+                if hdr.ty != quiche::Type::Initial {
+                    debug!("{SERVER} {:?} packet for unknown connection from {from}", hdr.ty);
+                    return;
+                }
+                if !quiche::version_is_supported(hdr.version) {
+                    let mut out = [0u8; 1350];
+                    if let Ok(n) = quiche::negotiate_version(&hdr.scid, &hdr.dcid, &mut out) {
+                        debug!("{SERVER} version negotiation with {from} (version {:#x})", hdr.version);
+                        let _ = self.sockets[sock].io.send_to(&out[..n], from);
+                    }
+                    return;
+                }
+                match self.accept(sock, &hdr.dcid, from) {
+                    Some(id) => id,
+                    None => return,
+                }
+            }
+        };
+        let client = self.clients.get_mut(&id).expect("routed client exists");
+        if let Err(e) = client.conn.recv(pkt, quiche::RecvInfo { from, to: local }) {
+            debug!("{} recv failed: {e}", client.conn.trace_id());
+        }
+    }
+
+    fn accept(&mut self, sock: usize, odcid: &[u8], from: SocketAddr) -> Option<u64> {
+        let local = self.sockets[sock].local;
+        let mut scid = [0u8; CID_LEN];
+        if let Err(e) = getrandom::fill(&mut scid) {
+            error!("{SERVER} no randomness for a connection ID: {e}");
+            return None;
+        }
+        let scid = quiche::ConnectionId::from_ref(&scid);
+        let mut conn = match quiche::accept(&scid, None, local, from, &mut self.config) {
+            Ok(c) => c,
+            Err(e) => {
+                warn!("{SERVER} cannot accept connection from {from}: {e}");
+                return None;
+            }
+        };
+        let trace_id = conn.trace_id().to_string();
+        if let Some(dir) = &self.settings.qlog_dir {
+            let path = dir.join(format!("{trace_id}.sqlog"));
+            match File::create(&path) {
+                Ok(f) => conn.set_qlog(
+                    Box::new(BufWriter::new(f)),
+                    "h3server".to_string(),
+                    format!("h3server {} connection {trace_id}", crate::VERSION),
+                ),
+                Err(e) => warn!("{trace_id} qlog {} cannot be created: {e}", path.display()),
+            }
+        }
+        if let Some(k) = &self.settings.keylog {
+            match k.try_clone() {
+                Ok(f) => conn.set_keylog(Box::new(f)),
+                Err(e) => warn!("{trace_id} SSLKEYLOGFILE: {e}"),
+            }
+        }
+        let id = self.next_client;
+        self.next_client += 1;
+        let cids = vec![odcid.to_vec(), scid.to_vec()];
+        for cid in &cids {
+            self.routes.insert(cid.clone(), id);
+        }
+        info!("{trace_id} new connection from {from} to {local}");
+        self.clients.insert(
+            id,
+            Client {
+                conn,
+                h3: None,
+                socket: sock,
+                cids,
+                pending: HashMap::new(),
+                counted: false,
+                pacer: Pacer::new(),
+                out: VecDeque::new(),
+            },
+        );
+        Some(id)
+    }
+
+    /// Start HTTP/3 once established, continue blocked responses, answer requests.
+    fn serve(&mut self, id: u64) {
+        let Some(c) = self.clients.get_mut(&id) else { return };
+        if c.h3.is_none() && c.conn.is_established() {
+            match quiche::h3::Connection::with_transport(&mut c.conn, &self.h3_config) {
+                Ok(h3) => {
+                    c.h3 = Some(h3);
+                    let rtt = c.conn.path_stats().next().map(|p| p.rtt).unwrap_or_default();
+                    info!(
+                        "{} established: {}, cc {:?}, initial cwnd {} packets, pacing {}, rtt {:?}",
+                        c.conn.trace_id(),
+                        String::from_utf8_lossy(c.conn.application_proto()),
+                        self.settings.cc,
+                        self.settings.initial_cwnd_packets,
+                        if self.settings.pacing { "on" } else { "off" },
+                        rtt
+                    );
+                }
+                Err(e) => {
+                    error!("{} cannot start HTTP/3: {e}", c.conn.trace_id());
+                    let _ = c.conn.close(false, 0x1, b"h3 setup failed");
+                    return;
+                }
+            }
+        }
+        let Client { conn, h3, pending, counted, .. } = c;
+        let Some(h3) = h3.as_mut() else { return };
+        let writable: Vec<u64> = conn.writable().filter(|s| pending.contains_key(s)).collect();
+        for stream in writable {
+            let p = pending.get_mut(&stream).expect("filtered");
+            match advance(conn, h3, stream, p, &mut self.summary) {
+                Ok(true) => {
+                    pending.remove(&stream);
+                    self.writer.changed(Instant::now());
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    debug!("{} stream {stream}: response abandoned: {e}", conn.trace_id());
+                    pending.remove(&stream);
+                }
+            }
+        }
+        let mut scratch = [0u8; 16 * 1024];
+        loop {
+            match h3.poll(conn) {
+                Ok((stream, quiche::h3::Event::Headers { list, .. })) => {
+                    let now = Instant::now();
+                    if !*counted {
+                        // Counted at its first request, so that readiness
+                        // probes (handshake only) leave the summary alone.
+                        *counted = true;
+                        self.summary.connections += 1;
+                    }
+                    let p = answer(conn, stream, &list, &self.recording, &self.not_found, &mut self.summary);
+                    self.writer.changed(now);
+                    let mut p = p;
+                    match advance(conn, h3, stream, &mut p, &mut self.summary) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            pending.insert(stream, p);
+                        }
+                        Err(e) => debug!("{} stream {stream}: response abandoned: {e}", conn.trace_id()),
+                    }
+                }
+                Ok((stream, quiche::h3::Event::Data)) => {
+                    // Request bodies are not part of the matching rule: drain them.
+                    while let Ok(n) = h3.recv_body(conn, stream, &mut scratch) {
+                        trace!("{} stream {stream}: {n} request body bytes ignored", conn.trace_id());
+                    }
+                }
+                Ok((_, quiche::h3::Event::Finished)) => {}
+                Ok((stream, quiche::h3::Event::Reset(code))) => {
+                    debug!("{} stream {stream} reset by the client ({code:#x})", conn.trace_id());
+                    pending.remove(&stream);
+                }
+                Ok((stream, quiche::h3::Event::PriorityUpdate)) => {
+                    let Ok(value) = h3.take_last_priority_update(stream) else { continue };
+                    let Some(prio) = Priority::parse(&value) else { continue };
+                    trace!("{} stream {stream}: priority update {prio:?}", conn.trace_id());
+                    match pending.get_mut(&stream) {
+                        Some(p) if p.headers.is_some() => p.priority = prio,
+                        _ => {
+                            let _ = prio.apply(conn, stream);
+                        }
+                    }
+                }
+                Ok((_, quiche::h3::Event::GoAway)) => {}
+                Err(quiche::h3::Error::Done) => break,
+                Err(e) => {
+                    // quiche closes the connection itself on fatal errors.
+                    error!("{} HTTP/3 error: {e}", conn.trace_id());
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Send what is due: everything when pacing is off (or `now_all`),
+    /// otherwise each datagram at its release time.
+    fn flush(&mut self, id: u64, now_all: bool) {
+        let Some(c) = self.clients.get_mut(&id) else { return };
+        let sock = &mut self.sockets[c.socket];
+        if sock.blocked {
+            return;
+        }
+        let s = &self.settings;
+        let paced = s.pacing && !now_all;
+        loop {
+            while c.out.len() < udp::GSO_MAX_SEGMENTS
+                && c.out.back().is_none_or(|d| d.at <= Instant::now())
+            {
+                let mut data = vec![0u8; s.max_udp_payload];
+                match c.conn.send(&mut data) {
+                    Ok((len, info)) => {
+                        data.truncate(len);
+                        let now = Instant::now();
+                        let at = if !paced {
+                            now
+                        } else if s.cc.paced_by_quiche() {
+                            info.at
+                        } else {
+                            match PathView::of(&c.conn) {
+                                Some(v) => c.pacer.release_time(now, len, &v),
+                                None => now,
+                            }
+                        };
+                        c.out.push_back(Datagram { data, to: info.to, at });
+                    }
+                    Err(quiche::Error::Done) => break,
+                    Err(e) => {
+                        error!("{} send failed: {e}", c.conn.trace_id());
+                        let _ = c.conn.close(false, 0x1, b"send failed");
+                        break;
+                    }
+                }
+            }
+            let now = Instant::now();
+            let mut due = c.out.iter().take_while(|d| d.at <= now).count();
+            if due == 0 {
+                return;
+            }
+            while due > 0 {
+                let n = if s.gso {
+                    let items: Vec<(usize, SocketAddr)> =
+                        c.out.iter().take(due).map(|d| (d.data.len(), d.to)).collect();
+                    udp::gso_batch_len(&items)
+                } else {
+                    1
+                };
+                let to = c.out[0].to;
+                let segment = c.out[0].data.len();
+                let bufs: Vec<&[u8]> = c.out.iter().take(n).map(|d| d.data.as_slice()).collect();
+                match udp::send(&sock.io, &bufs, to, segment) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        sock.blocked = true;
+                        return;
+                    }
+                    Err(e) => {
+                        // Dropped: quiche will find it lost and send again.
+                        warn!("{} send to {to} failed: {e}", c.conn.trace_id());
+                    }
+                }
+                c.out.drain(..n);
+                due -= n;
+            }
+        }
+    }
+
+    fn collect_closed(&mut self) {
+        let closed: Vec<u64> =
+            self.clients.iter().filter(|(_, c)| c.conn.is_closed()).map(|(&id, _)| id).collect();
+        for id in closed {
+            let c = self.clients.remove(&id).expect("listed");
+            for cid in &c.cids {
+                self.routes.remove(cid);
+            }
+            let s = c.conn.stats();
+            let why = match (c.conn.peer_error(), c.conn.local_error()) {
+                (Some(e), _) => format!("by peer (error {:#x})", e.error_code),
+                (_, Some(e)) => format!("locally (error {:#x})", e.error_code),
+                _ if c.conn.is_timed_out() => "idle timeout".to_string(),
+                _ => "silently".to_string(),
+            };
+            info!(
+                "{} closed {why}: sent {} packets ({} bytes), received {}, lost {}",
+                c.conn.trace_id(),
+                s.sent,
+                s.sent_bytes,
+                s.recv,
+                s.lost
+            );
+        }
+    }
+
+    fn close_all(&mut self) -> Result<(), Fatal> {
+        let ids: Vec<u64> = self.clients.keys().copied().collect();
+        for id in ids {
+            if let Some(c) = self.clients.get_mut(&id) {
+                let _ = c.conn.close(true, H3_NO_ERROR, b"server exiting");
+            }
+            if let Some(c) = self.clients.get(&id) {
+                self.sockets[c.socket].blocked = false;
+            }
+            self.flush(id, true);
+        }
+        self.write_summary(Instant::now(), true)?;
+        info!(
+            "{SERVER} exit: {} requests, {} misses, {} bytes, {} connections",
+            self.summary.requests, self.summary.misses, self.summary.bytes, self.summary.connections
+        );
+        Ok(())
+    }
+
+    fn write_summary(&mut self, now: Instant, force: bool) -> Result<(), Fatal> {
+        match self.writer.maybe_write(&self.summary, now, force) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let path = self.settings.summary.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+                Err(Fatal::Runtime(format!("{path}: cannot write the summary: {e}")))
+            }
+        }
+    }
+}
+
+/// Decide the response to a request (a recorded exchange or a 404) and count it.
+fn answer(
+    conn: &quiche::Connection,
+    stream: u64,
+    list: &[quiche::h3::Header],
+    recording: &Recording,
+    not_found: &Arc<[u8]>,
+    summary: &mut Summary,
+) -> Pending {
+    let mut method = String::new();
+    let mut scheme = String::new();
+    let mut authority = None;
+    let mut host = None;
+    let mut target = String::new();
+    let mut priority = Priority::default();
+    for h in list {
+        let v = || String::from_utf8_lossy(h.value()).into_owned();
+        match h.name() {
+            b":method" => method = v(),
+            b":scheme" => scheme = v(),
+            b":authority" => authority = Some(v()),
+            b":path" => target = v(),
+            b"host" => host = Some(v()),
+            b"priority" => priority = Priority::parse(h.value()).unwrap_or_default(),
+            _ => {}
+        }
+    }
+    let authority = authority.or(host).unwrap_or_default();
+    let req = matching::Request { scheme: &scheme, authority: &authority, method: &method, target: &target };
+    let url = format!("{scheme}://{authority}{target}");
+    let is_head = method == "HEAD";
+    summary.requests += 1;
+    let (headers, body, with_body) = match recording.find(&req) {
+        Some(x) => {
+            info!("{} stream {stream}: {method} {url} -> {} ({} bytes)", conn.trace_id(), x.status, x.body.len());
+            (response::headers(x), x.body.clone(), !is_head && response::has_content(x.status))
+        }
+        None => {
+            warn!("{} stream {stream}: {method} {url} -> 404 (not in the recording)", conn.trace_id());
+            summary.misses += 1;
+            summary.miss_urls.push(url);
+            (response::not_found(), not_found.clone(), !is_head)
+        }
+    };
+    Pending { headers: Some(headers), body, with_body, written: 0, priority }
+}
+
+/// Hand as much of a response to quiche as it takes; Ok(true) when all of it.
+fn advance(
+    conn: &mut quiche::Connection,
+    h3: &mut quiche::h3::Connection,
+    stream: u64,
+    p: &mut Pending,
+    summary: &mut Summary,
+) -> Result<bool, quiche::h3::Error> {
+    let no_body = !p.with_body || p.body.is_empty();
+    if let Some(headers) = &p.headers {
+        match h3.send_response_with_priority(conn, stream, headers, &p.priority.h3(), no_body) {
+            Ok(()) => p.headers = None,
+            Err(quiche::h3::Error::StreamBlocked) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        if no_body {
+            return Ok(true);
+        }
+    }
+    match h3.send_body(conn, stream, &p.body[p.written..], true) {
+        Ok(n) => {
+            p.written += n;
+            summary.bytes += n as u64;
+        }
+        Err(quiche::h3::Error::Done) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(p.written == p.body.len())
+}

@@ -1,0 +1,133 @@
+//! The per-run summary: counts a reader diffs before and after a page load.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// Longest a changed summary stays unwritten.
+pub const MAX_DELAY: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Summary {
+    /// Always "h3server".
+    pub server: &'static str,
+    /// This server's version and quiche's.
+    pub version: &'static str,
+    /// Requests answered (recorded responses and 404s).
+    pub requests: u64,
+    /// Requests with no matching exchange (answered 404).
+    pub misses: u64,
+    /// URL of every miss, in order (repeats kept).
+    pub miss_urls: Vec<String>,
+    /// Response body bytes handed to QUIC streams.
+    pub bytes: u64,
+    /// QUIC connections that carried at least one request.
+    pub connections: u64,
+}
+
+impl Summary {
+    pub fn new() -> Self {
+        Summary { server: "h3server", version: crate::VERSION, ..Default::default() }
+    }
+}
+
+/// Keeps FILE current: atomic rewrites (temporary file + rename), at most
+/// every MAX_DELAY, and on demand at exit.
+#[derive(Debug)]
+pub struct Writer {
+    path: Option<PathBuf>,
+    dirty_since: Option<Instant>,
+    last_write: Option<Instant>,
+}
+
+impl Writer {
+    pub fn new(path: Option<PathBuf>) -> Self {
+        Writer { path, dirty_since: None, last_write: None }
+    }
+
+    /// Note that the summary changed at `now`.
+    pub fn changed(&mut self, now: Instant) {
+        if self.path.is_some() && self.dirty_since.is_none() {
+            self.dirty_since = Some(now);
+        }
+    }
+
+    /// When the pending change must be written, if any.
+    pub fn deadline(&self) -> Option<Instant> {
+        let dirty = self.dirty_since?;
+        Some(match self.last_write {
+            Some(t) => (t + MAX_DELAY).max(dirty),
+            None => dirty,
+        })
+    }
+
+    /// Write if a change is due (or `force` and anything changed or never written).
+    pub fn maybe_write(&mut self, s: &Summary, now: Instant, force: bool) -> std::io::Result<bool> {
+        let Some(path) = &self.path else { return Ok(false) };
+        let due = match self.deadline() {
+            Some(t) => force || t <= now,
+            None => force && self.last_write.is_none(),
+        };
+        if !due {
+            return Ok(false);
+        }
+        write_atomic(path, s)?;
+        self.last_write = Some(now);
+        self.dirty_since = None;
+        Ok(true)
+    }
+}
+
+/// Write `s` as JSON to a temporary file beside `path`, then rename it over `path`.
+pub fn write_atomic(path: &Path, s: &Summary) -> std::io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let mut f = std::fs::File::create(&tmp)?;
+    serde_json::to_writer_pretty(&mut f, s)?;
+    f.write_all(b"\n")?;
+    drop(f);
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throttles_and_forces() {
+        let t0 = Instant::now();
+        let dir = std::env::temp_dir().join(format!("h3server-summary-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("summary.json");
+        let mut w = Writer::new(Some(file.clone()));
+        let mut s = Summary::new();
+        // Nothing changed, not forced: nothing written.
+        assert!(!w.maybe_write(&s, t0, false).unwrap());
+        // Forced at start: written once even unchanged.
+        assert!(w.maybe_write(&s, t0, true).unwrap());
+        s.requests = 1;
+        w.changed(t0 + Duration::from_millis(10));
+        assert_eq!(w.deadline(), Some(t0 + MAX_DELAY));
+        assert!(!w.maybe_write(&s, t0 + Duration::from_millis(20), false).unwrap());
+        assert!(w.maybe_write(&s, t0 + MAX_DELAY, false).unwrap());
+        assert_eq!(w.deadline(), None);
+        // A change long after the last write is written at once.
+        w.changed(t0 + Duration::from_secs(5));
+        assert_eq!(w.deadline(), Some(t0 + Duration::from_secs(5)));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(v["server"], "h3server");
+        assert_eq!(v["requests"], 1);
+        assert_eq!(v["miss_urls"], serde_json::json!([]));
+        for key in ["version", "misses", "bytes", "connections"] {
+            assert!(v.get(key).is_some(), "{key}");
+        }
+        // No temporary file left behind.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
