@@ -1,0 +1,127 @@
+"""`testbed replay RECORDING --stack tcp|quic [--protocol NAME] -- CMD ...`
+
+Like Mahimahi's mm-webreplay: brings the replay up (topology, certificate,
+servers), runs CMD as the testbed user in the client namespace, tears
+everything down when CMD ends, and exits with CMD's status. CMD learns how to
+reach the replay from its environment:
+
+    TESTBED_CHROMIUM_FLAGS       Chromium's flags for this replay, one per line
+                                 (mapfile -t f <<<"$TESTBED_CHROMIUM_FLAGS"; chromium "${f[@]}")
+    TESTBED_HOST_RESOLVER_RULES  the --host-resolver-rules value
+    TESTBED_SPKI                 the --ignore-certificate-errors-spki-list value
+    TESTBED_STACK                tcp or quic
+    TESTBED_URL                  the recorded page
+    TESTBED_REPLAY_SUMMARY       the server's JSON summary (requests, misses, ...)
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import stat
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import click
+
+from testbed import enter
+from testbed import recording as rec
+from testbed.errors import InputError, TestbedError
+from testbed.replay.env import STACKS, ReplayEnv
+from testbed.topology import ReplayTopology
+
+
+def protocol_options(name: str, stack: str):
+    """HOOK for the protocol-settings stage (testbed.protocols, not part of replay).
+
+    Contract used here: `testbed.protocols.server_options(name)` returns an
+    object or mapping with any of
+      stack           "tcp" | "quic": the stack the setting belongs to (checked)
+      apply(topology) a callable that configures the server namespace (sysctls,
+                      the route to the client) before the servers start
+      h3server_args   extra h3server options (QUIC)
+      chromium_flags  extra Chromium flags
+    """
+    try:
+        protocols = importlib.import_module("testbed.protocols")
+    except ModuleNotFoundError:
+        protocols = None
+    server_options = getattr(protocols, "server_options", None)
+    if server_options is None:
+        raise TestbedError("protocol settings not available yet (testbed.protocols."
+                           "server_options is missing); run without --protocol")
+    opts = server_options(name)
+    want = _get(opts, "stack")
+    if want and want != stack:
+        raise InputError(f"--protocol {name} is a {want} setting, but --stack is {stack}")
+    return opts
+
+
+def _get(opts, key, default=None):
+    if isinstance(opts, dict):
+        return opts.get(key, default)
+    return getattr(opts, key, default)
+
+
+def _traversable(path: Path) -> bool:
+    """Whether any user may enter path (every component world-executable)."""
+    p = path.resolve()
+    for part in (p, *p.parents):
+        if not part.stat().st_mode & stat.S_IXOTH:
+            return False
+    return True
+
+
+def command_env(env: ReplayEnv, extra_flags=()) -> dict[str, str]:
+    return {
+        "TESTBED_CHROMIUM_FLAGS": "\n".join([*env.chromium_flags(), *extra_flags]),
+        "TESTBED_HOST_RESOLVER_RULES": env.host_resolver_rules,
+        "TESTBED_SPKI": env.spki,
+        "TESTBED_STACK": env.stack,
+        "TESTBED_URL": env.recording.url,
+        "TESTBED_REPLAY_SUMMARY": str(env.summary_path),
+        "TERM": os.environ.get("TERM", "dumb"),
+    }
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("recording")
+@click.option("--stack", type=click.Choice(STACKS), required=True,
+              help="tcp: nginx + uWSGI (TLS 1.3, HTTP/2); quic: h3server (HTTP/3).")
+@click.option("--protocol", "protocol", metavar="NAME",
+              help="A protocol setting (profiles/protocols/NAME) applied to the servers.")
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+def replay(recording: str, stack: str, protocol: str | None, cmd: tuple[str, ...]):
+    """Run CMD (as the testbed user, in the replay's client namespace) against
+    RECORDING served over STACK; everything is torn down when CMD ends, and
+    CMD's exit status is returned. Put `--` before CMD."""
+    loaded = rec.load(recording)
+    with ExitStack() as stack_:
+        opts = protocol_options(protocol, stack) if protocol else None
+        topology = stack_.enter_context(ReplayTopology(loaded.ips))
+        if opts is not None and callable(_get(opts, "apply")):
+            _get(opts, "apply")(topology)
+        env = stack_.enter_context(ReplayEnv(
+            loaded, stack, topology=topology,
+            h3server_args=_get(opts, "h3server_args", ()) if opts is not None else ()))
+        click.echo(f"testbed: replaying {loaded.name} over {stack} "
+                   f"({len(loaded.exchanges)} exchanges, {len(loaded.ips)} IPs), "
+                   f"ready in {env.startup_seconds:.1f} s", err=True)
+        cwd = Path.cwd()
+        argv = enter.as_user(list(cmd), netns=env.client_netns,
+                             env=command_env(env, _get(opts, "chromium_flags", ()) or ()),
+                             cwd=str(cwd) if _traversable(cwd) else None)
+        before = env.summary()
+        try:
+            rc = subprocess.run(argv).returncode
+        finally:
+            after = env.summary()
+            click.echo(f"testbed: {after['requests'] - before['requests']} requests, "
+                       f"{after['misses'] - before['misses']} misses", err=True)
+        try:
+            env.check_alive()
+        except TestbedError as e:
+            click.echo(f"testbed: warning: {e}", err=True)
+    sys.exit(rc)
