@@ -86,11 +86,20 @@ step_user() {
 
 step_sysctl() {
     local conf=/etc/sysctl.d/60-testbed.conf
-    if [ "$(sysctl -n net.ipv4.ip_forward)" = 1 ] && [ -f "$conf" ]; then log "sysctl: ip_forward on"; return; fi
-    log "sysctl: net.ipv4.ip_forward=1 (persistent in $conf)"
-    printf '# Mahimahi (used by the testbed) needs IP forwarding.\nnet.ipv4.ip_forward = 1\n' > "$conf"
+    # A network namespace may only default to an allowed congestion control:
+    # the replay servers' namespace needs CUBIC and BBR.
+    local cc="reno cubic bbr"
+    if [ "$(sysctl -n net.ipv4.ip_forward)" = 1 ] && [ -f "$conf" ] \
+        && sysctl -n net.ipv4.tcp_allowed_congestion_control | grep -qw cubic \
+        && sysctl -n net.ipv4.tcp_allowed_congestion_control | grep -qw bbr; then
+        log "sysctl: ip_forward on, congestion controls allowed: $cc"; return
+    fi
+    log "sysctl: net.ipv4.ip_forward=1, tcp_allowed_congestion_control=$cc (persistent in $conf)"
+    printf '# Mahimahi (used by the testbed) needs IP forwarding.\nnet.ipv4.ip_forward = 1\n# Replay server namespaces choose among these.\nnet.ipv4.tcp_allowed_congestion_control = %s\n' "$cc" > "$conf"
+    modprobe -q tcp_bbr 2>/dev/null || true
     # In a container build /proc/sys is read-only: docker/entrypoint.sh sets it at start.
     sysctl -q -w net.ipv4.ip_forward=1 || log "sysctl: cannot set now (container build?); set at start"
+    sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$cc" || log "sysctl: cannot set allowed congestion controls now"
 }
 
 step_shim() {
