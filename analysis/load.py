@@ -1,0 +1,88 @@
+"""Read a campaign's trials from its store or an export, one DataFrame per campaign.
+
+Sources: a results folder (its `trials.sqlite`), a `.sqlite` file, or a CSV
+(`.csv`, `.csv.gz`) or Parquet (`.parquet`) export. All read back with the
+same columns, dtypes and row order, so nothing downstream knows the source.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.schema import COLUMNS, DTYPES, OK, TEXT
+
+STORE_NAMES = ("trials.sqlite", "trials.parquet", "trials.csv", "trials.csv.gz")
+"""What a results folder is searched for, in this order."""
+
+
+class ResultsError(ValueError):
+    """A source that is not a readable campaign store or export; names the file and the fix."""
+
+
+def load(source: str | Path) -> pd.DataFrame:
+    """Every trial of `source` (ok and failed), sorted by trial_id, index 0..n-1."""
+    path = resolve(Path(source))
+    name = path.name.lower()
+    if name.endswith((".sqlite", ".sqlite3", ".db")):
+        raw = _read_sqlite(path)
+    elif name.endswith(".parquet"):
+        raw = pd.read_parquet(path)
+    elif name.endswith((".csv", ".csv.gz")):
+        # Only empty fields are missing: a site or reason spelled "NA" stays text.
+        raw = pd.read_csv(path, dtype={c: "string" for c in TEXT},
+                          keep_default_na=False, na_values=[""])
+    else:
+        raise ResultsError(f"{path}: unknown format; expected a results folder, "
+                           ".sqlite, .csv, .csv.gz or .parquet")
+    return normalise(raw, str(path))
+
+
+def resolve(path: Path) -> Path:
+    """The file to read for `path`: itself, or the store inside a results folder."""
+    if not path.exists():
+        raise ResultsError(f"{path}: no such file or folder")
+    if not path.is_dir():
+        return path
+    for name in STORE_NAMES:
+        if (path / name).is_file():
+            return path / name
+    raise ResultsError(f"{path}: no {' / '.join(STORE_NAMES)} in this folder; "
+                       "pass a campaign results folder or an export made by `testbed results`")
+
+
+def _read_sqlite(path: Path) -> pd.DataFrame:
+    # Read-only, so reading a running campaign's store never writes to it.
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    try:
+        with sqlite3.connect(uri, uri=True) as db:
+            return pd.read_sql_query("SELECT * FROM trials", db)
+    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as e:
+        raise ResultsError(f"{path}: cannot read table trials ({e})") from e
+
+
+def normalise(raw: pd.DataFrame, source: str = "trials") -> pd.DataFrame:
+    """`raw` with exactly the contract's columns in order, cast to their dtypes."""
+    missing = [c for c in COLUMNS if c not in raw.columns]
+    if missing:
+        raise ResultsError(f"{source}: missing column(s) {', '.join(missing)}; "
+                           "expected the campaign results contract (see analysis/schema.py)")
+    out = {}
+    for column in COLUMNS:
+        dtype = DTYPES[column]
+        values = raw[column]
+        try:
+            if dtype != "string":
+                values = pd.to_numeric(values)
+            out[column] = values.astype(dtype)
+        except (ValueError, TypeError) as e:
+            raise ResultsError(f"{source}: column {column}: expected {dtype} values ({e})") from e
+    df = pd.DataFrame(out)
+    return df.sort_values("trial_id", kind="stable", ignore_index=True)
+
+
+def ok_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """Only the trials with status 'ok': the ones statistics may use."""
+    return trials[trials["status"] == OK]

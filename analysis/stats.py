@@ -1,0 +1,201 @@
+"""Statistics over ok trials: per-group summaries, relative differences, ANOVA.
+
+Everything starts from `measurements()`, the one place where trials are
+filtered to status 'ok' and turned into one row per (trial, metric) value.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from analysis.load import ok_trials
+from analysis.schema import ANALYSED_METRICS, METRICS, SETTING_LABELS, networks_in, ordered
+
+GROUP = ["site", "network", "protocol", "metric"]
+"""The keys of one statistics group: a site loaded under one network, setting and metric."""
+
+DEFAULT_ALPHA = 0.01
+"""The paper's significance level for the per-site ANOVA."""
+
+
+def measurements(trials: pd.DataFrame, metrics: Iterable[str] = ANALYSED_METRICS) -> pd.DataFrame:
+    """One row per ok trial and metric: site, network, protocol, run, metric, value (ms).
+
+    Failed trials are dropped here, explicitly; a metric an ok trial lacks is
+    dropped for that trial only.
+    """
+    metrics = list(metrics)
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(METRICS)}")
+    ok = ok_trials(trials)
+    long = ok.melt(id_vars=["site", "network", "protocol", "run"],
+                   value_vars=[METRICS[m] for m in metrics], var_name="metric", value_name="value")
+    long["metric"] = long["metric"].map({METRICS[m]: m for m in metrics}).astype("string")
+    return long.dropna(subset=["value"]).reset_index(drop=True)
+
+
+def sort_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the paper's order: network, then site, setting(s), metric."""
+    keys, rank = [], {}
+    for column, order in (("network", networks_in(df.get("network", ()))),
+                          ("site", sorted(set(df.get("site", ())))),
+                          ("a", ordered(df.get("a", ()), SETTING_LABELS)),
+                          ("b", ordered(df.get("b", ()), SETTING_LABELS)),
+                          ("protocol", ordered(df.get("protocol", ()), SETTING_LABELS)),
+                          ("metric", ordered(df.get("metric", ()), METRICS))):
+        if column in df.columns:
+            keys.append(column)
+            rank[column] = {name: i for i, name in enumerate(order)}
+    if not keys:
+        return df.reset_index(drop=True)
+    return df.sort_values(keys, key=lambda s: s.map(rank[s.name]), kind="stable",
+                          ignore_index=True)
+
+
+def summarize(meas: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Per site x network x setting x metric: n, mean, median, std and the mean's CI.
+
+    The CI is Student's t interval, mean +- t(n-1) * std / sqrt(n) (std with
+    ddof=1); it is NaN for groups of one value.
+    """
+    g = meas.groupby(GROUP, sort=False, observed=True)["value"]
+    s = g.agg(n="count", mean="mean", median="median", std="std").reset_index()
+    n = s["n"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = stats.t.ppf(0.5 + confidence / 2, n - 1)
+        half = t * s["std"].to_numpy() / np.sqrt(n)
+    s["ci_low"] = s["mean"] - half
+    s["ci_high"] = s["mean"] + half
+    return sort_table(s)
+
+
+def relative_difference(summary: pd.DataFrame, baseline: str = "tcp") -> pd.DataFrame:
+    """Per site x network x metric x setting: (mean_X - mean_base) / mean_base.
+
+    Negative means faster than the baseline. Baseline rows are left out, and so
+    are sites without baseline trials in that network.
+    """
+    settings = set(summary["protocol"])
+    if baseline not in settings:
+        raise ValueError(f"baseline setting {baseline!r} has no ok trials; "
+                         f"settings present: {', '.join(sorted(settings)) or 'none'}")
+    keys = ["site", "network", "metric"]
+    means = summary[keys + ["protocol", "mean"]]
+    base = (means[means["protocol"] == baseline].drop(columns="protocol")
+            .rename(columns={"mean": "baseline_mean"}))
+    rel = means[means["protocol"] != baseline].merge(base, on=keys, how="inner")
+    rel["rel"] = (rel["mean"] - rel["baseline_mean"]) / rel["baseline_mean"]
+    rel.insert(rel.columns.get_loc("baseline_mean"), "baseline", baseline)
+    return sort_table(rel[["network", "site", "protocol", "metric", "mean", "baseline",
+                           "baseline_mean", "rel"]])
+
+
+def relative_summary(rel: pd.DataFrame) -> pd.DataFrame:
+    """Per network x metric x setting, over sites: median and mean relative difference,
+    and the share of sites faster than the baseline (rel < 0)."""
+    g = rel.groupby(["network", "metric", "protocol"], sort=False, observed=True)["rel"]
+    out = g.agg(sites="count", median="median", mean="mean",
+                faster=lambda r: float((r < 0).mean())).reset_index()
+    return sort_table(out)
+
+
+def default_pairs(settings: Iterable[str], baseline: str = "tcp") -> list[tuple[str, str]]:
+    """Each setting vs the baseline, then QUIC vs TCP+ and QUIC+BBR vs TCP+BBR (when present)."""
+    settings = ordered(settings, SETTING_LABELS)
+    pairs = [(s, baseline) for s in settings if s != baseline and baseline in settings]
+    for a, b in (("quic", "tcp-plus"), ("quic-bbr", "tcp-plus-bbr")):
+        if a in settings and b in settings and (a, b) not in pairs:
+            pairs.append((a, b))
+    return pairs
+
+
+def compare(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
+            alpha: float = DEFAULT_ALPHA) -> pd.DataFrame:
+    """One-way ANOVA (scipy.stats.f_oneway) per site between settings a and b.
+
+    One row per pair x network x metric x site: n and mean of each side,
+    diff_ms = mean_a - mean_b, the p-value and the outcome for a:
+    'win' (p < alpha and a's mean smaller), 'loss' (p < alpha, larger),
+    'tie' (p >= alpha, or both sides constant and equal), or 'untested'
+    (fewer than two values on a side).
+    """
+    groups = _value_arrays(meas)
+    rows = []
+    for a, b in pairs:
+        buckets: dict[tuple[int, int], list] = defaultdict(list)
+        for (site, network, protocol, metric), xa in groups.items():
+            if protocol != a:
+                continue
+            xb = groups.get((site, network, b, metric))
+            if xb is None:
+                continue
+            buckets[(len(xa), len(xb))].append(((site, network, metric), xa, xb))
+        for (na, nb), items in buckets.items():
+            keys = [k for k, _, _ in items]
+            xa = np.stack([x for _, x, _ in items])
+            xb = np.stack([x for _, _, x in items])
+            if na >= 2 and nb >= 2:
+                # Batched: one f_oneway call per group size, one p-value per site.
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    p = stats.f_oneway(xa, xb, axis=1).pvalue
+            else:
+                p = np.full(len(items), np.nan)
+            ma, mb = xa.mean(axis=1), xb.mean(axis=1)
+            for i, (site, network, metric) in enumerate(keys):
+                rows.append((a, b, network, metric, site, na, nb, ma[i], mb[i], p[i],
+                             _outcome(na, nb, ma[i], mb[i], p[i], alpha)))
+    out = pd.DataFrame(rows, columns=["a", "b", "network", "metric", "site", "n_a", "n_b",
+                                      "mean_a", "mean_b", "p", "outcome"])
+    out.insert(out.columns.get_loc("p"), "diff_ms", out["mean_a"] - out["mean_b"])
+    return _sort_pairs(out, pairs)
+
+
+def _value_arrays(meas: pd.DataFrame) -> dict[tuple, np.ndarray]:
+    values = meas["value"].to_numpy(dtype=float)
+    indices = meas.groupby(["site", "network", "protocol", "metric"], sort=False,
+                           observed=True).indices
+    return {key: values[idx] for key, idx in indices.items()}
+
+
+def _outcome(na: int, nb: int, mean_a: float, mean_b: float, p: float, alpha: float) -> str:
+    if na < 2 or nb < 2:
+        return "untested"
+    if np.isnan(p) or p >= alpha or mean_a == mean_b:
+        return "tie"
+    return "win" if mean_a < mean_b else "loss"
+
+
+def _sort_pairs(df: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """Pairs in the order given, then network, metric and site in the paper's order."""
+    pair_rank = {p: i for i, p in enumerate(dict.fromkeys(pairs))}
+    df = sort_table(df.drop(columns=["a", "b"]).assign(_a=df["a"], _b=df["b"]))
+    df["_pair"] = [pair_rank[(a, b)] for a, b in zip(df["_a"], df["_b"])]
+    df = df.sort_values("_pair", kind="stable", ignore_index=True)
+    df.insert(0, "a", df.pop("_a"))
+    df.insert(1, "b", df.pop("_b"))
+    return df.drop(columns="_pair")
+
+
+def win_tie_loss(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Per pair x network x metric: how many sites a wins, ties, loses (and untested),
+    and the mean over sites of mean_a - mean_b in ms."""
+    keys = ["a", "b", "network", "metric"]
+    counts = (comparisons.groupby(keys + ["outcome"], sort=False, observed=True).size()
+              .unstack("outcome", fill_value=0)
+              .reindex(columns=["win", "tie", "loss", "untested"], fill_value=0))
+    counts.columns = ["wins", "ties", "losses", "untested"]
+    counts = counts.reset_index()
+    diff = (comparisons.groupby(keys, sort=False, observed=True)["diff_ms"].mean()
+            .rename("mean_diff_ms").reset_index())
+    out = counts.merge(diff, on=keys, how="left")
+    out.insert(4, "sites", out[["wins", "ties", "losses", "untested"]].sum(axis=1))
+    pairs = list(dict.fromkeys(zip(comparisons["a"], comparisons["b"])))
+    return _sort_pairs(out, pairs)

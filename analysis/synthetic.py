@@ -1,0 +1,195 @@
+"""Synthetic campaigns in the results contract, for tests, benchmarks and fixtures.
+
+The model is simple and says so: a page load is a handshake (2 RTT for
+TCP + TLS 1.3, 1 RTT for QUIC) plus a transfer time that each setting scales
+by a per-network factor (roughly the paper's findings), times log-normal
+noise with a per-network coefficient of variation. A small share of trials
+fail with the contract's reasons. Deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import normalise
+from analysis.schema import COLUMNS, SETTING_LABELS
+
+
+@dataclass(frozen=True)
+class NetworkModel:
+    rtt_ms: float
+    """Minimum RTT of the profile."""
+    scale: float
+    """Transfer time relative to DSL."""
+    cv: float
+    """Coefficient of variation of one trial's times."""
+    effect: dict[str, float] = field(default_factory=dict)
+    """Setting -> transfer-time factor relative to TCP (1.0)."""
+
+
+NETWORKS = {
+    "dsl": NetworkModel(24, 1.0, 0.05, {"tcp-plus": 0.94, "tcp-plus-bbr": 0.94,
+                                        "quic": 0.935, "quic-bbr": 0.935}),
+    "lte": NetworkModel(74, 2.0, 0.06, {"tcp-plus": 0.94, "tcp-plus-bbr": 0.945,
+                                        "quic": 0.93, "quic-bbr": 0.93}),
+    "da2gc": NetworkModel(262, 9.0, 0.10, {"tcp-plus": 0.97, "tcp-plus-bbr": 0.88,
+                                           "quic": 0.86, "quic-bbr": 0.80}),
+    "mss": NetworkModel(760, 5.0, 0.10, {"tcp-plus": 0.97, "tcp-plus-bbr": 0.82,
+                                         "quic": 0.86, "quic-bbr": 0.80}),
+}
+
+SINGLE_ORIGIN_NAMES = ("gnu.org", "wikipedia.org")
+FAILURE_REASONS = ("timeout", "browser-error", "replay-misses", "server-died")
+
+
+def site_names(count: int, single_origin: int) -> list[str]:
+    """`single_origin` single-origin names first (gnu.org, wikipedia.org, ...), then site-NN.example."""
+    names = [SINGLE_ORIGIN_NAMES[i] if i < len(SINGLE_ORIGIN_NAMES) else f"single-{i:02d}.example"
+             for i in range(single_origin)]
+    names += [f"site-{i:02d}.example" for i in range(single_origin, count)]
+    return names
+
+
+def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", "mss"),
+             settings: Sequence[str] = tuple(SETTING_LABELS), runs: int = 31,
+             single_origin: int = 2, failure_rate: float = 0.01, seed: int = 0,
+             name: str = "synthetic") -> pd.DataFrame:
+    """A whole campaign's trials (sites x networks x settings x runs rows), normalised."""
+    rng = np.random.default_rng(seed)
+    names = site_names(sites, single_origin)
+    # Per site: transfer work on DSL, share of it before the first visual change,
+    # number of origins, requests and bytes.
+    work = rng.lognormal(np.log(1500), 0.5, sites)
+    fvc_share = rng.uniform(0.25, 0.5, sites)
+    origins = np.where(np.arange(sites) < single_origin, 1, rng.integers(2, 40, sites))
+    requests = rng.integers(5, 150, sites)
+    nbytes = rng.integers(50_000, 4_000_000, sites)
+
+    s, n, p, r = (a.ravel() for a in np.meshgrid(
+        np.arange(sites), np.arange(len(networks)), np.arange(len(settings)), np.arange(runs),
+        indexing="ij"))
+    models = [NETWORKS[x] for x in networks]
+    rtt = np.array([m.rtt_ms for m in models])[n]
+    cv = np.array([m.cv for m in models])[n]
+    scale = np.array([m.scale for m in models])[n]
+    effect_table = np.array([[m.effect.get(x, 1.0) for x in settings] for m in models])
+    # Each site reacts a little differently to a setting: that spreads the CDFs.
+    site_effect = effect_table[None] + rng.normal(0, 0.02, (sites, len(networks), len(settings)))
+    site_effect[:, :, [i for i, x in enumerate(settings) if x == "tcp"]] = 1.0
+    effect = site_effect[s, n, p]
+    handshake = np.where(np.char.startswith(np.array(settings)[p].astype(str), "quic"), 1, 2) * rtt
+
+    sigma = np.sqrt(np.log1p(cv**2))
+
+    def noisy(x):
+        return x * rng.lognormal(-sigma**2 / 2, sigma)
+
+    transfer = work[s] * scale * effect
+    plt_ = noisy(handshake + transfer)
+    fvc = np.minimum(noisy(handshake + transfer * fvc_share[s]), plt_)
+    si = fvc + 0.55 * (plt_ - fvc)
+    vc85 = fvc + 0.75 * (plt_ - fvc)
+    lvc = fvc + 0.98 * (plt_ - fvc)
+    ttfb = noisy(handshake + 15.0)
+
+    total = len(s)
+    failed = rng.random(total) < failure_rate
+    quic = np.char.startswith(np.array(settings)[p].astype(str), "quic")
+    kinds = np.array(FAILURE_REASONS + ("wrong-protocol",))
+    reason = np.where(quic & (rng.random(total) < 0.3), "wrong-protocol",
+                      kinds[rng.integers(0, len(FAILURE_REASONS), total)])
+    reason = np.where(reason == "server-died",
+                      np.where(quic, "server-died: h3server", "server-died: nginx"), reason)
+    misses = np.where(rng.random(total) < 0.02, 1, 0)
+    protocol_counts = [json.dumps({"h3" if q else "h2": int(k)}) for q, k in zip(quic, requests[s])]
+    wall = np.where(failed, 60.0, plt_ / 1000 + 4.0)
+    # Trials interleaved run by run, so started_at follows that order.
+    order = np.lexsort((p, s, n, r))
+    started = np.empty(total)
+    started[order] = np.cumsum(wall[order]) - wall[order]
+    started_at = (pd.Timestamp("2024-05-01T08:00:00Z") + pd.to_timedelta(started, unit="s"))
+
+    site_col = np.array(names)[s]
+    net_col = np.array(networks)[n]
+    set_col = np.array(settings)[p]
+
+    def metric(x):
+        return np.where(failed, np.nan, np.round(x))
+
+    df = pd.DataFrame({
+        "trial_id": [f"{a}|{b}|{c}|{d}" for a, b, c, d in zip(site_col, net_col, set_col, r)],
+        "campaign": name,
+        "site": site_col,
+        "network": net_col,
+        "protocol": set_col,
+        "run": r,
+        "status": np.where(failed, "failed", "ok"),
+        "reason": pd.Series(np.where(failed, reason, None), dtype="string"),
+        "attempt": np.where(failed, 3, np.where(rng.random(total) < 0.01, 2, 1)),
+        "started_at": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "wall_s": np.round(wall, 2),
+        "plt_ms": metric(plt_),
+        "fvc_ms": metric(fvc),
+        "lvc_ms": metric(lvc),
+        "vc85_ms": metric(vc85),
+        "si_ms": metric(si),
+        "ttfb_ms": metric(ttfb),
+        "requests": pd.array(np.where(failed, None, requests[s]), dtype="Int64"),
+        "bytes": pd.array(np.where(failed, None, nbytes[s]), dtype="Int64"),
+        "misses": pd.array(np.where(failed, None, misses), dtype="Int64"),
+        "protocols": pd.Series(np.where(failed, None, protocol_counts), dtype="string"),
+        "rtt_ms": rtt,
+        "origins": origins[s],
+    })
+    return normalise(df, "synthetic campaign")
+
+
+def trials(rows: Sequence[dict] | pd.DataFrame, **defaults) -> pd.DataFrame:
+    """A contract-shaped trials frame from partial rows (for hand-made test cases).
+
+    Each row needs site, network, protocol and run; the rest default to an ok
+    trial with no metrics, rtt 0 and one origin (override via `defaults`).
+    """
+    base = {"campaign": "test", "status": "ok", "reason": None, "attempt": 1,
+            "started_at": "2024-05-01T08:00:00Z", "wall_s": 1.0, "requests": None,
+            "bytes": None, "misses": 0, "protocols": None, "rtt_ms": 0.0, "origins": 1,
+            "trial_id": None, **defaults}
+    if isinstance(rows, pd.DataFrame):
+        df = rows.copy()
+    else:  # per row, so a key given in some rows only still defaults in the others
+        df = pd.DataFrame([{**base, **row} for row in rows])
+    for column in COLUMNS:
+        if column not in df.columns:
+            df[column] = base.get(column)
+    if df["trial_id"].isna().any():
+        df["trial_id"] = (df["site"].astype(str) + "|" + df["network"].astype(str) + "|"
+                          + df["protocol"].astype(str) + "|" + df["run"].astype(str))
+    return normalise(df, "test trials")
+
+
+SQLITE_DDL = """
+CREATE TABLE trials (
+    trial_id TEXT PRIMARY KEY, campaign TEXT, site TEXT, network TEXT, protocol TEXT,
+    run INTEGER, status TEXT, reason TEXT, attempt INTEGER, started_at TEXT, wall_s REAL,
+    plt_ms REAL, fvc_ms REAL, lvc_ms REAL, vc85_ms REAL, si_ms REAL, ttfb_ms REAL,
+    requests INTEGER, bytes INTEGER, misses INTEGER, protocols TEXT, rtt_ms REAL,
+    origins INTEGER
+)"""
+"""Table `trials` as the results contract defines it."""
+
+
+def write_sqlite(trials: pd.DataFrame, path) -> None:
+    """Write `trials` as a contract store (table trials) at `path`, which must not exist."""
+    import sqlite3
+
+    rows = trials[list(COLUMNS)].astype(object).where(trials[list(COLUMNS)].notna(), None)
+    with sqlite3.connect(path) as db:
+        db.execute(SQLITE_DDL)
+        db.executemany(f"INSERT INTO trials VALUES ({', '.join('?' * len(COLUMNS))})",
+                       rows.itertuples(index=False, name=None))
+    db.close()
