@@ -1,0 +1,84 @@
+"""`testbed report DIR`: the analysis report of a campaign (plots, tables, one HTML page)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from testbed.errors import InputError
+
+DEFAULT_REPORTS = Path("reports")
+
+
+def _pair(value: str) -> tuple[str, str]:
+    a, sep, b = value.partition(":")
+    if not sep or not a or not b:
+        raise click.BadParameter(f"{value!r}: expected A:B, e.g. quic:tcp-plus")
+    return a, b
+
+
+@click.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Report folder (default: reports/<name of SOURCE>).")
+@click.option("--baseline", default="tcp", show_default=True,
+              help="Setting the relative differences are taken against.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
+              show_default=True, help="ANOVA significance level.")
+@click.option("--pair", "pairs", multiple=True, metavar="A:B",
+              help="Settings compared by ANOVA (repeatable; default: each vs the baseline, "
+                   "quic:tcp-plus, quic-bbr:tcp-plus-bbr).")
+@click.option("--plot-lvc", is_flag=True, help="Also plot LVC (computed either way).")
+def report(source: Path, out: Path | None, baseline: str, alpha: float, pairs: tuple[str, ...],
+           plot_lvc: bool):
+    """Analyse a campaign and write a report folder.
+
+    SOURCE is a campaign results folder (with trials.sqlite) or an export
+    (.csv, .csv.gz, .parquet). Only trials with status ok enter the
+    statistics; the report's health section accounts for the others. The
+    folder holds index.html (open it from the file system), plots/ (PNG and
+    SVG) and tables/ (CSV).
+    """
+    from analysis import Config, ResultsError, analyse, load, write_report
+    from analysis.schema import PLOTTED_METRICS
+
+    try:
+        trials = load(source)
+    except ResultsError as e:
+        raise InputError(str(e)) from e
+    if trials.empty:
+        raise InputError(f"{source}: no trials yet; run the campaign first (testbed run ...)")
+    settings = set(trials["protocol"])
+    wanted = [_pair(p) for p in pairs]
+    unknown = sorted(({s for p in wanted for s in p} | {baseline}) - settings)
+    if unknown:
+        raise InputError(f"--baseline/--pair: no setting {', '.join(unknown)} in {source}; "
+                         f"settings present: {', '.join(sorted(settings))}")
+    # A store's own files (trials.sqlite, trials.csv) are named after their folder.
+    in_store = source.is_dir() or source.name.startswith("trials.")
+    folder = source if source.is_dir() else source.parent
+    name = folder.resolve().name if in_store else source.name.split(".")[0]
+    out = out or DEFAULT_REPORTS / name
+    manifest = _manifest(folder / "manifest.json") if in_store else None
+    config = Config(baseline=baseline, alpha=alpha, pairs=tuple(wanted) or None,
+                    plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()))
+    result = analyse(trials, config)
+
+    index = write_report(result, out, source=str(source), manifest=manifest)
+    o = result.overview
+    click.echo(f"{o['trials']} trials ({o['ok']} ok, {o['failed']} failed), {o['sites']} sites, "
+               f"{o['networks']} networks, {o['settings']} settings")
+    for note in result.notes:
+        click.echo(f"note: {note}")
+    click.echo(f"report: {index}")
+
+
+def _manifest(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise InputError(f"{path}: not JSON ({e}); fix or remove the manifest") from e

@@ -1,0 +1,130 @@
+"""The report folder and `testbed report`: files, relative links, errors, edge cases."""
+
+from __future__ import annotations
+
+import html
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analysis import Config, analyse, load, synthetic, write_report
+from testbed.cli import cli, main
+
+FIXTURE = Path(__file__).parent / "fixtures" / "results"
+
+
+class Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links = []
+
+    def handle_starttag(self, tag, attrs):
+        self.links += [v for k, v in attrs if k in ("src", "href") and v]
+
+
+def links(index: Path) -> list[str]:
+    parser = Links()
+    parser.feed(index.read_text(encoding="utf-8"))
+    return parser.links
+
+
+@pytest.fixture(scope="module")
+def fixture_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    result = analyse(load(FIXTURE))
+    return result, write_report(result, out, source=str(FIXTURE))
+
+
+def test_report_folder_has_every_plot_and_table(fixture_report):
+    result, index = fixture_report
+    out = index.parent
+    for network in ("dsl", "lte", "da2gc", "mss"):
+        for metric in ("plt", "fvc", "vc85", "si"):
+            for fmt in ("png", "svg"):
+                assert (out / "plots" / f"cdf-{network}-{metric}.{fmt}").stat().st_size > 1000
+    assert not list(out.glob("plots/*-lvc.*"))  # computed, not plotted by default
+    assert {p.stem for p in out.glob("tables/*.csv")} == set(result.tables())
+    assert (out / "plots" / "cdf-dsl-plt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_page_links_only_relative_files_that_exist(fixture_report):
+    _, index = fixture_report
+    found = links(index)
+    assert sum(1 for link in found if link.endswith(".svg")) >= 16
+    for link in found:
+        assert not re.match(r"^(https?:|file:|/)", link), link
+        assert (index.parent / link).is_file(), link
+
+
+def test_report_page_shows_the_tables(fixture_report):
+    _, index = fixture_report
+    page = index.read_text(encoding="utf-8")
+    for heading in ("CDFs over sites", "wins / ties / losses", "Protocol design impact",
+                    "Trial health", "Failures by reason"):
+        assert heading in page
+    assert "TCP+ − 1 RTT vs QUIC" in page and "gnu.org" in page and "wikipedia.org" in page
+    assert "2480 (2459 ok, 21 failed)" in page
+
+
+def test_same_data_gives_the_same_files(tmp_path):
+    trials = synthetic.campaign(sites=3, networks=["dsl"], runs=5, seed=2)
+    a, b = (write_report(analyse(trials), tmp_path / n) for n in ("a", "b"))
+    for f in ("index.html", "plots/cdf-dsl-plt.svg", "plots/cdf-dsl-plt.png", "tables/anova.csv"):
+        assert (a.parent / f).read_bytes() == (b.parent / f).read_bytes(), f
+
+
+def test_campaign_without_ok_baseline_still_reports_health(tmp_path):
+    trials = synthetic.trials(
+        [{"site": "a", "network": "dsl", "protocol": "tcp", "run": i, "status": "failed",
+          "reason": "timeout"} for i in range(3)]
+        + [{"site": "a", "network": "dsl", "protocol": "quic", "run": i, "plt_ms": 100.0 + i}
+           for i in range(3)])
+    result = analyse(trials)
+    assert result.relative.empty and result.design.empty
+    assert any("baseline" in n for n in result.notes)
+    page = write_report(result, tmp_path).read_text(encoding="utf-8")
+    assert "No ok trials of the baseline" in page and "timeout" in page
+
+
+def test_config_pairs_and_lvc_plot(tmp_path):
+    trials = synthetic.campaign(sites=3, networks=["dsl"], runs=5, seed=2)
+    result = analyse(trials, Config(pairs=(("quic", "tcp-plus"),), plot_metrics=("plt", "lvc")))
+    assert set(zip(result.win_tie_loss.a, result.win_tie_loss.b)) == {("quic", "tcp-plus")}
+    out = write_report(result, tmp_path).parent
+    assert sorted(p.name for p in out.glob("plots/*.png")) == ["cdf-dsl-lvc.png",
+                                                                "cdf-dsl-plt.png"]
+
+
+def test_cli_writes_the_report(tmp_path):
+    done = CliRunner().invoke(cli, ["report", str(FIXTURE), "--out", str(tmp_path / "r")])
+    assert done.exit_code == 0, done.output
+    assert "2480 trials (2459 ok, 21 failed)" in done.output
+    page = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert '"synthetic": true' in html.unescape(page)  # the folder's manifest.json is shown
+
+
+def test_cli_reads_an_export_with_pairs(tmp_path):
+    load(FIXTURE).to_parquet(tmp_path / "paper.parquet", index=False)
+    done = CliRunner().invoke(cli, ["report", str(tmp_path / "paper.parquet"), "--out",
+                                    str(tmp_path / "r"), "--pair", "quic:tcp-plus",
+                                    "--plot-lvc"])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "r" / "plots" / "cdf-mss-lvc.svg").is_file()
+    assert "quic" in (tmp_path / "r" / "tables" / "win_tie_loss.csv").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["/nonexistent/results"], "no such file or folder"),
+    ([str(FIXTURE), "--baseline", "tcp-fast"], "no setting tcp-fast"),
+    ([str(FIXTURE), "--pair", "quic:nope"], "no setting nope"),
+])
+def test_cli_input_errors_exit_2_with_one_line(args, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["report", *args, "--out", str(tmp_path / "r")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
