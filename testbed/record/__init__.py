@@ -1,0 +1,6 @@
+"""Stage 1, record: Chromium loads a page through mitmproxy; the exchanges become a recording.
+
+addon (mitmproxy addon that captures), proxy (mitmdump running it), cdp and
+browser (Chromium driven over its debugging pipe), normalise (header rules),
+recorder (orchestration), summary (what `recording show` prints), cli.
+"""
