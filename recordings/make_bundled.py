@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Regenerate the bundled recording recordings/local-news/ with `testbed record`.
+
+    sudo .venv/bin/python recordings/make_bundled.py [--force]
+
+The site is the generated news site of tests/site/ (sitegen.NEWS_SITE: four
+host names on three IPs, HTML, CSS, scripts, a web font, JPEG/PNG images,
+a JSON API with a query string, a beacon, gzip and chunked responses,
+alt-svc headers, a redirect and a promo image picked at random per load).
+It is served inside a network namespace made for this run, and recorded
+there by `testbed record --netns ... --resolve ...` with 3 loads, exactly as
+a researcher records a real site. Nothing leaves the namespace.
+
+The new recording is written next to the old one and swapped in only when
+complete (--force replaces an existing one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "site"))
+
+import sitegen  # noqa: E402
+from harness import LocalSite  # noqa: E402
+
+from testbed import runstate  # noqa: E402
+
+NAME = "local-news"
+TESTBED = Path(sys.executable).parent / "testbed"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--force", action="store_true", help="replace an existing recording")
+    ap.add_argument("--loads", type=int, default=3)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("make_bundled: run as root (namespaces): sudo .venv/bin/python "
+                 "recordings/make_bundled.py")
+    final = ROOT / "recordings" / NAME
+    if final.exists() and not args.force:
+        sys.exit(f"make_bundled: {final} exists; pass --force to replace it")
+    staging = Path(tempfile.mkdtemp(prefix=f".{NAME}.", dir=final.parent))
+    try:
+        with LocalSite(sitegen.NEWS_SITE, promo="random", purpose="news") as site:
+            cp = subprocess.run([str(TESTBED), "record", sitegen.NEWS_SITE.url(), "--name", NAME,
+                                 "--out", str(staging), "--loads", str(args.loads),
+                                 *site.record_args()])
+        if cp.returncode != 0:
+            return cp.returncode
+        if final.exists():
+            old = final.with_name(f".{NAME}.old")
+            final.rename(old)
+            (staging / NAME).rename(final)
+            shutil.rmtree(old)
+        else:
+            (staging / NAME).rename(final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        runstate.release()
+    subprocess.run([str(TESTBED), "recording", "show", str(final)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
