@@ -10,6 +10,7 @@ cleanup` calls it on demand.
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -53,6 +54,61 @@ def tagged_processes(run_ids: set[str]) -> list[int]:
     return found
 
 
+def _stat(pid: str) -> tuple[int, int] | None:
+    """(ppid, real uid) of a process, or None if it is gone."""
+    try:
+        ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        uid_line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines()
+                        if x.startswith("Uid:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+    return ppid, int(uid_line.split()[1])
+
+
+def _tag(pid: int) -> str | None:
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    return next((e[12:].decode() for e in env if e.startswith(b"TESTBED_RUN=")), None)
+
+
+def orphaned_user_processes() -> list[int]:
+    """Processes of the testbed user that no live run owns.
+
+    A process is owned if its TESTBED_RUN tag names a live run, or if one of
+    its ancestors is a live run's owner. The tag alone is not enough: nginx
+    and Chromium overwrite their environment with their process titles.
+    """
+    try:
+        uid = pwd.getpwnam(runstate.USER).pw_uid
+    except KeyError:
+        return []
+    table = {int(p): st for p in os.listdir("/proc") if p.isdigit() and (st := _stat(p))}
+    live_owners = set()
+    if runstate.STATE_ROOT.is_dir():
+        live_owners = {int(d.name) for d in runstate.STATE_ROOT.iterdir()
+                       if d.name.isdigit() and runstate.owner_alive(d)}
+    orphans = []
+    for pid, (ppid, puid) in table.items():
+        if puid != uid:
+            continue
+        tag = _tag(pid)
+        if tag and tag.isdigit() and int(tag) in live_owners:
+            continue
+        ancestor, owned = ppid, False
+        for _ in range(64):
+            if ancestor in live_owners:
+                owned = True
+                break
+            if ancestor <= 1 or ancestor not in table:
+                break
+            ancestor = table[ancestor][0]
+        if not owned:
+            orphans.append(pid)
+    return orphans
+
+
 def sweep() -> Swept:
     """Remove namespaces, processes and state of every dead run."""
     swept = Swept()
@@ -64,6 +120,12 @@ def sweep() -> Swept:
         if m and not _alive(m.group(1)):
             dead.add(m.group(1))
     dead.discard(str(os.getpid()))
+    for pid in orphaned_user_processes():
+        try:
+            os.kill(pid, signal.SIGKILL)
+            swept.processes.append(pid)
+        except ProcessLookupError:
+            pass
     if not dead:
         return swept
     for pid in tagged_processes(dead):

@@ -6,7 +6,6 @@ over, and are not listed.
 
 from __future__ import annotations
 
-import pwd
 from pathlib import Path
 
 from testbed import netns, proc, runstate
@@ -28,27 +27,16 @@ def namespaces() -> list[str]:
 
 
 def user_processes() -> list[str]:
-    """Processes of the testbed user (it runs nothing outside a testbed run)."""
-    try:
-        uid = pwd.getpwnam(runstate.USER).pw_uid
-    except KeyError:
-        return []
+    """Processes of the testbed user that no live run owns."""
+    from testbed.cleanup import orphaned_user_processes
+
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in orphaned_user_processes():
         try:
-            status = (entry / "status").read_text()
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            env = (entry / "environ").read_bytes().split(b"\0")
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        tag = next((e[12:].decode() for e in env if e.startswith(b"TESTBED_RUN=")), None)
-        if _live(tag):
-            continue
-        uid_line = next(line for line in status.splitlines() if line.startswith("Uid:"))
-        if int(uid_line.split()[1]) == uid:
-            found.append(f"{entry.name} {cmd.strip()[:80]}")
+        found.append(f"{pid} {cmd.strip()[:80]}")
     return found
 
 
