@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "site"))
 
-import sitegen  # noqa: E402
-from harness import LocalSite  # noqa: E402
+import sitegen
+from harness import LocalSite
 
-from testbed import runstate  # noqa: E402
+from testbed import runstate
 
 NAME = "local-news"
 TESTBED = Path(sys.executable).parent / "testbed"
@@ -53,7 +53,7 @@ def main() -> int:
         with LocalSite(sitegen.NEWS_SITE, promo="random", purpose="news") as site:
             cp = subprocess.run([str(TESTBED), "record", sitegen.NEWS_SITE.url(), "--name", NAME,
                                  "--out", str(staging), "--loads", str(args.loads),
-                                 *site.record_args()])
+                                 *site.record_args()], check=False)
         if cp.returncode != 0:
             return cp.returncode
         if final.exists():
@@ -66,7 +66,7 @@ def main() -> int:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         runstate.release()
-    subprocess.run([str(TESTBED), "recording", "show", str(final)])
+    subprocess.run([str(TESTBED), "recording", "show", str(final)], check=False)
     return 0
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from testbed import recording as recording_mod
-from testbed import runstate
 
 
 @click.command()
@@ -43,10 +42,7 @@ def record(url, name, loads, out, timeout, netns, resolve, upstream_ca):
 
     opts = RecordOptions(url=url, name=name, loads=loads, out=out, timeout=timeout,
                          netns=netns, resolve=parse_resolve(resolve), upstream_ca=upstream_ca)
-    try:
-        path = do_record(opts, progress=lambda msg: click.echo(f"record: {msg}", err=True))
-    finally:
-        runstate.release()
+    path = do_record(opts, progress=lambda msg: click.echo(f"record: {msg}", err=True))
     rec = recording_mod.load(path)
     click.echo(f"{path}: {len(rec.exchanges)} requests, {len(rec.origins)} origins on "
                f"{len(rec.ips)} IPs, {rec.total_bytes} bytes")
@@ -60,7 +56,10 @@ def recording():
 @recording.command()
 @click.argument("name")
 def show(name):
-    """Origins, IPs, requests by type and bytes of recording NAME (a name or a path)."""
+    """Origins, IPs, request types and bytes of recording NAME.
+
+    NAME is a recording in recordings/ or the path of a recording folder.
+    """
     from rich.console import Console
     from rich.table import Table
 
@@ -102,7 +101,10 @@ def show(name):
 @click.option("--bodies/--no-bodies", default=True, show_default=True,
               help="Include response bodies (base64).")
 def har(name, output, bodies):
-    """Export recording NAME (a name or a path) as HAR 1.2."""
+    """Export recording NAME as HAR 1.2.
+
+    NAME is a recording in recordings/ or the path of a recording folder.
+    """
     from testbed.har import to_har
 
     doc = to_har(recording_mod.load(name), bodies=bodies)
