@@ -35,7 +35,11 @@ class Swept:
 
 
 def _alive(run_id: str) -> bool:
-    return runstate.owner_alive(runstate.STATE_ROOT / run_id)
+    """A run is alive while its owner is; without a state folder, while its pid exists."""
+    run_dir = runstate.STATE_ROOT / run_id
+    if (run_dir / "owner").exists():
+        return runstate.owner_alive(run_dir)
+    return run_id.isdigit() and runstate.start_time(int(run_id)) is not None
 
 
 def tagged_processes(run_ids: set[str]) -> list[int]:

@@ -12,7 +12,9 @@ from testbed import netns, proc, runstate
 
 
 def _live(run_id: str | None) -> bool:
-    return bool(run_id) and runstate.owner_alive(runstate.STATE_ROOT / run_id)
+    from testbed.cleanup import _alive
+
+    return bool(run_id) and _alive(run_id)
 
 
 def namespaces() -> list[str]:
