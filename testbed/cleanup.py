@@ -89,10 +89,10 @@ def orphaned_user_processes() -> list[int]:
     except KeyError:
         return []
     table = {int(p): st for p in os.listdir("/proc") if p.isdigit() and (st := _stat(p))}
-    live_owners = set()
+    run_ids = {m.group(1) for n in netns.list_names() if (m := NS_RE.match(n))}
     if runstate.STATE_ROOT.is_dir():
-        live_owners = {int(d.name) for d in runstate.STATE_ROOT.iterdir()
-                       if d.name.isdigit() and runstate.owner_alive(d)}
+        run_ids |= {d.name for d in runstate.STATE_ROOT.iterdir() if d.name.isdigit()}
+    live_owners = {int(r) for r in run_ids if _alive(r)}
     orphans = []
     for pid, (ppid, puid) in table.items():
         if puid != uid:
