@@ -1,0 +1,231 @@
+"""h3server, the HTTP/3 replay server, run for real.
+
+Its Rust unit tests (matching vectors, pacer, summary, ...) run with
+`cargo test --release` in h3server/; these start the built binary:
+one-line errors, a real HTTP/3 client on loopback (hits, misses, HEAD,
+the summary) and a clean exit on SIGTERM. The pacing acceptance test
+(Chromium behind mm-delay, packet timestamps) is in test_h3server_pacing.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import ssl
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed import recording as rec
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parent.parent
+H3SERVER = ROOT / "h3server" / "target" / "release" / "h3server"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    if not H3SERVER.exists():
+        pytest.skip(f"{H3SERVER} not built (make setup)")
+
+
+def exchange(target: str, body: bytes, status: int = 200, method: str = "GET",
+             headers: list | None = None) -> tuple[dict, bytes]:
+    return ({"scheme": "https", "host": "a.test", "port": 443, "ip": "127.0.0.1",
+             "method": method, "target": target, "request_headers": [], "status": status,
+             "response_headers": headers or [["content-type", "text/plain"]]}, body)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    d = tmp_path_factory.mktemp("h3site")
+    big = bytes(range(256)) * 4096  # 1 MiB: more than the first flow-control window
+    path = rec.write(d, {"name": "h3site", "url": "https://a.test/", "loads": 1,
+                         "recorded_at": "2024-01-01T00:00:00Z"}, [
+        exchange("/", b"<h1>home</h1>", headers=[["content-type", "text/html"],
+                                                 ["connection", "keep-alive"],
+                                                 ["transfer-encoding", "chunked"]]),
+        exchange("/app.js?v=1", b"one"),
+        exchange("/app.js?v=2", b"two"),
+        exchange("/big.bin", big),
+    ])
+    return path
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory):
+    from datetime import datetime, timedelta, timezone
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    d = tmp_path_factory.mktemp("tls")
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "a.test")])
+    now = datetime.now(timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(hours=1)).not_valid_after(now + timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("a.test")]), critical=False)
+            .sign(key, hashes.SHA256()))
+    (d / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (d / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    return d / "cert.pem", d / "key.pem"
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """h3server on 127.0.0.1, stopped with SIGTERM on exit."""
+
+    def __init__(self, recording: Path, tls, tmp: Path, *extra: str):
+        self.port = free_udp_port()
+        self.summary = tmp / "summary.json"
+        self.log = tmp / "h3server.log"
+        self.argv = [str(H3SERVER), "--recording", str(recording),
+                     "--listen", f"127.0.0.1:{self.port}", "--cert", str(tls[0]),
+                     "--key", str(tls[1]), "--summary", str(self.summary), *extra]
+
+    def __enter__(self) -> Server:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL,
+                                     stderr=self.log.open("wb"))
+        deadline = time.monotonic() + 10
+        while not self.summary.exists():  # written once the recording is in memory
+            assert self.proc.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, "h3server did not start"
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(10)
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def read_summary(self) -> dict:
+        return json.loads(self.summary.read_text())
+
+
+def fetch(port: int, requests: list[tuple[str, str]]) -> list[tuple[dict, bytes]]:
+    """HTTP/3 requests (method, path) to 127.0.0.1:port with aioquic; (headers, body) each."""
+    from aioquic.asyncio import connect
+    from aioquic.asyncio.protocol import QuicConnectionProtocol
+    from aioquic.h3.connection import H3_ALPN, H3Connection
+    from aioquic.h3.events import DataReceived, HeadersReceived
+    from aioquic.quic.configuration import QuicConfiguration
+
+    class Client(QuicConnectionProtocol):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.h3 = H3Connection(self._quic)
+            self.streams: dict[int, tuple[dict, bytearray, asyncio.Future]] = {}
+
+        def quic_event_received(self, event):
+            for ev in self.h3.handle_event(event):
+                if isinstance(ev, HeadersReceived):
+                    self.streams[ev.stream_id][0].update(
+                        {k.decode(): v.decode() for k, v in ev.headers})
+                elif isinstance(ev, DataReceived):
+                    self.streams[ev.stream_id][1].extend(ev.data)
+                if getattr(ev, "stream_ended", False):
+                    fut = self.streams[ev.stream_id][2]
+                    if not fut.done():
+                        fut.set_result(None)
+
+        async def get(self, method: str, path: str):
+            sid = self._quic.get_next_available_stream_id()
+            fut = asyncio.get_running_loop().create_future()
+            self.streams[sid] = ({}, bytearray(), fut)
+            self.h3.send_headers(sid, [(b":method", method.encode()), (b":scheme", b"https"),
+                                       (b":authority", f"A.test:{port}".encode()),
+                                       (b":path", path.encode())], end_stream=True)
+            self.transmit()
+            await fut
+            headers, body, _ = self.streams[sid]
+            return headers, bytes(body)
+
+    async def run():
+        cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
+                                verify_mode=ssl.CERT_NONE, server_name="a.test",
+                                max_data=16 << 20, max_stream_data=16 << 20)
+        async with connect("127.0.0.1", port, configuration=cfg,
+                           create_protocol=Client) as client:
+            return [await client.get(m, p) for m, p in requests]
+
+    return asyncio.run(asyncio.wait_for(run(), 30))
+
+
+def test_serves_hits_and_counts_misses(site, tls, tmp_path):
+    with Server(site, tls, tmp_path) as srv:
+        before = srv.read_summary()
+        got = fetch(srv.port, [("GET", "/"), ("GET", "/app.js?v=2"), ("GET", "/app.js?v=9"),
+                               ("GET", "/big.bin"), ("GET", "/nope"), ("POST", "/")])
+        time.sleep(0.2)  # the summary is rewritten within 50 ms of a change
+        after = srv.read_summary()
+        assert srv.stop() == 0
+    (home_h, home), (v2_h, v2), (v9_h, v9), (big_h, big), (nope_h, _), (post_h, _) = got
+    assert home_h[":status"] == "200" and home == b"<h1>home</h1>"
+    assert home_h["content-length"] == "13" and home_h["content-type"] == "text/html"
+    assert "connection" not in home_h and "transfer-encoding" not in home_h
+    assert (v2, v9) == (b"two", b"one")  # exact target; then longest prefix, earliest on ties
+    assert big_h["content-length"] == str(1 << 20) and big == bytes(range(256)) * 4096
+    assert nope_h[":status"] == "404" and post_h[":status"] == "404"
+    assert before["requests"] == 0 and before["server"] == "h3server"
+    assert after["requests"] == 6 and after["misses"] == 2 and after["connections"] == 1
+    assert after["miss_urls"] == [f"https://A.test:{srv.port}/nope", f"https://A.test:{srv.port}/"]
+    assert after["bytes"] >= (1 << 20) + 13 + 3 + 3
+
+
+def test_sigterm_exits_cleanly_with_a_final_summary(site, tls, tmp_path):
+    with Server(site, tls, tmp_path, "--pacing", "off", "--gso", "on", "--cc", "bbr2") as srv:
+        fetch(srv.port, [("GET", "/app.js?v=1")])
+        assert srv.stop() == 0
+        s = srv.read_summary()
+    assert (s["requests"], s["misses"], s["connections"], s["bytes"]) == (1, 0, 1, 3)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_bad_recording_is_one_line_naming_file_and_key(site, tls, tmp_path):
+    bad = tmp_path / "bad"
+    (bad / "bodies").mkdir(parents=True)
+    manifest = json.loads((site / "manifest.json").read_text())
+    manifest["exchanges"][1]["status"] = 999
+    (bad / "manifest.json").write_text(json.dumps(manifest))
+    cp = subprocess.run([str(H3SERVER), "--recording", str(bad), "--listen", "127.0.0.1:1",
+                         "--cert", str(tls[0]), "--key", str(tls[1])],
+                        capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 2
+    lines = cp.stderr.strip().splitlines()
+    assert len(lines) == 1, cp.stderr
+    assert str(bad / "manifest.json") in lines[0] and "key exchanges/1/status" in lines[0]
+
+
+def test_missing_body_and_bad_key_are_input_errors(site, tls, tmp_path):
+    gone = tmp_path / "gone"
+    (gone / "bodies").mkdir(parents=True)
+    (gone / "manifest.json").write_text((site / "manifest.json").read_text())
+    cp = subprocess.run([str(H3SERVER), "--recording", str(gone), "--listen", "127.0.0.1:1",
+                         "--cert", str(tls[0]), "--key", str(tls[1])],
+                        capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 2 and "key exchanges/0/body: bodies/" in cp.stderr
+    assert "is missing" in cp.stderr
+    cp = subprocess.run([str(H3SERVER), "--recording", str(site), "--listen", "127.0.0.1:1",
+                         "--cert", str(tls[0]), "--key", str(tls[0])],
+                        capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 2 and str(tls[0]) in cp.stderr and "private key" in cp.stderr
