@@ -39,8 +39,18 @@ def call(app, target, host="www.a.test", scheme="https", method="GET", conn="1")
 
     environ = {"REQUEST_METHOD": method, "REQUEST_URI": target, "wsgi.url_scheme": scheme,
                "TESTBED_HOST": host, "TESTBED_CONNECTION": conn}
-    body = b"".join(app(environ, start_response))
+    body = serve(app, environ, start_response)
     return seen["status"], seen["headers"], body
+
+
+def serve(app, environ, start_response):
+    """What a WSGI server does: iterate the body, then close it."""
+    result = app(environ, start_response)
+    try:
+        return b"".join(result)
+    finally:
+        if hasattr(result, "close"):
+            result.close()
 
 
 def names(headers):
@@ -85,7 +95,7 @@ def test_host_header_when_no_front_end_variable(recording, tmp_path):
     seen = {}
     environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/app.js", "QUERY_STRING": "v=2",
                "wsgi.url_scheme": "https", "HTTP_HOST": "www.a.test"}
-    body = b"".join(app(environ, lambda s, h: seen.update(status=s)))
+    body = serve(app, environ, lambda s, h: seen.update(status=s))
     assert (seen["status"], body) == ("200 OK", b"v2")
 
 
@@ -108,6 +118,18 @@ def test_misses_are_404_and_counted(recording, tmp_path):
     assert after["bytes"] == len(HTML) + 2 + 2 * len(body)
     assert after["connections"] == 2
     assert summary.diff(before, after)["misses"] == 2
+
+
+def test_counted_once_the_body_is_sent(recording, tmp_path):
+    path = tmp_path / "summary.json"
+    app = ReplayApp(recording, path)
+    environ = {"REQUEST_METHOD": "GET", "REQUEST_URI": "/", "wsgi.url_scheme": "https",
+               "TESTBED_HOST": "www.a.test"}
+    result = app(environ, lambda s, h: None)
+    assert b"".join(result) == HTML
+    assert summary.read(path)["requests"] == 0
+    result.close()
+    assert summary.read(path)["requests"] == 1
 
 
 def test_head_sends_no_body(recording, tmp_path):

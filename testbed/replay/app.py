@@ -75,12 +75,26 @@ class ReplayApp:
         method = environ.get("REQUEST_METHOD", "GET")
         i = self.matcher.match(Request(scheme, host, method, target))
         response = NOT_FOUND if i is None else self.responses[i]
-        head = response.body if method != "HEAD" else b""
-        self.summary.record(url=f"{scheme}://{host}{target}", hit=i is not None,
-                            nbytes=len(head),
-                            connection=environ.get("TESTBED_CONNECTION"))
+        body = response.body if method != "HEAD" else b""
         start_response(response.status, list(response.headers))
-        return [head]
+        return _Counted(body, lambda: self.summary.record(
+            url=f"{scheme}://{host}{target}", hit=i is not None, nbytes=len(body),
+            connection=environ.get("TESTBED_CONNECTION")))
+
+
+class _Counted:
+    """The response body; counted in the summary once the server has sent it (WSGI calls
+    close() then), so writing the summary file is not in the response's path."""
+
+    def __init__(self, body: bytes, on_close: Callable[[], None]):
+        self.body = body
+        self.on_close = on_close
+
+    def __iter__(self):
+        yield self.body
+
+    def close(self) -> None:
+        self.on_close()
 
 
 def wsgi_str(s: str) -> str:

@@ -91,7 +91,7 @@ def nginx_argv(prefix: Path, conf_path: Path) -> list[str]:
             str(Path(prefix) / "nginx-error.log"), "-g", "daemon off;"]
 
 
-def uwsgi_argv(*, socket: Path, recording: Path, summary: Path, threads: int = 4,
+def uwsgi_argv(*, socket: Path, recording: Path, summary: Path, threads: int = 1,
                venv: Path | None = None) -> list[str]:
     """One uWSGI process (a few threads) running testbed.replay.wsgi:application."""
     venv = venv or Path(sys.prefix)
