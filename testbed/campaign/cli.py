@@ -1,0 +1,62 @@
+"""`testbed run CAMPAIGN` and `testbed results DIR`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from testbed.errors import InputError
+
+
+@click.command()
+@click.argument("campaign_file", metavar="CAMPAIGN")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+              help="Results folder (default: results/<campaign name>/).")
+@click.option("--runs", type=click.IntRange(min=1),
+              help="Run this many runs instead of the campaign's (for quick checks).")
+def run(campaign_file: str, out: Path | None, runs: int | None):
+    """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
+    the results is measured and stored as it ends. Stop with Ctrl-C; run the same
+    command again to resume."""
+    from testbed.campaign import config, runner
+
+    campaign = config.load(campaign_file)
+    runner.owner_check()
+    out = out or runner.default_out(campaign)
+    stats = runner.Runner(campaign, out).run(runs=runs)
+    click.echo(f"testbed: {stats['ok']} ok, {stats['failed']} failed this session; "
+               f"results in {out}", err=True)
+
+
+@click.command()
+@click.argument("results_dir", metavar="DIR",
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--csv", "csv_out", metavar="FILE", help="Write the trials as CSV ('-': stdout).")
+@click.option("--parquet", "parquet_out", metavar="FILE",
+              help="Write the trials as Parquet ('-': stdout).")
+def results(results_dir: Path, csv_out: str | None, parquet_out: str | None):
+    """Export a campaign's trials (one row per trial, the store's columns)."""
+    import pandas as pd
+
+    from testbed.campaign.store import NAMES, read_rows
+
+    if (csv_out is None) == (parquet_out is None):
+        raise InputError("give exactly one of --csv FILE or --parquet FILE")
+    db = results_dir / "trials.sqlite"
+    if not db.is_file():
+        raise InputError(f"{db}: no campaign store here (run `testbed run` first)")
+    df = pd.DataFrame(read_rows(db), columns=list(NAMES))
+    for col in ("run", "attempt", "requests", "bytes", "misses", "origins"):
+        df[col] = df[col].astype("Int64")
+    if csv_out is not None:
+        if csv_out == "-":
+            df.to_csv(sys.stdout, index=False)
+        else:
+            df.to_csv(csv_out, index=False)
+    else:
+        if parquet_out == "-":
+            df.to_parquet(sys.stdout.buffer, index=False)
+        else:
+            df.to_parquet(parquet_out, index=False)

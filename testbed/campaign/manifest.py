@@ -1,0 +1,112 @@
+"""The campaign manifest: what ran, so results can be traced and reproduced.
+
+results/<campaign>/manifest.json holds the latest session's record at the top
+level and every session (each `testbed run` of the campaign, a resume is a
+new session) in `sessions`: versions of the kernel, Chromium, chromedriver,
+Browsertime, Node, nginx, uWSGI, the HTTP/3 server and Mahimahi; the host's
+TCP/UDP/core sysctls; sha256 of the campaign, profile and recording files;
+the network calibrations; what each protocol setting changed in the server
+namespace.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import platform
+import subprocess
+from pathlib import Path
+
+from testbed.measure import browsertime
+from testbed.replay.env import H3SERVER
+
+SYSCTL_PATTERN = r"^net\.(ipv4\.(tcp|udp)|core)"
+
+
+def _first_line(argv: list[str]) -> str:
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    text = (cp.stdout or cp.stderr).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def versions() -> dict[str, str]:
+    return {
+        "kernel": platform.release(),
+        "chromium": _first_line(["/usr/bin/chromium", "--version"]),
+        "chromedriver": _first_line([browsertime.CHROMEDRIVER, "--version"]),
+        "browsertime": browsertime.version(),
+        "node": _first_line([str(browsertime.NODE), "--version"]),
+        "nginx": _first_line(["nginx", "-v"]),
+        "uwsgi": _first_line(["uwsgi", "--version"]),
+        "h3server": _first_line([str(H3SERVER), "--version"]),
+        "mahimahi": _first_line(["dpkg-query", "-W", "-f", "${Version}", "mahimahi"]),
+        "python": platform.python_version(),
+    }
+
+
+def sysctls(netns_exec: list[str] | None = None) -> dict[str, str]:
+    """TCP, UDP and core sysctls (of the host, or of a namespace via its exec prefix)."""
+    argv = [*(netns_exec or []), "sysctl", "-a", "--pattern", SYSCTL_PATTERN]
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out = {}
+    for line in cp.stdout.splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep:
+            out[key.strip()] = " ".join(value.split())
+    return out
+
+
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def session_record(campaign, recordings: dict, networks: dict, settings: dict,
+                   calibrations: dict, runs: int) -> dict:
+    return {
+        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "campaign": {"name": campaign.name, "source": campaign.source,
+                     "sha256": campaign.digest, "runs": runs,
+                     "settings": campaign.model_dump(mode="json")},
+        "versions": versions(),
+        "sysctls": sysctls(),
+        "recordings": {name: {"path": str(r.path), "url": r.url,
+                              "manifest_sha256": file_hash(r.path / "manifest.json"),
+                              "origins": len(r.hosts), "requests": len(r.exchanges)}
+                       for name, r in recordings.items()},
+        "networks": {name: {"source": p.source, "sha256": p.digest,
+                            "profile": p.model_dump(mode="json")}
+                     for name, p in networks.items()},
+        "protocols": {name: {"source": s.source, "sha256": s.digest, "stack": s.stack,
+                             "h3server_args": list(s.h3server_args),
+                             "nginx_env": dict(s.nginx_env),
+                             "chromium_flags": list(s.chromium_flags)}
+                      for name, s in settings.items()},
+        "calibration": calibrations,
+        "server_sysctls": {},
+    }
+
+
+def write(path: Path, record: dict) -> dict:
+    """Add this session to the manifest at path (created if missing); the document."""
+    try:
+        doc = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        doc = {"sessions": []}
+    sessions = [*doc.get("sessions", []), record]
+    doc = {**record, "sessions": sessions}
+    save(path, doc)
+    return doc
+
+
+def save(path: Path, doc: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+    tmp.replace(path)

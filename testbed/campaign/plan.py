@@ -1,0 +1,86 @@
+"""The order of a campaign's trials (pure: no I/O).
+
+Every run index visits every (site, network, protocol) combination once, in
+an order shuffled with the campaign's seed, so that drift over the hours of a
+campaign (a warming machine, a busy neighbour) cannot favour one setting:
+each setting is as likely as any other to come early or late, and the runs
+completed so far always cover the whole matrix, so an interrupted campaign
+leaves complete runs behind.
+
+The shuffle is nested, so that trials sharing what is expensive to set up
+stay together: within a run the sites come in a random order, within a site
+the networks, within a network the protocols. The trials of one (run, site,
+network) form a block, measured by one Browsertime process inside one
+Mahimahi shell chain on one replay topology; its protocols, in their random
+order, differ only in the servers and settings switched between page loads.
+Comparisons between protocols (the experiment's question) are thus made
+between loads minutes apart, in random order, in every run.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Trial:
+    site: str
+    network: str
+    protocol: str
+    run: int
+
+    @property
+    def id(self) -> str:
+        """The store's trial_id: `<site>|<network>|<protocol>|<run>`."""
+        return f"{self.site}|{self.network}|{self.protocol}|{self.run}"
+
+
+@dataclass(frozen=True)
+class Block:
+    """Consecutive trials of one run, site and network (one Browsertime process)."""
+
+    run: int
+    site: str
+    network: str
+    trials: tuple[Trial, ...]
+
+    def without(self, done: set[str]) -> "Block":
+        return Block(self.run, self.site, self.network,
+                     tuple(t for t in self.trials if t.id not in done))
+
+
+def _shuffled(items: Sequence[str], rng: random.Random) -> list[str]:
+    out = list(items)
+    rng.shuffle(out)
+    return out
+
+
+def blocks(sites: Sequence[str], networks: Sequence[str], protocols: Sequence[str],
+           runs: int, seed: int) -> list[Block]:
+    """All blocks of the campaign in the order they run."""
+    out = []
+    for run in range(runs):
+        # A string seed is hashed with SHA-512: the same order on every Python.
+        rng = random.Random(f"testbed-campaign:{seed}:{run}")
+        for site in _shuffled(sites, rng):
+            for network in _shuffled(networks, rng):
+                order = _shuffled(protocols, rng)
+                out.append(Block(run, site, network,
+                                 tuple(Trial(site, network, p, run) for p in order)))
+    return out
+
+
+def trials(plan: Iterable[Block]) -> list[Trial]:
+    return [t for b in plan for t in b.trials]
+
+
+def pending(plan: Iterable[Block], done: set[str]) -> list[Block]:
+    """The plan without the trials already done (resume); empty blocks dropped."""
+    out = []
+    for b in plan:
+        left = b.without(done)
+        if left.trials:
+            out.append(left)
+    return out

@@ -1,0 +1,420 @@
+"""Run a campaign: every planned trial once, each stored as it ends; resumable.
+
+    Runner(campaign, out_dir).run()
+
+For each block of the plan (testbed.campaign.plan: one run, site and
+network, its protocols in a seeded random order) the runner keeps one replay
+topology (reused while the site stays the same), starts one Browsertime
+process inside the network's Mahimahi shells, and between its page loads
+switches the servers: a replay environment (nginx+uWSGI or h3server) is
+restarted only when the next setting needs other servers (another stack,
+other h3server options or nginx environment); otherwise the server
+namespace's sysctls are put back as the topology started and the next
+setting is applied, so no setting inherits another's. A trial that failed is
+tried again (up to `retries` times) in a block of its own right after.
+
+Each finished trial is written to the store in one transaction, after its
+files (Browsertime's result and HAR, visual metrics, video if kept) are in
+trials/<trial_id>/. A rerun skips stored trials. Ctrl-C or SIGTERM stops
+the campaign after its servers, shells and namespaces are cleaned up; the
+trial that was running is not stored and runs again on resume.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import shutil
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
+                           TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+
+from testbed import proc
+from testbed import recording as rec
+from testbed.campaign import manifest as manifest_mod
+from testbed.campaign import plan as plan_mod
+from testbed.campaign import settings as settings_mod
+from testbed.campaign.config import Campaign
+from testbed.campaign.store import Row, Store
+from testbed.errors import TestbedError
+from testbed.measure import browsertime, metrics
+from testbed.measure import har as harlib
+from testbed.measure.session import Outcome, Session
+from testbed.measure.trial import Evidence, judge
+from testbed.profiles import NetworkProfile, load_network
+from testbed.replay import summary as summary_mod
+from testbed.replay.env import ReplayEnv
+from testbed.runstate import USER, current
+from testbed.topology import ReplayTopology
+
+log = logging.getLogger(__name__)
+
+
+def _utc(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Servers:
+    """The servers of one topology, switched between settings with as few restarts
+    as correctness allows."""
+
+    def __init__(self, recording: rec.Recording, topology: ReplayTopology):
+        self.recording = recording
+        self.topology = topology
+        self.env: ReplayEnv | None = None
+        self.key: tuple | None = None
+        self.pristine = manifest_mod.sysctls(topology.server.exec([]))
+        self.applied: dict[str, dict[str, str]] = {}
+        """Setting name -> the server sysctls it changed (for the manifest)."""
+
+    def use(self, setting: settings_mod.Setting) -> ReplayEnv:
+        """Servers ready for a trial of `setting`."""
+        if self.env is not None:
+            alive = all(bg.alive() for bg in self.env.servers.values())
+            if self.key != setting.server_key or not alive:
+                self.close()
+        self._reset()
+        if setting.apply is not None:
+            setting.apply(self.topology)
+        if setting.name not in self.applied:
+            now = manifest_mod.sysctls(self.topology.server.exec([]))
+            self.applied[setting.name] = {k: v for k, v in now.items()
+                                          if self.pristine.get(k) != v}
+            self.applied[setting.name]["route"] = self.topology.client_route()
+        if self.env is None:
+            env = ReplayEnv(self.recording, setting.stack, h3server_args=setting.h3server_args,
+                            nginx_env=dict(setting.nginx_env), topology=self.topology)
+            env.__enter__()
+            self.env, self.key = env, setting.server_key
+        return self.env
+
+    def _reset(self) -> None:
+        """The server namespace as the topology left it: sysctls, client route, no
+        cached TCP metrics of earlier connections."""
+        now = manifest_mod.sysctls(self.topology.server.exec([]))
+        for key, value in self.pristine.items():
+            if now.get(key) != value:
+                proc.run(self.topology.server.exec(["sysctl", "-q", "-w", f"{key}={value}"]),
+                         check=False)
+        self.topology.set_client_route()
+        proc.run(self.topology.server.exec(["ip", "tcp_metrics", "flush", "all"]), check=False)
+
+    def close(self) -> None:
+        env, self.env, self.key = self.env, None, None
+        if env is not None:
+            env.__exit__(None, None, None)
+
+
+@dataclass
+class TrialRecord:
+    """What the runner saw around one trial's load."""
+
+    setting: settings_mod.Setting
+    before: dict | None = None
+    after: dict | None = None
+    server_error: str | None = None
+    started_at: float | None = None
+
+
+@dataclass
+class BlockDriver:
+    """testbed.measure.session.Driver for one block."""
+
+    block: plan_mod.Block
+    servers: Servers
+    settings: dict[str, settings_mod.Setting]
+    on_trial: object = None
+    records: list[TrialRecord] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.records = [TrialRecord(self.settings[t.protocol]) for t in self.block.trials]
+
+    def prepare(self, k: int) -> None:
+        if self.on_trial is not None:
+            self.on_trial(self.block.trials[k])
+        self.servers.use(self.records[k].setting)
+
+    def launch(self, k: int) -> list[str]:
+        env = self.servers.env
+        assert env is not None
+        return [*env.chromium_flags(), *self.records[k].setting.chromium_flags]
+
+    def before_load(self, k: int) -> None:
+        r = self.records[k]
+        r.started_at = time.time()
+        r.before = self.servers.env.summary() if self.servers.env else None
+
+    def after_load(self, k: int, measured: bool) -> None:
+        r = self.records[k]
+        env = self.servers.env
+        if env is None:
+            return
+        r.after = env.summary()
+        try:
+            env.check_alive()
+        except TestbedError as e:
+            r.server_error = str(e).splitlines()[0]
+
+
+class Runner:
+    def __init__(self, campaign: Campaign, out_dir: Path, console: Console | None = None):
+        self.campaign = campaign
+        self.out = Path(out_dir)
+        self.console = console or Console(stderr=True)
+        self.recordings: dict[str, rec.Recording] = {}
+        self.site_keys: dict[str, str] = {}
+        self.networks: dict[str, NetworkProfile] = {}
+        self.settings: dict[str, settings_mod.Setting] = {}
+        self.chains: dict = {}
+        self.calibrations: dict[str, dict] = {}
+        self.manifest: dict = {}
+        self.stats = {"ok": 0, "failed": 0}
+        self.trial_walls: list[tuple[float, float | None]] = []
+
+    # --- setup -----------------------------------------------------------------------
+    def preconditions(self) -> None:
+        if os.geteuid() != 0:
+            raise TestbedError("a campaign needs root (namespaces, Mahimahi); run with sudo")
+        problem = browsertime.missing()
+        if problem:
+            raise TestbedError(problem)
+
+    def load(self) -> None:
+        c = self.campaign
+        for site in c.sites:
+            r = rec.load(site)
+            self.recordings[r.name] = r
+            self.site_keys[site] = r.name
+        for name in c.networks:
+            p = load_network(name)
+            self.networks[p.name] = p
+        for name in c.protocols:
+            s = settings_mod.load(name)
+            self.settings[s.name] = s
+
+    def calibrate(self, workdir: Path) -> None:
+        from testbed.emulate import calibrate
+        for name, profile in self.networks.items():
+            cal = calibrate.cached(profile)
+            if cal is None:
+                self.console.print(f"calibrating network {name} (once per machine)...")
+                cal = calibrate.for_profile(profile)
+            self.calibrations[name] = cal.model_dump(mode="json")
+            self.chains[name] = calibrate.chain_for(profile, workdir, cal)
+
+    # --- the run --------------------------------------------------------------------------
+    def run(self, runs: int | None = None) -> dict[str, int]:
+        self.preconditions()
+        self.load()
+        runs = runs or self.campaign.runs
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "trials").mkdir(exist_ok=True)
+        (self.out / "logs").mkdir(exist_ok=True)
+        work = current().path("campaign")
+        work.mkdir(parents=True, exist_ok=True)
+        os.chmod(work, 0o755)
+        self.calibrate(work)
+        plan = plan_mod.blocks(list(self.recordings), list(self.networks), list(self.settings),
+                               runs, self.campaign.seed)
+        self.manifest = manifest_mod.write(
+            self.out / "manifest.json",
+            manifest_mod.session_record(self.campaign, self.recordings, self.networks,
+                                        self.settings, self.calibrations, runs))
+        with Store(self.out / "trials.sqlite") as store, ExitStack() as stack:
+            todo = plan_mod.pending(plan, store.finished())
+            total = sum(len(b.trials) for b in todo)
+            planned = sum(len(b.trials) for b in plan)
+            self.console.print(f"campaign {self.campaign.name}: {planned} trials planned, "
+                               f"{planned - total} already stored, {total} to run -> {self.out}")
+            progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
+                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                console=self.console, transient=False)
+            stack.enter_context(progress)
+            task = progress.add_task("starting", total=total, counts="")
+            topo_site: str | None = None
+            servers: Servers | None = None
+            site_stack = ExitStack()
+            stack.callback(site_stack.close)
+            try:
+                for block in todo:
+                    if block.site != topo_site:
+                        site_stack.close()
+                        site_stack = ExitStack()
+                        r = self.recordings[block.site]
+                        topo = site_stack.enter_context(ReplayTopology(r.ips))
+                        servers = Servers(r, topo)
+                        site_stack.callback(servers.close)
+                        topo_site = block.site
+                    self._run_block(block, servers, store, work, progress, task)
+            finally:
+                site_stack.close()
+                if servers is not None:
+                    self.manifest["server_sysctls"] = servers.applied
+                    manifest_mod.save(self.out / "manifest.json", self.manifest)
+            progress.update(task, description="done")
+        return dict(self.stats)
+
+    def _run_block(self, block: plan_mod.Block, servers: Servers, store: Store, work: Path,
+                   progress: Progress, task) -> None:
+        attempts: dict[str, int] = {}
+        left = block
+        while left.trials:
+            failed_again = []
+            results = self._session(left, servers, work, progress, task)
+            for trial, outcome, record in results:
+                if outcome is None:  # not reached: run again, no attempt used
+                    failed_again.append(trial)
+                    continue
+                attempts[trial.id] = attempts.get(trial.id, 0) + 1
+                row, files = self._row(trial, outcome, record, attempts[trial.id])
+                if row.status != "ok" and attempts[trial.id] <= self.campaign.retries:
+                    log.info("trial %s failed (%s); trying again", trial.id, row.reason)
+                    failed_again.append(trial)
+                    continue
+                self._store(store, row, files)
+                self.stats[row.status] += 1
+                progress.update(task, advance=1,
+                                counts=f"[green]{self.stats['ok']} ok[/] "
+                                       f"[red]{self.stats['failed']} failed[/]")
+            left = plan_mod.Block(block.run, block.site, block.network, tuple(failed_again))
+
+    def _session(self, block: plan_mod.Block, servers: Servers, work: Path,
+                 progress: Progress, task):
+        r = self.recordings[block.site]
+        c = self.campaign
+
+        def on_trial(t: plan_mod.Trial):
+            progress.update(task, description=f"run {t.run + 1} · {t.site} · {t.network} · "
+                                              f"{t.protocol}")
+
+        driver = BlockDriver(block, servers, self.settings, on_trial=on_trial)
+        opts = browsertime.BrowsertimeOptions(
+            iterations=len(block.trials), timeout_s=c.timeout_s, settle_ms=c.settle_ms,
+            settle_max_ms=c.settle_max_ms)
+        chain = self.chains[block.network]
+        wrap = chain.argv([])
+        blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))
+        session = Session(r.url, opts, blockdir, netns=servers.topology.client.name,
+                          wrap=wrap, driver=driver)
+        t0 = time.monotonic()
+        try:
+            outcomes = session.run()
+            t_end = time.monotonic()
+            logname = f"run{block.run}-{block.site}-{block.network}-{int(time.time())}.log"
+            if session.log_path.exists():
+                shutil.copyfile(session.log_path, self.out / "logs" / logname)
+            self._walls(outcomes, t0, t_end)
+            out = []
+            for trial, outcome, record in zip(block.trials, outcomes, driver.records):
+                if outcome is not None:
+                    outcome.extra["files"] = self._collect_files(outcome)
+                    outcome.extra["log"] = f"logs/{logname}"
+                out.append((trial, outcome, record))
+            return out
+        finally:
+            session.remove()
+
+    @staticmethod
+    def _walls(outcomes: list[Outcome | None], t0: float, t_end: float) -> None:
+        """Each trial's wall time: from the end of the previous trial (the block's start
+        for the first) to its own end; the last also takes the block's tail, so the
+        trials' wall times add up to the campaign's."""
+        prev = t0
+        done = [o for o in outcomes if o is not None]
+        for i, o in enumerate(done):
+            end = t_end if i == len(done) - 1 else o.ended
+            o.extra["wall_s"] = round(end - prev, 3)
+            prev = o.ended
+
+    def _collect_files(self, o: Outcome) -> dict[str, bytes | Path]:
+        files: dict[str, bytes | Path] = {}
+        if o.result is not None:
+            files["browsertime.json"] = json.dumps(o.result).encode()
+        if o.har is not None:
+            files["browsertime.har"] = json.dumps(o.har).encode()
+        if o.visual is not None:
+            files["visualmetrics.json"] = json.dumps(o.visual).encode()
+        if o.video is not None and self.campaign.keep_video and o.video.exists():
+            dest = Path(os.path.join(str(o.video.parent), f"keep-{o.index}.mp4"))
+            shutil.copyfile(o.video, dest)
+            files["video.mp4"] = dest
+        return files
+
+    # --- one trial's row ----------------------------------------------------------------
+    def _row(self, trial: plan_mod.Trial, o: Outcome, record: TrialRecord,
+             attempt: int) -> tuple[Row, dict]:
+        setting = record.setting
+        m = metrics.extract(o.result, o.visual)
+        protocols = harlib.protocols(o.har) if o.har is not None else {}
+        diff = (summary_mod.diff(record.before, record.after)
+                if record.before is not None and record.after is not None else None)
+        evidence = Evidence(
+            stack=setting.stack, measured=o.measured, metrics=m, protocols=protocols,
+            misses=diff["misses"] if diff else None, server_error=record.server_error,
+            browser_error=o.browser_error, timed_out=o.timed_out, visual_error=o.visual_error,
+            video=True, max_misses=self.campaign.max_misses)
+        verdict = judge(evidence)
+        ok = verdict.ok
+        row = Row(
+            trial_id=trial.id, campaign=self.campaign.name, site=trial.site,
+            network=trial.network, protocol=trial.protocol, run=trial.run,
+            status=verdict.status, reason=verdict.reason, attempt=attempt,
+            started_at=_utc(record.started_at or time.time()),
+            wall_s=float(o.extra.get("wall_s", round(o.ended - o.began, 3))),
+            plt_ms=m.plt_ms if ok else None, fvc_ms=m.fvc_ms if ok else None,
+            lvc_ms=m.lvc_ms if ok else None, vc85_ms=m.vc85_ms if ok else None,
+            si_ms=m.si_ms if ok else None, ttfb_ms=m.ttfb_ms if ok else None,
+            requests=harlib.requests(o.har) if o.har is not None else None,
+            bytes=diff["bytes"] if diff else None,
+            misses=diff["misses"] if diff else None,
+            protocols=Row.protocols_json(protocols) if o.har is not None else None,
+            rtt_ms=float(self.networks[trial.network].min_rtt_ms),
+            origins=len(self.recordings[trial.site].hosts),
+        )
+        files = dict(o.extra.get("files", {}))
+        files["trial.json"] = json.dumps({
+            "row": row.__dict__, "evidence": {
+                "measured": o.measured, "browser_error": o.browser_error,
+                "timed_out": o.timed_out, "visual_error": o.visual_error,
+                "server_error": record.server_error,
+                "miss_urls": diff["miss_urls"] if diff else None,
+                "metrics_all": m.__dict__, "browsertime_log": o.extra.get("log")},
+        }, indent=1).encode()
+        return row, files
+
+    def _store(self, store: Store, row: Row, files: dict) -> None:
+        """The trial's files, then its row (the commit point: a trial is finished when
+        its row is stored)."""
+        final = self.out / "trials" / row.trial_id
+        tmp = final.with_name(f".{row.trial_id}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name, content in files.items():
+            if isinstance(content, Path):
+                shutil.move(str(content), tmp / name)
+            else:
+                (tmp / name).write_bytes(content)
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        store.add(row)
+
+
+def default_out(campaign: Campaign) -> Path:
+    return Path("results") / campaign.name
+
+
+def owner_check() -> None:
+    """The testbed user must exist (Chromium and Mahimahi run as it)."""
+    import pwd
+    try:
+        pwd.getpwnam(USER)
+    except KeyError:
+        raise TestbedError(f"user {USER} missing; run `make setup`") from None
