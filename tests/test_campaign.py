@@ -1,0 +1,192 @@
+"""Campaigns without the testbed: file validation, trial order, resume, the store."""
+
+import sqlite3
+import statistics
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from testbed.campaign import config, plan
+from testbed.campaign.store import NAMES, Row, Store, read_rows
+from testbed.errors import InputError
+
+SITES = ["a", "b", "c", "d"]
+NETS = ["dsl", "lte", "da2gc", "mss"]
+PROTOS = ["tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr"]
+
+
+# --- campaign files ------------------------------------------------------------------------
+def write(tmp_path, text, name="c.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+GOOD = 'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp", "quic"]\n'
+
+
+def test_bundled_campaigns_load():
+    smoke = config.load("profiles/campaigns/smoke.toml")
+    assert smoke.name == "smoke" and smoke.runs == 1 and len(smoke.protocols) == 5
+    paper = config.load("paper")
+    assert paper.networks == ("dsl", "lte", "da2gc", "mss") and paper.runs == 31
+
+
+def test_defaults(tmp_path):
+    c = config.load(write(tmp_path, GOOD))
+    assert (c.runs, c.retries, c.keep_video, c.seed) == (31, 2, False, 0)
+    assert c.name == "c" and len(c.digest) == 64
+
+
+@pytest.mark.parametrize("text, message", [
+    (GOOD + "runs = 0\n", "key runs: Input should be greater than or equal to 1"),
+    (GOOD + "rusn = 3\n", "key rusn: unknown key"),
+    (GOOD + "timeout_s = 'long'\n", "key timeout_s: Input should be a valid number"),
+    ('networks = ["dsl"]\nprotocols = ["tcp"]\n', "key sites: missing (required)"),
+    (GOOD.replace('["tcp", "quic"]', '["tcp", "tcp"]'), "key protocols: listed twice: tcp"),
+    (GOOD.replace('"dsl"', '"dls"'), "key networks.0: dls: no such profile"),
+    (GOOD.replace('"local-news"', '"nosuchsite"'), "key sites.0: nosuchsite: no such recording"),
+    (GOOD.replace('"quic"', '"quick"'), "key protocols.1: quick: no such profile"),
+    ("sites = [", "not valid TOML"),
+])
+def test_bad_campaign_files_name_file_and_key(tmp_path, text, message):
+    p = write(tmp_path, text)
+    with pytest.raises(InputError) as e:
+        config.load(p)
+    assert str(e.value).startswith(f"{p}: ")
+    assert message in str(e.value)
+
+
+def test_missing_campaign_file_lists_the_available_ones():
+    with pytest.raises(InputError, match="smoke"):
+        config.load("nosuch")
+
+
+# --- order -----------------------------------------------------------------------------------
+def test_every_run_visits_every_combination_once():
+    blocks = plan.blocks(SITES, NETS, PROTOS, runs=7, seed=3)
+    trials = plan.trials(blocks)
+    assert len(trials) == len(set(t.id for t in trials)) == 4 * 4 * 5 * 7
+    for run in range(7):
+        combos = {(t.site, t.network, t.protocol) for t in trials if t.run == run}
+        assert len(combos) == 4 * 4 * 5
+    # runs come one after the other: a stopped campaign leaves complete runs
+    assert [t.run for t in trials] == sorted(t.run for t in trials)
+
+
+def test_blocks_group_one_site_and_network_with_all_protocols():
+    for b in plan.blocks(SITES, NETS, PROTOS, runs=3, seed=1):
+        assert {t.protocol for t in b.trials} == set(PROTOS)
+        assert {(t.site, t.network, t.run) for t in b.trials} == {(b.site, b.network, b.run)}
+
+
+def test_order_is_fixed_by_the_seed():
+    a = plan.trials(plan.blocks(SITES, NETS, PROTOS, runs=3, seed=42))
+    b = plan.trials(plan.blocks(SITES, NETS, PROTOS, runs=3, seed=42))
+    c = plan.trials(plan.blocks(SITES, NETS, PROTOS, runs=3, seed=43))
+    assert a == b
+    assert a != c
+
+
+def test_no_protocol_is_favoured_by_its_place_in_the_order():
+    """Over the paper's 31 runs, each protocol's mean position within its block is
+    near the middle, and each protocol is first in some blocks and last in others."""
+    blocks = plan.blocks(SITES, NETS, PROTOS, runs=31, seed=2019)
+    positions = defaultdict(list)
+    first, last = Counter(), Counter()
+    for b in blocks:
+        for i, t in enumerate(b.trials):
+            positions[t.protocol].append(i)
+        first[b.trials[0].protocol] += 1
+        last[b.trials[-1].protocol] += 1
+    middle = (len(PROTOS) - 1) / 2
+    n = len(blocks)
+    for p in PROTOS:
+        # the mean of n uniform positions has sd sqrt(2/n); allow 4 sd
+        assert abs(statistics.mean(positions[p]) - middle) < 4 * (2 / n) ** 0.5, p
+        assert first[p] > n / 10 and last[p] > n / 10, p
+    # sites (and so the time of day they are measured) also move between runs
+    assert len({tuple(dict.fromkeys(b.site for b in blocks if b.run == r)) for r in range(31)}) > 1
+
+
+def test_resume_skips_stored_trials_and_keeps_the_order():
+    blocks = plan.blocks(SITES, NETS, PROTOS, runs=2, seed=5)
+    trials = plan.trials(blocks)
+    done = {t.id for t in trials[:37]}
+    left = plan.trials(plan.pending(blocks, done))
+    assert left == trials[37:]
+    assert plan.pending(blocks, {t.id for t in trials}) == []
+
+
+def test_trial_id_format():
+    assert plan.Trial("local-news", "dsl", "tcp-plus", 3).id == "local-news|dsl|tcp-plus|3"
+
+
+# --- store -------------------------------------------------------------------------------------
+def row(trial_id="s|dsl|tcp|0", status="ok", **kw):
+    site, network, protocol, run = trial_id.split("|")
+    base = dict(trial_id=trial_id, campaign="c", site=site, network=network, protocol=protocol,
+                run=int(run), status=status, reason=None if status == "ok" else "timeout",
+                attempt=1, started_at="2026-01-01T00:00:00.000+00:00", wall_s=3.5,
+                plt_ms=500.0, fvc_ms=200.0, lvc_ms=480.0, vc85_ms=300.0, si_ms=260.0,
+                ttfb_ms=40.0, requests=30, bytes=100_000, misses=0,
+                protocols=Row.protocols_json({"h2": 30}), rtt_ms=24.0, origins=4)
+    return Row(**{**base, **kw})
+
+
+def test_store_keeps_each_trial_once_in_wal_mode(tmp_path):
+    db = tmp_path / "trials.sqlite"
+    with Store(db) as s:
+        s.add(row())
+        s.add(row("s|dsl|quic|0", status="failed", plt_ms=None))
+        with pytest.raises(sqlite3.IntegrityError):
+            s.add(row())
+        assert s.finished() == {"s|dsl|tcp|0", "s|dsl|quic|0"}
+        assert s.count() == {"ok": 1, "failed": 1}
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    cols = [r[1] for r in con.execute("PRAGMA table_info(trials)")]
+    assert tuple(cols) == NAMES
+    rows = read_rows(db)
+    assert [r["trial_id"] for r in rows] == ["s|dsl|quic|0", "s|dsl|tcp|0"]
+    assert rows[1]["protocols"] == '{"h2": 30}'
+
+
+def test_a_failed_insert_leaves_nothing_half_written(tmp_path):
+    db = tmp_path / "trials.sqlite"
+    with Store(db) as s:
+        with pytest.raises(sqlite3.IntegrityError):
+            s.add(row(status="maybe"))  # violates the status check
+        assert s.finished() == set()
+        s.add(row())  # the connection is usable again (the transaction was rolled back)
+        assert s.finished() == {"s|dsl|tcp|0"}
+
+
+def test_store_reopens_with_what_was_stored(tmp_path):
+    db = tmp_path / "trials.sqlite"
+    with Store(db) as s:
+        s.add(row())
+    with Store(db) as s:
+        assert s.finished() == {"s|dsl|tcp|0"}
+
+
+def test_results_export_has_exactly_the_contract_columns(tmp_path):
+    from click.testing import CliRunner
+
+    from testbed.campaign.cli import results
+    with Store(tmp_path / "trials.sqlite") as s:
+        s.add(row())
+        s.add(row("s|dsl|quic|0", status="failed", plt_ms=None, requests=None))
+    out = CliRunner().invoke(results, [str(tmp_path), "--csv", "-"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.strip().splitlines()
+    assert lines[0].split(",") == list(NAMES)
+    assert len(lines) == 3
+    pq = tmp_path / "t.parquet"
+    out = CliRunner().invoke(results, [str(tmp_path), "--parquet", str(pq)])
+    assert out.exit_code == 0, out.output
+    import pandas as pd
+    df = pd.read_parquet(pq)
+    assert list(df.columns) == list(NAMES) and len(df) == 2
+    assert df.loc[df.status == "failed", "plt_ms"].isna().all()
