@@ -5,6 +5,19 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
+const AFTER_HELP: &str = "\
+Environment:
+  SSLKEYLOGFILE  append TLS secrets to this file (NSS key log format)
+  QLOGDIR        default for --qlog-dir
+
+Matching: same scheme, host (port ignored, case-insensitive), method and path;
+the longest common prefix of the full target wins (an identical target beats
+an extension of it), ties go to the earliest exchange; no match: 404, a miss.
+
+Exit status: 0 after SIGTERM/SIGINT (connections closed, summary written),
+2 for bad input (recording, certificate, key; one line naming the file and
+key), 1 for anything else (e.g. an address that cannot be bound).";
+
 /// HTTP/3 replay server: serves one testbed recording from memory over QUIC.
 ///
 /// Requests are matched to recorded exchanges by Mahimahi's rule (same
@@ -12,7 +25,8 @@ use clap::{Parser, ValueEnum};
 /// target wins, ties go to the earliest exchange); no match is a 404,
 /// counted as a miss.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "h3server", version = crate::VERSION, about, long_about = None)]
+#[command(name = "h3server", version = crate::VERSION, about, long_about = None,
+          after_help = AFTER_HELP)]
 pub struct Args {
     /// Recording folder (manifest.json and bodies/), validated against
     /// schemas/recording.schema.json at start. Required.

@@ -32,10 +32,13 @@ pub struct Request<'a> {
     pub target: &'a str,
 }
 
+/// (scheme, host, method, path): what candidates share.
+type Group = (String, String, String, String);
+
 /// Exchanges grouped by (scheme, host, method, path), in recording order.
 #[derive(Debug, Default)]
 pub struct Index {
-    groups: HashMap<(String, String, String, String), Vec<(usize, String)>>,
+    groups: HashMap<Group, Vec<(usize, String)>>,
 }
 
 impl Index {

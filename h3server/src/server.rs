@@ -39,8 +39,9 @@ use crate::Fatal;
 const TIMER: Token = Token(usize::MAX - 1);
 const SIGNALS: Token = Token(usize::MAX - 2);
 
-/// Length of the connection IDs this server picks.
-const CID_LEN: usize = 16;
+/// Length of the connection IDs this server picks. Short-header packets do
+/// not carry it, so it is also how much `Header::from_slice` reads as DCID.
+const CID_LEN: usize = quiche::MAX_CONN_ID_LEN;
 /// Largest UDP datagram read.
 const RECV_BUF: usize = 65_535;
 /// Idle timeout advertised to clients, ms.
@@ -328,7 +329,7 @@ impl Server {
 
     fn handle_datagram(&mut self, sock: usize, from: SocketAddr, pkt: &mut [u8]) {
         let local = self.sockets[sock].local;
-        let hdr = match quiche::Header::from_slice(pkt, quiche::MAX_CONN_ID_LEN) {
+        let hdr = match quiche::Header::from_slice(pkt, CID_LEN) {
             Ok(h) => h,
             Err(e) => {
                 debug!("{SERVER} unparsable packet from {from}: {e}");
