@@ -26,7 +26,7 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 use quiche::h3::NameValue;
 
 use crate::args::Args;
-use crate::logging::SERVER;
+use crate::logging::{self, SERVER};
 use crate::matching;
 use crate::pacer::{Pacer, PathView};
 use crate::priority::Priority;
@@ -270,6 +270,7 @@ impl Server {
             let now = Instant::now();
             for c in self.clients.values_mut() {
                 if c.conn.timeout_instant().is_some_and(|t| t <= now) {
+                    let _log = logging::scope(c.conn.trace_id());
                     c.conn.on_timeout();
                 }
             }
@@ -358,6 +359,7 @@ impl Server {
             }
         };
         let client = self.clients.get_mut(&id).expect("routed client exists");
+        let _log = logging::scope(client.conn.trace_id());
         if let Err(e) = client.conn.recv(pkt, quiche::RecvInfo { from, to: local }) {
             debug!("{} recv failed: {e}", client.conn.trace_id());
         }
@@ -422,6 +424,7 @@ impl Server {
     /// Start HTTP/3 once established, continue blocked responses, answer requests.
     fn serve(&mut self, id: u64) {
         let Some(c) = self.clients.get_mut(&id) else { return };
+        let _log = logging::scope(c.conn.trace_id());
         if c.h3.is_none() && c.conn.is_established() {
             match quiche::h3::Connection::with_transport(&mut c.conn, &self.h3_config) {
                 Ok(h3) => {
@@ -520,6 +523,7 @@ impl Server {
     /// otherwise each datagram at its release time.
     fn flush(&mut self, id: u64, now_all: bool) {
         let Some(c) = self.clients.get_mut(&id) else { return };
+        let _log = logging::scope(c.conn.trace_id());
         let sock = &mut self.sockets[c.socket];
         if sock.blocked {
             return;
