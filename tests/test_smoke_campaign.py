@@ -1,0 +1,113 @@
+"""End to end: campaigns through the real replay, shells, Chromium and Browsertime.
+
+The CI smoke replay: the bundled site under DSL through all five protocol
+settings, one run each; every trial ok with every metric and its protocol
+proven. And a campaign killed with SIGKILL, then run again, ends with exactly
+the planned trials.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTBED = [str(ROOT / ".venv/bin/testbed")]
+METRICS = ("plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms", "ttfb_ms")
+
+pytestmark = pytest.mark.e2e
+
+
+def needs_parts():
+    from testbed.measure import browsertime
+    problem = browsertime.missing()
+    if problem:
+        pytest.skip(problem)
+    try:
+        protocols = importlib.import_module("testbed.protocols")
+    except ModuleNotFoundError:
+        protocols = None
+    if getattr(protocols, "server_options", None) is None:
+        pytest.skip("testbed.protocols.server_options is not there yet")
+
+
+def rows(out: Path) -> list[dict]:
+    db = sqlite3.connect(out / "trials.sqlite")
+    db.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in db.execute("SELECT * FROM trials ORDER BY trial_id")]
+    finally:
+        db.close()
+
+
+def test_smoke_campaign_five_settings_all_ok_with_protocol_proven(tmp_path):
+    needs_parts()
+    out = tmp_path / "smoke"
+    cp = subprocess.run([*TESTBED, "run", "profiles/campaigns/smoke.toml", "--out", str(out)],
+                        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    got = rows(out)
+    assert sorted(r["protocol"] for r in got) == sorted(
+        ["tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr"])
+    for r in got:
+        assert (r["status"], r["reason"]) == ("ok", None), r
+        assert all(r[m] is not None and r[m] > 0 for m in METRICS), r
+        want = "h3" if r["protocol"].startswith("quic") else "h2"
+        proven = json.loads(r["protocols"])
+        assert list(proven) == [want] and proven[want] == r["requests"] > 0, r
+        assert (r["network"], r["rtt_ms"], r["origins"]) == ("dsl", 24.0, 4)
+        assert r["bytes"] > 0 and r["misses"] is not None
+        files = out / "trials" / r["trial_id"]
+        assert {"browsertime.json", "browsertime.har", "visualmetrics.json", "trial.json"} <= {
+            p.name for p in files.iterdir()}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["versions"]["browsertime"] == "28.3.0"
+    assert manifest["calibration"]["dsl"]["delay_ms"] >= 0
+    assert set(manifest["server_sysctls"]) == {r["protocol"] for r in got}
+    csv = subprocess.run([*TESTBED, "results", str(out), "--csv", "-"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert csv.returncode == 0 and len(csv.stdout.strip().splitlines()) == 6
+
+
+def test_campaign_killed_with_sigkill_resumes_to_exactly_the_planned_trials(tmp_path):
+    needs_parts()
+    campaign = tmp_path / "killed.toml"
+    campaign.write_text('sites = ["local-news"]\nnetworks = ["dsl"]\n'
+                        'protocols = ["tcp", "quic"]\nruns = 2\nretries = 0\ntimeout_s = 60\n'
+                        'seed = 7\n')
+    out = tmp_path / "results"
+    argv = [*TESTBED, "run", str(campaign), "--out", str(out)]
+    runner = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=False)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and runner.poll() is None:
+            if (out / "trials.sqlite").exists() and len(rows(out)) >= 1:
+                break
+            time.sleep(0.2)
+        assert runner.poll() is None, "the campaign ended before it could be killed"
+        stored_before = len(rows(out))
+        assert 1 <= stored_before < 4
+        os.kill(runner.pid, signal.SIGKILL)  # no cleanup: servers, shells, namespaces stay
+        runner.wait()
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    # The next run sweeps what the killed one left, skips what it stored, runs the rest.
+    cp = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    assert f"{stored_before} already stored" in cp.stderr
+    got = rows(out)
+    planned = {f"local-news|dsl|{p}|{r}" for p in ("tcp", "quic") for r in (0, 1)}
+    assert sorted(r["trial_id"] for r in got) == sorted(planned)  # each once, none missing
+    assert all(r["status"] == "ok" for r in got), got
