@@ -6,6 +6,8 @@ TESTBED := $(VENV)/bin/testbed
 CAMPAIGN ?= profiles/campaigns/paper.toml
 RESULTS ?= results/$(basename $(notdir $(CAMPAIGN)))
 REPORT_OUT ?= reports/$(notdir $(RESULTS))
+# rustup's cargo if present, else Debian's (the same choice as setup/setup.sh)
+CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
 .PHONY: setup test unit e2e experiment report faults doctor bench clean
 
@@ -16,6 +18,7 @@ test: unit e2e
 
 unit:
 	$(PY) -m pytest -q -m "not e2e" tests
+	cd h3server && $(CARGO) test --release --locked -q
 
 e2e:
 	$(PY) -m pytest -q -m e2e tests
