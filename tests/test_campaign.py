@@ -190,3 +190,23 @@ def test_results_export_has_exactly_the_contract_columns(tmp_path):
     df = pd.read_parquet(pq)
     assert list(df.columns) == list(NAMES) and len(df) == 2
     assert df.loc[df.status == "failed", "plt_ms"].isna().all()
+
+
+GROUPS = {"tcp": "tcp", "tcp-plus": "tcp", "tcp-plus-bbr": "tcp", "quic": "q1", "quic-bbr": "q2"}
+
+
+def test_protocols_sharing_servers_stay_together_without_favouring_any():
+    blocks = plan.blocks(SITES, NETS, PROTOS, runs=31, seed=2019, groups=GROUPS)
+    positions = defaultdict(list)
+    for b in blocks:
+        order = [t.protocol for t in b.trials]
+        assert sorted(order) == sorted(PROTOS)
+        tcp = [i for i, p in enumerate(order) if GROUPS[p] == "tcp"]
+        assert tcp == list(range(tcp[0], tcp[0] + 3)), order  # one server start for the three
+        for i, p in enumerate(order):
+            positions[p].append(i)
+    n = len(blocks)
+    for p in PROTOS:
+        assert abs(statistics.mean(positions[p]) - 2) < 4 * (2 / n) ** 0.5, p
+    orders = {tuple(t.protocol for t in b.trials) for b in blocks}
+    assert len(orders) > 12  # many different orders, not a fixed rotation

@@ -14,13 +14,19 @@ network) form a block, measured by one Browsertime process inside one
 Mahimahi shell chain on one replay topology; its protocols, in their random
 order, differ only in the servers and settings switched between page loads.
 Comparisons between protocols (the experiment's question) are thus made
-between loads minutes apart, in random order, in every run.
+between loads seconds apart, in random order, in every run.
+
+Within a block, protocols that run on the same servers (`groups`: e.g. TCP
+settings that differ only in sysctls) are kept next to each other: the
+groups come in a random order and the protocols within each group too. A
+replay environment then starts once per group, not once per protocol, and
+every protocol's expected place in its block is still the middle.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -57,16 +63,28 @@ def _shuffled(items: Sequence[str], rng: random.Random) -> list[str]:
     return out
 
 
+def _grouped(protocols: Sequence[str], groups: Mapping[str, object],
+             rng: random.Random) -> list[str]:
+    """Protocols shuffled, those of one group kept together (groups in random order)."""
+    by_group: dict[object, list[str]] = {}
+    for p in protocols:
+        by_group.setdefault(groups.get(p, p), []).append(p)
+    keys = list(by_group)
+    rng.shuffle(keys)
+    return [p for k in keys for p in _shuffled(by_group[k], rng)]
+
+
 def blocks(sites: Sequence[str], networks: Sequence[str], protocols: Sequence[str],
-           runs: int, seed: int) -> list[Block]:
-    """All blocks of the campaign in the order they run."""
+           runs: int, seed: int, groups: Mapping[str, object] | None = None) -> list[Block]:
+    """All blocks of the campaign in the order they run. groups: protocol -> what
+    its servers are (protocols with equal values share servers); default none."""
     out = []
     for run in range(runs):
         # A string seed is hashed with SHA-512: the same order on every Python.
         rng = random.Random(f"testbed-campaign:{seed}:{run}")
         for site in _shuffled(sites, rng):
             for network in _shuffled(networks, rng):
-                order = _shuffled(protocols, rng)
+                order = _grouped(protocols, groups or {}, rng)
                 out.append(Block(run, site, network,
                                  tuple(Trial(site, network, p, run) for p in order)))
     return out

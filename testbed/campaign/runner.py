@@ -222,7 +222,8 @@ class Runner:
         os.chmod(work, 0o755)
         self.calibrate(work)
         plan = plan_mod.blocks(list(self.recordings), list(self.networks), list(self.settings),
-                               runs, self.campaign.seed)
+                               runs, self.campaign.seed,
+                               groups={n: s.server_key for n, s in self.settings.items()})
         self.manifest = manifest_mod.write(
             self.out / "manifest.json",
             manifest_mod.session_record(self.campaign, self.recordings, self.networks,

@@ -1,0 +1,211 @@
+"""bench/trial_overhead: what a trial costs beyond its page load, and proof that
+the savings leave the measurement alone.
+
+One page (a bundled recording) over one network profile and the TCP stack:
+
+1. bare Browsertime, its defaults (video and visual metrics on): one process,
+   N iterations, in the same replay, shells and namespace as a trial;
+2. bare Browsertime with its own tuning options (page-complete check, no video
+   re-encoding, no filmstrip), as a user of Browsertime would tune it;
+3. the testbed's session (testbed.measure.session) with video and visual
+   metrics, and 4. without video;
+5. the smoke campaign through `testbed run` (trials per hour).
+
+For each: wall time per load minus its PLT (mean), and the PLTs; then whether
+the PLTs of 1 and 3 differ more than noise (Welch's t-test and Mann-Whitney U).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+from testbed import enter, proc
+from testbed import recording as rec
+from testbed.measure import browsertime, metrics
+from testbed.measure.session import Session
+from testbed.replay.env import ReplayEnv
+from testbed.runstate import USER, current
+from testbed.topology import ReplayTopology
+
+ROOT = browsertime.ROOT
+
+
+def fmt(xs: list[float]) -> str:
+    if not xs:
+        return "n/a"
+    sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
+    return f"{statistics.mean(xs):7.0f} ms (sd {sd:4.0f}, n {len(xs)})"
+
+
+class FixedDriver:
+    def __init__(self, env: ReplayEnv, extra: list[str]):
+        self.env, self.extra = env, extra
+
+    def prepare(self, k):
+        pass
+
+    def launch(self, k):
+        return [*self.env.chromium_flags(), *self.extra]
+
+    def before_load(self, k):
+        pass
+
+    def after_load(self, k, measured):
+        pass
+
+
+def session_loads(env, chain, url, n, video, work) -> tuple[float, list[float]]:
+    opts = browsertime.BrowsertimeOptions(iterations=n, video=video)
+    s = Session(url, opts, work / f"session-{video}", netns=env.client_netns,
+                wrap=chain.argv([]), driver=FixedDriver(env, []))
+    t0 = time.monotonic()
+    outcomes = s.run()
+    wall = time.monotonic() - t0
+    plts = []
+    for o in outcomes:
+        m = metrics.extract(o.result, o.visual) if o else None
+        if m is None or m.plt_ms is None or (video and m.si_ms is None):
+            raise SystemExit(f"a session load failed: {o}")
+        plts.append(m.plt_ms)
+    s.remove()
+    return wall, plts
+
+
+def bare_loads(env, chain, url, n, tuned, work) -> tuple[float, list[float]]:
+    out = work / f"bare-{tuned}"
+    out.mkdir()
+    pw = pwd.getpwnam(USER)
+    os.chown(out, pw.pw_uid, pw.pw_gid)
+    args = [str(browsertime.NODE), str(browsertime.BROWSERTIME), "-n", str(n),
+            "--visualMetrics", "true", "--video", "false" if tuned else "true",
+            "--resultDir", str(out),
+            "--chrome.chromedriverPath", browsertime.CHROMEDRIVER,
+            "--chrome.binaryPath", browsertime.CHROMIUM,
+            "--chrome.ignoreCertificateErrors", "false",
+            "--xvfbParams.display", "{display}",
+            *[f"--chrome.args={f}" for f in env.chromium_flags()]]
+    if tuned:
+        check = out / "complete.js"
+        check.write_text(browsertime.complete_check(browsertime.BrowsertimeOptions(1)))
+        args += ["--pageCompleteCheck", str(check), "--pageCompleteCheckStartWait", "1",
+                 "--pageCompleteCheckPollTimeout", "100", "--videoParams.convert", "false",
+                 "--videoParams.addTimer", "false", "--videoParams.createFilmstrip", "false"]
+    inner = [str(browsertime.PYTHON), "-m", "testbed.measure.xvfb", "--", *args, url]
+    argv = enter.as_user([*chain.argv([]), *inner], netns=env.client_netns,
+                         env={"PYTHON": str(browsertime.PYTHON)}, cwd=str(out))
+    t0 = time.monotonic()
+    cp = subprocess.run(argv, capture_output=True, text=True, timeout=60 * n + 120)
+    wall = time.monotonic() - t0
+    if cp.returncode != 0:
+        raise SystemExit(f"bare Browsertime failed: {cp.stdout[-2000:]}{cp.stderr[-2000:]}")
+    data = json.loads((out / "browsertime.json").read_text())[0]
+    plts = [float(b["timings"]["pageTimings"]["pageLoadTime"]) for b in data["browserScripts"]]
+    if len(plts) != n or not data.get("visualMetrics"):
+        raise SystemExit("bare Browsertime: missing iterations or visual metrics")
+    return wall, plts
+
+
+def report(name: str, wall: float, plts: list[float]) -> float:
+    per = wall / len(plts) - statistics.mean(plts) / 1000
+    print(f"{name:<46} {wall / len(plts):6.2f} s/load  overhead {per:5.2f} s  PLT {fmt(plts)}")
+    return per
+
+
+def smoke_rate() -> None:
+    from testbed.campaign import config
+    from testbed.campaign.store import read_rows
+    try:
+        config.load("smoke")
+        from testbed.campaign import settings
+        settings.load("tcp")
+    except Exception as e:  # noqa: BLE001 - the bench reports what it cannot measure
+        print(f"smoke campaign: not measured ({e})")
+        return
+    out = Path(tempfile.mkdtemp(prefix="bench-smoke-"))
+    try:
+        t0 = time.monotonic()
+        cp = subprocess.run([str(ROOT / ".venv/bin/testbed"), "run", "smoke", "--out", str(out)],
+                            capture_output=True, text=True, timeout=1800, cwd=ROOT)
+        wall = time.monotonic() - t0
+        if cp.returncode != 0:
+            print(f"smoke campaign failed: {cp.stderr[-1000:]}")
+            return
+        rows = read_rows(out / "trials.sqlite")
+        ok = [r for r in rows if r["status"] == "ok"]
+        over = [r["wall_s"] - r["plt_ms"] / 1000 for r in ok]
+        print(f"smoke campaign: {len(ok)}/{len(rows)} ok in {wall:.1f} s wall "
+              f"(incl. start-up); trials' own wall {sum(r['wall_s'] for r in rows):.1f} s; "
+              f"overhead per trial {statistics.mean(over):.2f} s beyond PLT; "
+              f"{3600 * len(rows) / wall:.0f} trials/hour "
+              f"({3600 * len(rows) / sum(r['wall_s'] for r in rows):.0f} at steady state)")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="bench/trial_overhead")
+    ap.add_argument("--loads", type=int, default=8, help="page loads per variant (default 8)")
+    ap.add_argument("--site", default="local-news")
+    ap.add_argument("--network", default="dsl")
+    ap.add_argument("--skip-smoke", action="store_true")
+    a = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        raise SystemExit("bench/trial_overhead needs root (namespaces); run with sudo")
+    problem = browsertime.missing()
+    if problem:
+        raise SystemExit(problem)
+    from testbed.emulate import calibrate
+    from testbed.profiles import load_network
+    r = rec.load(a.site)
+    profile = load_network(a.network)
+    work = Path(tempfile.mkdtemp(prefix="bench-", dir=current().dir))
+    os.chmod(work, 0o755)
+    print(f"page {r.url} ({len(r.exchanges)} requests), network {a.network}, TCP stack, "
+          f"{a.loads} loads per variant; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores")
+    try:
+        chain = calibrate.chain_for(profile, work)
+        with ExitStack() as stack:
+            topo = stack.enter_context(ReplayTopology(r.ips))
+            env = stack.enter_context(ReplayEnv(r, "tcp", topology=topo))
+            results = {}
+            results["bare"] = bare_loads(env, chain, r.url, a.loads, False, work)
+            o_bare = report("bare Browsertime, defaults (video+VM)", *results["bare"])
+            results["bare-tuned"] = bare_loads(env, chain, r.url, a.loads, True, work)
+            report("bare Browsertime, tuned options (VM, no video)", *results["bare-tuned"])
+            results["video"] = session_loads(env, chain, r.url, a.loads, True, work)
+            o_video = report("testbed session, video + visual metrics", *results["video"])
+            results["novideo"] = session_loads(env, chain, r.url, a.loads, False, work)
+            report("testbed session, no video", *results["novideo"])
+        from scipy import stats
+        x, y = results["bare"][1], results["video"][1]
+        t = stats.ttest_ind(x, y, equal_var=False)
+        u = stats.mannwhitneyu(x, y)
+        print(f"PLT bare defaults vs testbed session: {statistics.mean(x):.0f} vs "
+              f"{statistics.mean(y):.0f} ms, difference {statistics.mean(y) - statistics.mean(x):+.0f}"
+              f" ms; Welch t p={t.pvalue:.2f}, Mann-Whitney U p={u.pvalue:.2f} "
+              f"({'no difference beyond noise' if min(t.pvalue, u.pvalue) >= 0.05 else 'DIFFERENT'})")
+        print(f"saving per trial vs bare Browsertime defaults: {o_bare - o_video:.1f} s")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if not a.skip_smoke:
+        smoke_rate()
+
+
+if __name__ == "__main__":
+    from testbed import runstate
+    try:
+        main()
+    finally:
+        runstate.release()
