@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 POLL_S = 0.005
 START_S = 120.0
 """Longest wait for a browser to start or a launch to happen."""
+LOAD_GRACE_S = 60.0
+"""A load still running this long after the trial's timeout (Browsertime's own
+timeouts should have ended it) stops the block."""
 EXIT_S = 120.0
 """Longest wait for Browsertime to write its files and exit after the last trial."""
 
@@ -114,10 +117,11 @@ class Session:
 
     # --- files ------------------------------------------------------------------
     def _prepare(self) -> None:
-        pw = pwd.getpwnam(USER)
         for d in (self.workdir, self.ctl, self.out):
             d.mkdir(parents=True, exist_ok=True)
-            os.chown(d, pw.pw_uid, pw.pw_gid)
+            if os.geteuid() == 0:  # Browsertime runs as the testbed user and writes here
+                pw = pwd.getpwnam(USER)
+                os.chown(d, pw.pw_uid, pw.pw_gid)
             d.chmod(0o755)
         check = self.ctl / "complete.js"
         check.write_text(browsertime.complete_check(self.opts))
@@ -197,7 +201,7 @@ class Session:
             o.load_began = time.monotonic()
             self._put(f"go-{it}.json", {"go": True})
             # 3. the load ends: measured (done) or failed (next launch / exit) or too slow
-            limit = self.opts.timeout_s + 60.0
+            limit = self.opts.timeout_s + LOAD_GRACE_S
             if not self._wait(bt, lambda: self._has(f"done-{it}.json") or self._has(
                     f"launch-{launch}"), limit):
                 timed_out = bt.alive()

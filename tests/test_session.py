@@ -1,0 +1,96 @@
+"""The session's stepping through a block, against a stand-in Browsertime (no browser)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from testbed.measure import browsertime, har
+from testbed.measure.session import Session
+
+FAKE = Path(__file__).parent / "fake_browsertime.py"
+
+
+class Recorder:
+    """A driver that records what the session asked for."""
+
+    def __init__(self, stacks, broken=()):
+        self.stacks, self.broken, self.calls = stacks, set(broken), []
+
+    def prepare(self, k):
+        self.calls.append(("prepare", k))
+        if k in self.broken:
+            raise RuntimeError("h3server did not start")
+
+    def launch(self, k):
+        self.calls.append(("launch", k))
+        return ["--enable-quic"] if self.stacks[k] == "quic" else ["--disable-quic"]
+
+    def before_load(self, k):
+        self.calls.append(("before", k))
+
+    def after_load(self, k, measured):
+        self.calls.append(("after", k, measured))
+
+
+class FakeSession(Session):
+    def argv(self):
+        return [sys.executable, str(FAKE), str(self.ctl), str(self.out), self.kinds]
+
+
+def run(tmp_path, kinds, stacks=None, broken=(), timeout_s=30.0):
+    stacks = stacks or ["tcp"] * len(kinds)
+    driver = Recorder(stacks, broken)
+    opts = browsertime.BrowsertimeOptions(iterations=len(kinds), timeout_s=timeout_s,
+                                          video=False)
+    s = FakeSession("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
+                    driver=driver)
+    s.kinds = ",".join(kinds)
+    return s.run(), driver
+
+
+def test_each_trial_gets_its_own_flags_and_its_own_har(tmp_path):
+    outcomes, driver = run(tmp_path, ["ok", "ok", "ok"], stacks=["tcp", "quic", "tcp"])
+    assert [o.measured for o in outcomes] == [True, True, True]
+    assert [har.protocols(o.har) for o in outcomes] == [{"h2": 3}, {"h3": 3}, {"h2": 3}]
+    assert [o.result[0]["browserScripts"]["timings"]["flags"] for o in outcomes] == [
+        ["--disable-quic"], ["--enable-quic"], ["--disable-quic"]]
+    # servers are readied for the next trial right after the previous load
+    assert driver.calls == [("prepare", 0), ("launch", 0), ("before", 0), ("after", 0, True),
+                            ("prepare", 1), ("launch", 1), ("before", 1), ("after", 1, True),
+                            ("prepare", 2), ("launch", 2), ("before", 2), ("after", 2, True)]
+
+
+def test_a_failed_load_fails_only_its_trial(tmp_path):
+    outcomes, _ = run(tmp_path, ["ok", "fail", "ok"])
+    assert [o.measured for o in outcomes] == [True, False, True]
+    assert outcomes[1].browser_error and outcomes[1].har is None
+    assert har.protocols(outcomes[2].har) == {"h2": 3}
+
+
+def test_a_browser_that_does_not_start_fails_only_its_trial(tmp_path):
+    outcomes, _ = run(tmp_path, ["nostart", "ok"])
+    assert outcomes[0].browser_error == "Chromium did not start"
+    assert outcomes[1].measured
+
+
+def test_servers_that_do_not_start_fail_the_trial_without_a_load(tmp_path):
+    outcomes, driver = run(tmp_path, ["ok", "ok", "ok"], broken={1})
+    assert [o.measured for o in outcomes] == [True, False, True]
+    assert "h3server did not start" in outcomes[1].browser_error
+    assert ("before", 1) not in driver.calls
+
+
+def test_a_crash_fails_the_running_trial_and_returns_the_rest_unrun(tmp_path):
+    outcomes, _ = run(tmp_path, ["ok", "crash", "ok"])
+    assert outcomes[0].measured
+    assert not outcomes[1].measured and "exited with status 3" in outcomes[1].browser_error
+    assert outcomes[2] is None
+
+
+def test_a_load_past_the_timeout_stops_the_block(tmp_path, monkeypatch):
+    import testbed.measure.session as session
+    monkeypatch.setattr(session, "LOAD_GRACE_S", 0.0)
+    outcomes, _ = run(tmp_path, ["hang", "ok"], timeout_s=0.3)
+    assert outcomes[0].timed_out and not outcomes[0].measured
+    assert outcomes[1] is None
