@@ -111,3 +111,55 @@ def test_campaign_killed_with_sigkill_resumes_to_exactly_the_planned_trials(tmp_
     planned = {f"local-news|dsl|{p}|{r}" for p in ("tcp", "quic") for r in (0, 1)}
     assert sorted(r["trial_id"] for r in got) == sorted(planned)  # each once, none missing
     assert all(r["status"] == "ok" for r in got), got
+
+
+def test_sigterm_stops_the_campaign_after_cleaning_up(tmp_path):
+    needs_parts()
+    from testbed import netns
+
+    campaign = tmp_path / "stopped.toml"
+    campaign.write_text('sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp"]\n'
+                        'runs = 2\nretries = 0\n')
+    out = tmp_path / "results"
+    runner = subprocess.Popen([*TESTBED, "run", str(campaign), "--out", str(out)], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run_dir = Path("/run/testbed") / str(runner.pid)
+    try:
+        deadline = time.monotonic() + 300
+        # wait until a page load is under way (Browsertime's control folder has a launch)
+        while time.monotonic() < deadline and runner.poll() is None:
+            if list(run_dir.glob("campaign/block-*/ctl/launch-1")):
+                break
+            time.sleep(0.1)
+        assert runner.poll() is None
+        runner.send_signal(signal.SIGTERM)
+        _, err = runner.communicate(timeout=120)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    assert runner.returncode == 130, err[-2000:]
+    assert "interrupted" in err
+    mine = f"tb-{runner.pid}-"
+    assert not [n for n in netns.list_names() if n.startswith(mine)]
+    assert not run_dir.exists()
+    assert not _processes_of(runner.pid)
+
+
+def _processes_of(run_id: int) -> list[int]:
+    """Processes tagged with the run or running from its state folder (after a grace
+    for exiting ones)."""
+    from testbed.cleanup import tagged_processes
+    mark = f"/run/testbed/{run_id}/".encode()
+    for _ in range(40):
+        found = set(tagged_processes({str(run_id)}))
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and mark in (entry / "cmdline").read_bytes():
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+        if not found:
+            return []
+        time.sleep(0.25)
+    return sorted(found)
