@@ -67,7 +67,7 @@ def test_smoke_campaign_five_settings_all_ok_with_protocol_proven(tmp_path):
         assert (r["network"], r["rtt_ms"], r["origins"]) == ("dsl", 24.0, 4)
         assert r["bytes"] > 0 and r["misses"] is not None
         files = out / "trials" / r["trial_id"]
-        assert {"browsertime.json", "browsertime.har", "visualmetrics.json", "trial.json"} <= {
+        assert {"browsertime.json", "browsertime.har.gz", "visualmetrics.json", "trial.json"} <= {
             p.name for p in files.iterdir()}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["versions"]["browsertime"] == "28.3.0"

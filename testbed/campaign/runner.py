@@ -14,8 +14,10 @@ setting is applied, so no setting inherits another's. A trial that failed is
 tried again (up to `retries` times) in a block of its own right after.
 
 Each finished trial is written to the store in one transaction, after its
-files (Browsertime's result and HAR, visual metrics, video if kept) are in
-trials/<trial_id>/. A rerun skips stored trials. Ctrl-C or SIGTERM stops
+files are in trials/<trial_id>/: browsertime.json (Browsertime's result of
+the iteration), browsertime.har.gz (its HAR: the trial's page and requests),
+visualmetrics.json, trial.json (the row and the evidence behind the
+verdict), video.mp4 if the campaign keeps videos. A rerun skips stored trials. Ctrl-C or SIGTERM stops
 the campaign after its servers, shells and namespaces are cleaned up; the
 trial that was running is not stored and runs again on resume.
 """
@@ -23,6 +25,7 @@ trial that was running is not stored and runs again on resume.
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import logging
 import os
@@ -339,8 +342,8 @@ class Runner:
         files: dict[str, bytes | Path] = {}
         if o.result is not None:
             files["browsertime.json"] = json.dumps(o.result).encode()
-        if o.har is not None:
-            files["browsertime.har"] = json.dumps(o.har).encode()
+        if o.har is not None:  # about 100 kB a trial as text: kept gzipped
+            files["browsertime.har.gz"] = gzip.compress(json.dumps(o.har).encode(), 6)
         if o.visual is not None:
             files["visualmetrics.json"] = json.dumps(o.visual).encode()
         if o.video is not None and self.campaign.keep_video and o.video.exists():
