@@ -3,7 +3,6 @@
 import sqlite3
 import statistics
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import pytest
 
@@ -67,7 +66,7 @@ def test_missing_campaign_file_lists_the_available_ones():
 def test_every_run_visits_every_combination_once():
     blocks = plan.blocks(SITES, NETS, PROTOS, runs=7, seed=3)
     trials = plan.trials(blocks)
-    assert len(trials) == len(set(t.id for t in trials)) == 4 * 4 * 5 * 7
+    assert len(trials) == len({t.id for t in trials}) == 4 * 4 * 5 * 7
     for run in range(7):
         combos = {(t.site, t.network, t.protocol) for t in trials if t.run == run}
         assert len(combos) == 4 * 4 * 5
@@ -126,12 +125,12 @@ def test_trial_id_format():
 # --- store -------------------------------------------------------------------------------------
 def row(trial_id="s|dsl|tcp|0", status="ok", **kw):
     site, network, protocol, run = trial_id.split("|")
-    base = dict(trial_id=trial_id, campaign="c", site=site, network=network, protocol=protocol,
-                run=int(run), status=status, reason=None if status == "ok" else "timeout",
-                attempt=1, started_at="2026-01-01T00:00:00.000+00:00", wall_s=3.5,
-                plt_ms=500.0, fvc_ms=200.0, lvc_ms=480.0, vc85_ms=300.0, si_ms=260.0,
-                ttfb_ms=40.0, requests=30, bytes=100_000, misses=0,
-                protocols=Row.protocols_json({"h2": 30}), rtt_ms=24.0, origins=4)
+    base = {"trial_id": trial_id, "campaign": "c", "site": site, "network": network, "protocol": protocol,
+                "run": int(run), "status": status, "reason": None if status == "ok" else "timeout",
+                "attempt": 1, "started_at": "2026-01-01T00:00:00.000+00:00", "wall_s": 3.5,
+                "plt_ms": 500.0, "fvc_ms": 200.0, "lvc_ms": 480.0, "vc85_ms": 300.0, "si_ms": 260.0,
+                "ttfb_ms": 40.0, "requests": 30, "bytes": 100_000, "misses": 0,
+                "protocols": Row.protocols_json({"h2": 30}), "rtt_ms": 24.0, "origins": 4}
     return Row(**{**base, **kw})
 
 

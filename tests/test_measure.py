@@ -1,5 +1,6 @@
 """Measure: what a trial's files prove (HAR protocols, metrics, verdicts), no browser."""
 
+import itertools
 import json
 from pathlib import Path
 
@@ -77,7 +78,7 @@ GOOD = metrics.Metrics(plt_ms=500, fvc_ms=200, lvc_ms=400, vc85_ms=300, si_ms=25
 
 
 def ev(**kw):
-    base = dict(stack="quic", measured=True, metrics=GOOD, protocols={"h3": 30}, misses=0)
+    base = {"stack": "quic", "measured": True, "metrics": GOOD, "protocols": {"h3": 30}, "misses": 0}
     return Evidence(**{**base, **kw})
 
 
@@ -113,7 +114,7 @@ def test_browsertime_argv_keeps_the_measurement_settings(tmp_path):
     opts = browsertime.BrowsertimeOptions(iterations=5, timeout_s=60)
     argv = browsertime.argv(opts, "https://a.test/", tmp_path / "out", tmp_path / "check.js")
     assert argv[-1] == "https://a.test/"
-    pairs = dict(zip(argv, argv[1:]))
+    pairs = dict(itertools.pairwise(argv))
     assert pairs["-n"] == "5"
     assert pairs["--chrome.binaryPath"] == str(browsertime.LAUNCHER)
     assert pairs["--chrome.chromedriverPath"] == "/usr/bin/chromedriver"

@@ -3,8 +3,6 @@
 import sys
 from pathlib import Path
 
-import pytest
-
 from testbed.measure import browsertime, har
 from testbed.measure.session import Session
 
@@ -89,7 +87,7 @@ def test_a_crash_fails_the_running_trial_and_returns_the_rest_unrun(tmp_path):
 
 
 def test_a_load_past_the_timeout_stops_the_block(tmp_path, monkeypatch):
-    import testbed.measure.session as session
+    from testbed.measure import session
     monkeypatch.setattr(session, "LOAD_GRACE_S", 0.0)
     outcomes, _ = run(tmp_path, ["hang", "ok"], timeout_s=0.3)
     assert outcomes[0].timed_out and not outcomes[0].measured

@@ -14,7 +14,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -52,7 +51,7 @@ def rows(out: Path) -> list[dict]:
 def test_smoke_campaign_five_settings_all_ok_with_protocol_proven(tmp_path):
     needs_parts()
     out = tmp_path / "smoke"
-    cp = subprocess.run([*TESTBED, "run", "profiles/campaigns/smoke.toml", "--out", str(out)],
+    cp = subprocess.run(check=False, args=[*TESTBED, "run", "profiles/campaigns/smoke.toml", "--out", str(out)],
                         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert cp.returncode == 0, cp.stderr[-3000:]
     got = rows(out)
@@ -73,7 +72,7 @@ def test_smoke_campaign_five_settings_all_ok_with_protocol_proven(tmp_path):
     assert manifest["versions"]["browsertime"] == "28.3.0"
     assert manifest["calibration"]["dsl"]["delay_ms"] >= 0
     assert set(manifest["server_sysctls"]) == {r["protocol"] for r in got}
-    csv = subprocess.run([*TESTBED, "results", str(out), "--csv", "-"], cwd=ROOT,
+    csv = subprocess.run(check=False, args=[*TESTBED, "results", str(out), "--csv", "-"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert csv.returncode == 0 and len(csv.stdout.strip().splitlines()) == 6
 
@@ -104,7 +103,7 @@ def test_campaign_killed_with_sigkill_resumes_to_exactly_the_planned_trials(tmp_
             runner.kill()
             runner.wait()
     # The next run sweeps what the killed one left, skips what it stored, runs the rest.
-    cp = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    cp = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert cp.returncode == 0, cp.stderr[-3000:]
     assert f"{stored_before} already stored" in cp.stderr
     got = rows(out)

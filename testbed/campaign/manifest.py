@@ -26,7 +26,7 @@ SYSCTL_PATTERN = r"^net\.(ipv4\.(tcp|udp)|core)"
 
 def _first_line(argv: list[str]) -> str:
     try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        cp = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     text = (cp.stdout or cp.stderr).strip()
@@ -52,7 +52,7 @@ def sysctls(netns_exec: list[str] | None = None) -> dict[str, str]:
     """TCP, UDP and core sysctls (of the host, or of a namespace via its exec prefix)."""
     argv = [*(netns_exec or []), "sysctl", "-a", "--pattern", SYSCTL_PATTERN]
     try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        cp = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return {}
     out = {}
@@ -70,7 +70,7 @@ def file_hash(path: Path) -> str:
 def session_record(campaign, recordings: dict, networks: dict, settings: dict,
                    calibrations: dict, runs: int) -> dict:
     return {
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "host": platform.node(),
         "campaign": {"name": campaign.name, "source": campaign.source,
                      "sha256": campaign.digest, "runs": runs,

@@ -52,7 +52,7 @@ class Block:
     network: str
     trials: tuple[Trial, ...]
 
-    def without(self, done: set[str]) -> "Block":
+    def without(self, done: set[str]) -> Block:
         return Block(self.run, self.site, self.network,
                      tuple(t for t in self.trials if t.id not in done))
 

@@ -15,6 +15,7 @@ import json
 import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Self
 
 COLUMNS = (
     ("trial_id", "TEXT PRIMARY KEY"),
@@ -83,7 +84,7 @@ class Store:
         self.path = Path(path)
         self.db: sqlite3.Connection | None = None
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # autocommit mode: transactions are explicit (BEGIN IMMEDIATE ... COMMIT)
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)

@@ -24,13 +24,12 @@ import pwd
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from testbed import enter, proc
+from testbed import enter
 from testbed import recording as rec
 from testbed.measure import browsertime, metrics
 from testbed.measure.session import Session
@@ -105,7 +104,7 @@ def bare_loads(env, chain, url, n, tuned, work) -> tuple[float, list[float]]:
     argv = enter.as_user([*chain.argv([]), *inner], netns=env.client_netns,
                          env={"PYTHON": str(browsertime.PYTHON)}, cwd=str(out))
     t0 = time.monotonic()
-    cp = subprocess.run(argv, capture_output=True, text=True, timeout=60 * n + 120)
+    cp = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60 * n + 120)
     wall = time.monotonic() - t0
     if cp.returncode != 0:
         raise SystemExit(f"bare Browsertime failed: {cp.stdout[-2000:]}{cp.stderr[-2000:]}")
@@ -136,7 +135,7 @@ def smoke_rate() -> None:
     try:
         t0 = time.monotonic()
         cp = subprocess.run([str(ROOT / ".venv/bin/testbed"), "run", "smoke", "--out", str(out)],
-                            capture_output=True, text=True, timeout=1800, cwd=ROOT)
+                            check=False, capture_output=True, text=True, timeout=1800, cwd=ROOT)
         wall = time.monotonic() - t0
         if cp.returncode != 0:
             print(f"smoke campaign failed: {cp.stderr[-1000:]}")

@@ -171,7 +171,7 @@ class Session:
             o = Outcome(index=k, began=time.monotonic())
             outcomes[k] = o
             # 1. the browser of iteration k+1 is launched: ready trial k, answer the flags
-            if not self._wait(bt, lambda: self._has(f"launch-{launch}"), START_S):
+            if not self._wait(bt, lambda n=launch: self._has(f"launch-{n}"), START_S):
                 self._fail_rest(bt, outcomes, k, "no browser launch")
                 return
             error = self._prepared.get(k)
@@ -187,8 +187,8 @@ class Session:
             launch += 1
             # 2. the browser is up (ready) or the iteration failed (next launch / exit)
             it = k + 1
-            if not self._wait(bt, lambda: self._has(f"ready-{it}.json") or self._has(
-                    f"launch-{launch}"), START_S):
+            if not self._wait(bt, lambda i=it, n=launch: self._has(f"ready-{i}.json") or
+                              self._has(f"launch-{n}"), START_S):
                 self._fail_rest(bt, outcomes, k, "Chromium did not start")
                 return
             if not self._has(f"ready-{it}.json"):
@@ -202,8 +202,8 @@ class Session:
             self._put(f"go-{it}.json", {"go": True})
             # 3. the load ends: measured (done) or failed (next launch / exit) or too slow
             limit = self.opts.timeout_s + LOAD_GRACE_S
-            if not self._wait(bt, lambda: self._has(f"done-{it}.json") or self._has(
-                    f"launch-{launch}"), limit):
+            if not self._wait(bt, lambda i=it, n=launch: self._has(f"done-{i}.json") or
+                              self._has(f"launch-{n}"), limit):
                 timed_out = bt.alive()
                 self._stopping = True
                 o.timed_out = timed_out

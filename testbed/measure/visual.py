@@ -30,7 +30,7 @@ def run(video: Path, logfile: Path, timeout: float = 300) -> dict:
     argv = [str(browsertime.PYTHON), str(browsertime.VISUALMETRICS), "--video", str(video),
             *ARGS, "--logfile", str(logfile), "-vvv"]
     try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        cp = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise VisualMetricsError(f"visual metrics took longer than {timeout:.0f} s") from None
     if cp.returncode != 0:
