@@ -1,0 +1,301 @@
+"""Network profiles and protocol settings: TOML files loaded into frozen models.
+
+    load_network("dsl")                          # profiles/networks/dsl.toml
+    load_network("/path/to/mine.toml")          # any file
+    load_protocol("tcp-plus")                    # profiles/protocols/tcp-plus.toml
+
+A PROFILE argument is a name from profiles/networks/ (or profiles/protocols/)
+or a path to a TOML file. Every problem with a file is an InputError of one
+line naming the file, the key and what was expected, e.g.
+
+    profiles/networks/x.toml: key downlink_mbit: expected a number > 0, got -3
+
+Unknown keys are rejected, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from testbed.errors import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+NETWORKS_DIR = ROOT / "profiles" / "networks"
+PROTOCOLS_DIR = ROOT / "profiles" / "protocols"
+MAHIMAHI_TRACES = Path("/usr/share/mahimahi/traces")
+
+
+class _Profile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True,
+                              use_attribute_docstrings=True)
+
+    name: str = Field(default="", exclude=True)
+    """The profile's name: its file name without .toml (set by the loader)."""
+    source: str = Field(default="", exclude=True)
+    """The file it was loaded from (set by the loader)."""
+    digest: str = Field(default="", exclude=True)
+    """sha256 of the file's bytes, so a campaign can record exactly what ran."""
+    description: str = ""
+    """One line for people: what this profile stands for."""
+
+
+class NetworkProfile(_Profile):
+    """An emulated path: Mahimahi's mm-delay, mm-link and mm-loss shells.
+
+    A direction is shaped either by a fixed rate (`*_mbit`, a trace is
+    generated from it) or by a Mahimahi trace file (`*_trace`); both
+    directions or neither. No rate, no delay and no loss is the unshaped
+    path (`none`).
+    """
+
+    min_rtt_ms: float = Field(default=0, ge=0, le=10_000)
+    """Minimum round-trip time in ms that a small packet sees on an idle path.
+    mm-delay gets about half of it each way; the calibration takes off what
+    the chain itself adds (see testbed.emulate.calibrate). 0: no mm-delay."""
+    uplink_mbit: float | None = Field(default=None, gt=0, le=10_000)
+    """Uplink (client → server) rate in Mbit/s of 1500-byte IP packets."""
+    downlink_mbit: float | None = Field(default=None, gt=0, le=10_000)
+    """Downlink (server → client) rate in Mbit/s of 1500-byte IP packets."""
+    uplink_trace: str | None = None
+    """Instead of uplink_mbit: a Mahimahi trace file (one line per 1500-byte
+    delivery opportunity, in ms), relative to this file's folder, or to
+    /usr/share/mahimahi/traces, or absolute."""
+    downlink_trace: str | None = None
+    """Instead of downlink_mbit: a Mahimahi trace file, as uplink_trace."""
+    buffer_ms: float | None = Field(default=None, gt=0, le=100_000)
+    """Drop-tail queue of each direction, as ms of queueing at that direction's
+    rate (a trace's mean rate); sized in bytes. Omitted: Mahimahi's unlimited
+    queue."""
+    uplink_loss_percent: float = Field(default=0, ge=0, lt=100)
+    """Random loss of uplink packets in percent (mm-loss uplink); 0: no shell."""
+    downlink_loss_percent: float = Field(default=0, ge=0, lt=100)
+    """Random loss of downlink packets in percent (mm-loss downlink); 0: no shell."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NetworkProfile:
+        for d in ("uplink", "downlink"):
+            if getattr(self, f"{d}_mbit") is not None and getattr(self, f"{d}_trace") is not None:
+                raise _KeyError(f"{d}_trace", f"give either {d}_mbit or {d}_trace, not both")
+        up, down = self.uplink_shaped, self.downlink_shaped
+        if up != down:
+            missing = "downlink" if up else "uplink"
+            raise _KeyError(f"{missing}_mbit",
+                            "missing: mm-link shapes both directions, so give a rate "
+                            f"({missing}_mbit) or a trace ({missing}_trace) for each")
+        if self.buffer_ms is not None and not up:
+            raise _KeyError("buffer_ms", "a buffer needs a shaped link (uplink_mbit/downlink_mbit)")
+        return self
+
+    @property
+    def uplink_shaped(self) -> bool:
+        return self.uplink_mbit is not None or self.uplink_trace is not None
+
+    @property
+    def downlink_shaped(self) -> bool:
+        return self.downlink_mbit is not None or self.downlink_trace is not None
+
+    @property
+    def shaped(self) -> bool:
+        return self.uplink_shaped
+
+    def trace_path(self, direction: Literal["uplink", "downlink"]) -> Path | None:
+        """The trace file of a trace-driven direction, resolved."""
+        name = getattr(self, f"{direction}_trace")
+        if name is None:
+            return None
+        return _resolve_trace(name, Path(self.source).parent if self.source else None)
+
+
+class ProtocolProfile(_Profile):
+    """A protocol setting: the stack, and how its transport is tuned.
+
+    TCP settings are applied to the replay topology's server namespace
+    (sysctls, the route to the client); QUIC settings become the HTTP/3
+    server's options. Every setting names its congestion control: new
+    namespaces inherit the host's default (BBR on this machine), so an unset
+    baseline would silently be TCP+BBR.
+    """
+
+    stack: Literal["tcp", "quic"]
+    """`tcp`: nginx, TLS 1.3, HTTP/2, Chromium with --disable-quic.
+    `quic`: the HTTP/3 server, Chromium forced to QUIC for every origin."""
+    congestion_control: Literal["cubic", "reno", "bbr", "bbr2"]
+    """TCP: a Linux congestion control (cubic, reno, bbr), set as the server
+    namespace's net.ipv4.tcp_congestion_control. QUIC: quiche's (cubic, reno,
+    bbr2)."""
+    initial_window_packets: int = Field(ge=1, le=1000)
+    """Initial congestion window in packets. TCP: initcwnd (and initrwnd) of the
+    server's route to the client. QUIC: --initial-cwnd-packets."""
+    pacing: bool
+    """Pace the sender. TCP: fq where the kernel has it, otherwise Linux's
+    internal pacing switched on per socket (SO_MAX_PACING_RATE, see
+    testbed.protocols.apply). QUIC: the server's --pacing."""
+    slow_start_after_idle: bool = True
+    """TCP only: net.ipv4.tcp_slow_start_after_idle (Linux default: true)."""
+    tcp_rmem: tuple[int, int, int] | None = None
+    """TCP only: net.ipv4.tcp_rmem (min, default, max bytes); omitted: kernel default."""
+    tcp_wmem: tuple[int, int, int] | None = None
+    """TCP only: net.ipv4.tcp_wmem (min, default, max bytes); omitted: kernel default."""
+    max_udp_payload: int | None = Field(default=None, ge=1200, le=65527)
+    """QUIC only: largest UDP payload the server sends (--max-udp-payload);
+    omitted: the server's default (1350, as Chrome)."""
+
+    @field_validator("tcp_rmem", "tcp_wmem", mode="before")
+    @classmethod
+    def _list_to_tuple(cls, v):
+        return tuple(v) if isinstance(v, list) else v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProtocolProfile:
+        allowed = {"tcp": ("cubic", "reno", "bbr"), "quic": ("cubic", "reno", "bbr2")}[self.stack]
+        if self.congestion_control not in allowed:
+            raise _KeyError("congestion_control",
+                            f"expected one of {', '.join(allowed)} for stack {self.stack}, "
+                            f"got {self.congestion_control!r}")
+        if self.stack == "quic":
+            for key in ("tcp_rmem", "tcp_wmem"):
+                if getattr(self, key) is not None:
+                    raise _KeyError(key, "only for stack tcp")
+            if not self.slow_start_after_idle:
+                raise _KeyError("slow_start_after_idle", "only for stack tcp")
+        if self.stack == "tcp" and self.max_udp_payload is not None:
+            raise _KeyError("max_udp_payload", "only for stack quic")
+        for key in ("tcp_rmem", "tcp_wmem"):
+            v = getattr(self, key)
+            if v is not None and not (0 < v[0] <= v[1] <= v[2]):
+                raise _KeyError(key, f"expected [min, default, max] with 0 < min <= default <= max, "
+                                     f"got {list(v)}")
+        return self
+
+
+# ------------------------------------------------------------------ loading
+
+class _KeyError(ValueError):
+    """A cross-field problem, pinned to one key."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+        self.message = message
+
+
+def load_network(profile: str | Path) -> NetworkProfile:
+    p = _load(NetworkProfile, profile, NETWORKS_DIR)
+    for d in ("uplink", "downlink"):
+        name = getattr(p, f"{d}_trace")
+        if name is not None:
+            path = p.trace_path(d)
+            if path is None or not path.is_file():
+                raise InputError(f"{_shown(Path(p.source))}: key {d}_trace: expected a Mahimahi "
+                                 f"trace file (here, or in {MAHIMAHI_TRACES}), got {name!r}: "
+                                 "no such file")
+    return p
+
+
+def load_protocol(profile: str | Path) -> ProtocolProfile:
+    return _load(ProtocolProfile, profile, PROTOCOLS_DIR)
+
+
+def available(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.toml"))
+
+
+def _locate(profile: str | Path, folder: Path) -> Path:
+    text = str(profile)
+    looks_like_path = "/" in text or text.endswith(".toml")
+    path = Path(text) if looks_like_path else folder / f"{text}.toml"
+    if not path.is_file():
+        names = ", ".join(available(folder)) or "none"
+        if looks_like_path:
+            raise InputError(f"{text}: no such profile file")
+        raise InputError(f"{text}: no such profile in {_shown(folder)} (available: {names}); "
+                         "give a name from there or a path to a TOML file")
+    return path
+
+
+def _load(model: type[_Profile], profile: str | Path, folder: Path):
+    path = _locate(profile, folder)
+    shown = _shown(path)
+    raw = path.read_bytes()
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{shown}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{shown}: not valid TOML: {e}") from None
+    for reserved in ("name", "source", "digest"):
+        if reserved in data:
+            raise InputError(f"{shown}: key {reserved}: unknown key (set from the file, not in it)")
+    try:
+        return model.model_validate({**data, "name": path.stem, "source": str(path),
+                                     "digest": hashlib.sha256(raw).hexdigest()})
+    except ValidationError as e:
+        raise InputError(f"{shown}: {_describe(model, e.errors()[0])}") from None
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _describe(model: type[BaseModel], err: dict) -> str:
+    """One pydantic error as 'key K: expected ..., got V'."""
+    loc = ".".join(str(x) for x in err.get("loc", ()))
+    kind = err.get("type", "")
+    ctx = err.get("ctx") or {}
+    got = err.get("input")
+    got_text = f", got {_toml_repr(got)}"
+    if kind == "value_error" and isinstance(ctx.get("error"), _KeyError):
+        e = ctx["error"]
+        return f"key {e.key}: {e.message}"
+    if kind == "extra_forbidden":
+        allowed = ", ".join(k for k in model.model_fields if k not in ("name", "source", "digest"))
+        return f"key {loc}: unknown key (allowed: {allowed})"
+    if kind == "missing":
+        return f"key {loc}: missing (required)"
+    numbers = {"greater_than": f"> {ctx.get('gt')}", "greater_than_equal": f">= {ctx.get('ge')}",
+               "less_than": f"< {ctx.get('lt')}", "less_than_equal": f"<= {ctx.get('le')}"}
+    if kind in numbers:
+        return f"key {loc}: expected a number {numbers[kind]}{got_text}"
+    if kind in ("float_type", "float_parsing", "finite_number"):
+        return f"key {loc}: expected a number{got_text}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"key {loc}: expected a whole number{got_text}"
+    if kind == "bool_type":
+        return f"key {loc}: expected true or false{got_text}"
+    if kind == "string_type":
+        return f"key {loc}: expected a string{got_text}"
+    if kind == "literal_error":
+        return f"key {loc}: expected one of {ctx.get('expected')}{got_text}"
+    if kind in ("tuple_type", "too_short", "too_long"):
+        return f"key {loc}: expected a list of 3 whole numbers [min, default, max]{got_text}"
+    if kind == "value_error":
+        return f"key {loc}: {ctx.get('error')}"
+    return f"key {loc}: {err.get('msg')}{got_text}"
+
+
+def _toml_repr(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, dict):
+        return "a table"
+    return repr(v)
+
+
+def _resolve_trace(name: str, base: Path | None) -> Path | None:
+    p = Path(name)
+    if p.is_absolute():
+        return p
+    for folder in (base, MAHIMAHI_TRACES):
+        if folder is not None and (folder / p).is_file():
+            return folder / p
+    return (base or MAHIMAHI_TRACES) / p
