@@ -1,0 +1,7 @@
+"""Stage 3, emulate: Mahimahi shells between the servers and the browser.
+
+profiles (testbed.profiles) → traces (exact link schedules) → shells (the
+chain's argv) → calibrate (the chain's own delay, measured and taken off
+mm-delay) → validate (`testbed validate network`). probe and probesite are
+the measurement tools both use.
+"""

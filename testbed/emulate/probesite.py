@@ -1,0 +1,153 @@
+"""A replay topology with measurement servers, for calibration and validation.
+
+    with ProbeSite() as site:
+        with site.probe_server() as dump:           # UDP echo / sink / stream source
+            out = site.client(chain, ["rtt", ...])  # probe client inside the shells
+        dump.result()                               # what the server saw
+
+The server side (probe server, iperf3 -s) runs as root in the server
+namespace on PROBE_IP; clients run inside the Mahimahi shells in the client
+namespace as the testbed user, as a browser does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Self
+
+from testbed import enter, proc
+from testbed.emulate.shells import ShellChain
+from testbed.errors import TestbedError
+from testbed.runstate import USER, current
+from testbed.topology import ReplayTopology
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+PROBE_IP = "198.18.1.1"
+"""The measurement servers' address in the server namespace (RFC 2544 range)."""
+PROBE_PORT = 9000
+IPERF_PORT = 5201
+NICE = ["nice", "-n", "-10"]
+"""Measurement processes and the shells run ahead of unrelated load: Mahimahi
+keeps time in whole ms and its timing suffers when it waits for a CPU."""
+
+
+@dataclass
+class ServerDump:
+    path: Path
+
+    def result(self) -> dict:
+        if not self.path.exists():
+            raise TestbedError(f"probe server wrote no results ({self.path})")
+        return json.loads(self.path.read_text())
+
+
+class ProbeSite:
+    """The topology, a folder for traces and logs, and the measurement servers started
+    on demand; all removed on exit."""
+
+    def __init__(self):
+        self.topology = ReplayTopology([PROBE_IP])
+        self.dir: Path | None = None
+        self._stack = ExitStack()
+        self._n = 0
+
+    def __enter__(self) -> Self:
+        for tool in ("mm-link", "mm-delay", "mm-loss", "iperf3"):
+            if shutil.which(tool, path=enter.SAFE_PATH) is None:
+                raise TestbedError(f"{tool} not found; run `make setup`")
+        with ExitStack() as stack:
+            stack.enter_context(self.topology)
+            self.dir = Path(tempfile.mkdtemp(prefix="emulate-", dir=current().dir))
+            stack.callback(shutil.rmtree, self.dir, True)
+            pw = pwd.getpwnam(USER)
+            os.chmod(self.dir, 0o755)
+            self.userdir = self.dir / "user"
+            self.userdir.mkdir()
+            os.chown(self.userdir, pw.pw_uid, pw.pw_gid)
+            # iperf3's TCP measures the link, not the congestion control: BBR, named
+            # explicitly (the namespace would inherit the host's default).
+            self.topology.server.sysctl("net.ipv4.tcp_congestion_control", "bbr")
+            self._stack = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+
+    @property
+    def server_ns(self):
+        return self.topology.server
+
+    @contextmanager
+    def probe_server(self):
+        """A fresh probe server for one measurement; its dump is readable after the block."""
+        self._n += 1
+        dump = self.dir / f"probe-{self._n}.json"
+        log = self.dir / f"probe-{self._n}.log"
+        bg = proc.Background(NICE + self.topology.server.exec(
+            [sys.executable, "-m", "testbed.emulate.probe", "server", "--bind", PROBE_IP,
+             "--port", str(PROBE_PORT), "--dump", str(dump)]), log=log, cwd=str(ROOT))
+        with bg:
+            deadline = time.monotonic() + 10
+            while "probe server on" not in (log.read_text() if log.exists() else ""):
+                if not bg.alive() or time.monotonic() > deadline:
+                    raise TestbedError(f"probe server did not start: {bg.tail()}")
+                time.sleep(0.02)
+            yield ServerDump(dump)
+            bg.stop()
+        if not dump.exists():
+            raise TestbedError(f"probe server ended without results: {bg.tail()}")
+
+    def client_argv(self, chain: ShellChain, argv: list[str]) -> list[str]:
+        """argv run as the testbed user inside the chain in the client namespace."""
+        return NICE + enter.as_user(chain.argv(argv), netns=self.topology.client.name,
+                                    cwd=str(ROOT))
+
+    def probe(self, chain: ShellChain, args: list[str], timeout: float) -> dict:
+        """Run the probe client inside the shells; its JSON output."""
+        cp = proc.run(self.client_argv(chain, [sys.executable, "-m", "testbed.emulate.probe",
+                                               *args]), timeout=timeout)
+        try:
+            return json.loads(cp.stdout)
+        except json.JSONDecodeError:
+            raise TestbedError(f"probe client printed no result: {cp.stderr.strip()[-300:]}") from None
+
+    def iperf(self, chain: ShellChain, seconds: float, omit: float, reverse: bool,
+              timeout: float) -> dict:
+        """iperf3 TCP (BBR) from inside the shells, against a fresh one-off server (a
+        server whose client gave up on a lossy link may not take the next test);
+        the client's JSON report."""
+        self._n += 1
+        log = self.dir / f"iperf3-{self._n}.log"
+        server = proc.Background(NICE + self.topology.server.exec(
+            ["iperf3", "-s", "-1", "--forceflush", "-B", PROBE_IP, "-p", str(IPERF_PORT)]), log=log)
+        with server:
+            deadline = time.monotonic() + 10
+            while "Server listening" not in (log.read_text() if log.exists() else ""):
+                if not server.alive() or time.monotonic() > deadline:
+                    raise TestbedError(f"iperf3 server did not start: {server.tail()}")
+                time.sleep(0.02)
+            return self._iperf_client(chain, seconds, omit, reverse, timeout)
+
+    def _iperf_client(self, chain: ShellChain, seconds: float, omit: float, reverse: bool,
+                      timeout: float) -> dict:
+        argv = ["iperf3", "-c", PROBE_IP, "-p", str(IPERF_PORT), "-t", f"{seconds:g}",
+                "-O", f"{omit:g}", "-C", "bbr", "-J"]
+        if reverse:
+            argv.append("-R")
+        cp = proc.run(self.client_argv(chain, argv), timeout=timeout, check=False)
+        try:
+            report = json.loads(cp.stdout)
+        except json.JSONDecodeError:
+            raise TestbedError(f"iperf3 failed: {cp.stderr.strip()[-300:]}") from None
+        if "error" in report:
+            raise TestbedError(f"iperf3 failed: {report['error']}")
+        return report

@@ -1,0 +1,268 @@
+"""`testbed validate network [PROFILE ...]`: measure each profile through its real shells.
+
+In a replay topology (probe server and iperf3 in the server namespace, the
+clients inside the calibrated Mahimahi chain in the client namespace, as the
+testbed user), per profile:
+
+- small-packet RTT: open-loop UDP echo probes at random times, spread over
+  several shell starts (the phase of mm-link's two schedules changes with
+  each). Minimum RTT (median over the starts of each start's minimum) within
+  ±1 ms of the profile; median RTT within ±2 ms of the profile plus the
+  median wait for an uplink delivery opportunity, which a packet arriving at
+  a random time has on a Mahimahi link (computed from the trace: 1.2 ms on
+  DSL, 12.8 ms on DA2GC; mm-link delivers only at 1500-byte opportunities).
+- loss per direction from the same probes (probes the server never saw,
+  echoes the client never saw): the configured rate inside the measured
+  99 % Clopper-Pearson interval.
+- link rate per direction: a UDP stream of 1472-byte payloads offered 10 %
+  above the rate; the payload rate delivered within 2 % of the ceiling (one
+  payload per delivery opportunity, rate x 1472/1500).
+- TCP goodput per direction: iperf3 with BBR (so the buffer does not
+  dominate); at least 90 % of the rate on lossless profiles.
+
+Exit status 1 when anything is outside its tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from testbed.emulate import calibrate, figures
+from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
+from testbed.emulate.shells import ShellChain, build_chain, link_traces
+from testbed.emulate.traces import UDP_PAYLOAD, opportunity_wait_quantile
+from testbed.errors import TestbedError
+from testbed.profiles import NETWORKS_DIR, NetworkProfile, available, load_network
+
+DEFAULT_PROFILES = ("dsl", "lte", "da2gc", "mss")
+PROBES = 10_000
+SHELL_STARTS = 5
+MIN_RTT_TOLERANCE_MS = 1.0
+MEDIAN_RTT_TOLERANCE_MS = 2.0
+RATE_TOLERANCE = 0.02
+TCP_MIN_SHARE = 0.90
+LOSS_CONFIDENCE = 0.99
+UDP_OVERLOAD = 1.10
+
+
+@dataclass
+class Row:
+    prop: str
+    expected: str
+    measured: str
+    tolerance: str = ""
+    ok: bool | None = None
+    """None: shown for information, not checked."""
+
+
+@dataclass
+class Report:
+    profile: NetworkProfile
+    calibration: calibrate.Calibration
+    rows: list[Row] = field(default_factory=list)
+    phases_ms: list[int | None] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok is not False for r in self.rows)
+
+    def failed(self) -> list[str]:
+        return [r.prop for r in self.rows if r.ok is False]
+
+
+# ------------------------------------------------------------------ measurements
+
+def link_phase_ms(uplink_log: Path, downlink_log: Path) -> int | None:
+    """How many ms after the uplink schedule mm-link started the downlink one (from
+    the `# base timestamp:` line each --*-log begins with)."""
+    base = []
+    for log in (uplink_log, downlink_log):
+        try:
+            with open(log) as f:
+                head = [next(f, "") for _ in range(8)]
+        except OSError:
+            return None
+        found = [int(line.split()[-1]) for line in head if line.startswith("# base timestamp:")]
+        if not found:
+            return None
+        base.append(found[0])
+    return base[1] - base[0]
+
+
+def rtt_and_loss(site: ProbeSite, profile: NetworkProfile, chain: ShellChain, probes: int,
+                 starts: int, report: Report) -> None:
+    runs: list[figures.Rtt] = []
+    per_start = math.ceil(probes / starts)
+    for i in range(starts):
+        c = chain
+        if chain.shaped:
+            up, down = site.userdir / f"up-{i}.log", site.userdir / f"down-{i}.log"
+            c = chain.with_logs(up, down)
+        runs.append(calibrate.measure_rtt(site, profile, c, per_start, session=i + 1))
+        if chain.shaped:
+            report.phases_ms.append(link_phase_ms(up, down))
+            up.unlink(missing_ok=True)
+            down.unlink(missing_ok=True)
+    target = profile.min_rtt_ms
+    mins = [r.min for r in runs if r.echoed]
+    if not mins:
+        raise TestbedError(f"{profile.name}: no probe came back through the shells")
+    m = float(np.median(mins))
+    report.rows.append(Row(
+        "min RTT (ms)", f"{target:g}",
+        f"{m:.2f} (starts {min(mins):.2f}..{max(mins):.2f})",
+        f"±{MIN_RTT_TOLERANCE_MS:g}", bool(abs(m - target) <= MIN_RTT_TOLERANCE_MS)))
+    pooled = np.concatenate([r.rtt_ms for r in runs])
+    lt = link_traces(profile)
+    wait = opportunity_wait_quantile(lt.uplink, 0.5) if lt else 0.0
+    expected = target + wait
+    med = float(np.median(pooled))
+    report.rows.append(Row(
+        "median RTT (ms)", f"{expected:.2f} = {target:g} + {wait:.2f} uplink wait",
+        f"{med:.2f}", f"±{MEDIAN_RTT_TOLERANCE_MS:g}",
+        bool(abs(med - expected) <= MEDIAN_RTT_TOLERANCE_MS)))
+    up_conf, down_conf = profile.uplink_loss_percent / 100, profile.downlink_loss_percent / 100
+    sent = sum(r.sent for r in runs)
+    at_server = sum(r.at_server for r in runs)
+    echoed = sum(r.echoed for r in runs)
+    for name, loss in (("uplink", figures.Loss(sent, sent - at_server, up_conf)),
+                       ("downlink", figures.Loss(at_server, at_server - echoed, down_conf))):
+        low, high = loss.interval(LOSS_CONFIDENCE)
+        report.rows.append(Row(
+            f"{name} loss (%)", f"{100 * loss.configured:g}",
+            f"{100 * loss.fraction:.2f} ({loss.lost}/{loss.trials}; 99 % CI "
+            f"{100 * low:.2f}..{100 * high:.2f})",
+            "in 99 % CI", bool(loss.consistent(LOSS_CONFIDENCE))))
+
+
+def udp_rates(site: ProbeSite, profile: NetworkProfile, chain: ShellChain,
+              report: Report) -> None:
+    lt = link_traces(profile)
+    if lt is None:
+        return
+    for name, trace, loss in (("downlink", lt.downlink, profile.downlink_loss_percent),
+                              ("uplink", lt.uplink, profile.uplink_loss_percent)):
+        ceiling = trace.udp_payload_mbit
+        offered = ceiling * UDP_OVERLOAD / (1 - loss / 100)
+        per_s = float(trace.per_ms) * 1000
+        window = max(0.25, 100 / per_s)  # 100+ opportunities: +-1 % from the window edges
+        seconds = max(4.0, 4 * window)
+        args = ["--to", f"{PROBE_IP}:{PROBE_PORT}", "--mbit", f"{offered:.6f}",
+                "--seconds", f"{seconds:g}", "--session", "100"]
+        timeout = seconds + 60 + 3 * profile.min_rtt_ms / 1000
+        with site.probe_server() as dump:
+            if name == "downlink":
+                got = site.probe(chain, ["receive", *args], timeout=timeout)
+                arrivals = got["t_recv"]
+            else:
+                site.probe(chain, ["send", *args], timeout=timeout)
+        if name == "uplink":
+            arrivals = dump.result()["sink"].get("100", {}).get("t_server", [])
+        measured, windows = figures.delivered_mbit_windows(arrivals, UDP_PAYLOAD, window)
+        overall = figures.delivered_mbit(arrivals, UDP_PAYLOAD)
+        fixed = getattr(profile, f"{name}_mbit") is not None
+        share = measured / ceiling if ceiling else 0.0
+        report.rows.append(Row(
+            f"{name} UDP payload (Mbit/s)",
+            f"{ceiling:.4f}" + ("" if fixed else " (trace mean)"),
+            f"{measured:.4f} ({share:.1%}; median of {windows} x {window:.2g} s; "
+            f"overall {overall:.4f}, {len(arrivals)} datagrams)",
+            f"±{RATE_TOLERANCE:.0%}" if fixed else "",
+            bool(abs(share - 1) <= RATE_TOLERANCE) if fixed else None))
+
+
+def tcp_goodput(site: ProbeSite, profile: NetworkProfile, chain: ShellChain,
+                report: Report) -> None:
+    lossless = profile.uplink_loss_percent == 0 and profile.downlink_loss_percent == 0
+    lt = link_traces(profile)
+    seconds, omit = (10.0, 3.0) if profile.min_rtt_ms < 300 else (12.0, 5.0)
+    for name, reverse in (("downlink", True), ("uplink", False)):
+        rep = site.iperf(chain, seconds, omit, reverse,
+                         timeout=seconds + omit + 60 + 10 * profile.min_rtt_ms / 1000)
+        got = rep["end"]["sum_received"]["bits_per_second"] / 1e6
+        rate = getattr(profile, f"{name}_mbit")
+        if rate is None:
+            report.rows.append(Row(f"{name} TCP goodput (Mbit/s)",
+                                   f"{getattr(lt, name).mbit:.2f} (trace mean)" if lt else "-",
+                                   f"{got:.2f}"))
+            continue
+        share = got / rate
+        checked = lossless
+        report.rows.append(Row(
+            f"{name} TCP goodput (Mbit/s)", f"{rate:g}",
+            f"{got:.3f} ({share:.1%})",
+            f">= {TCP_MIN_SHARE:.0%}" if checked else "(lossy: shown)",
+            bool(share >= TCP_MIN_SHARE) if checked else None))
+
+
+def validate_profile(site: ProbeSite, profile: NetworkProfile, probes: int, starts: int,
+                     recalibrate: bool, status=None) -> Report:
+    t0 = time.monotonic()
+    say = status or (lambda _msg: None)
+    say(f"{profile.name}: calibrating")
+    cal = calibrate.for_profile(profile, site, recalibrate=recalibrate)
+    chain = build_chain(profile, site.dir, cal.delay_ms)
+    report = Report(profile, cal)
+    say(f"{profile.name}: {probes} RTT/loss probes")
+    rtt_and_loss(site, profile, chain, probes, starts, report)
+    say(f"{profile.name}: UDP link rates")
+    udp_rates(site, profile, chain, report)
+    say(f"{profile.name}: TCP goodput (iperf3, BBR)")
+    tcp_goodput(site, profile, chain, report)
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def render(report: Report) -> Table:
+    p, c = report.profile, report.calibration
+    phases = ", ".join("?" if x is None else f"{x:+d}" for x in report.phases_ms)
+    title = (f"{p.name}: {p.description}\n"
+             f"mm-delay {c.delay_ms} ms each way (chain adds {c.chain_offset_ms:.2f} ms; "
+             f"calibrated {c.measured_at})"
+             + (f"; downlink schedule started {phases} ms after the uplink's" if phases else "")
+             + f"; {report.seconds:.0f} s")
+    t = Table(title=title, title_justify="left")
+    for col in ("property", "configured / expected", "measured", "tolerance", "ok"):
+        t.add_column(col, justify="left" if col in ("property", "measured") else "right")
+    for r in report.rows:
+        verdict = {True: "[green]yes[/green]", False: "[red]NO[/red]", None: "-"}[r.ok]
+        t.add_row(r.prop, r.expected, r.measured, r.tolerance, verdict)
+    return t
+
+
+@click.command("network")
+@click.argument("profiles", nargs=-1)
+@click.option("--probes", default=PROBES, show_default=True,
+              help="Small UDP probes per profile for RTT and loss.")
+@click.option("--starts", default=SHELL_STARTS, show_default=True,
+              help="Shell starts the probes are spread over.")
+@click.option("--recalibrate", is_flag=True,
+              help="Measure the chain's own delay again instead of using the stored calibration.")
+def validate_network(profiles, probes, starts, recalibrate):
+    """Measure each network PROFILE (a name from profiles/networks/ or a TOML file;
+    default: dsl lte da2gc mss) through its real Mahimahi shells: RTT, loss, link
+    rates and TCP goodput against the profile; exit 1 if any is out of tolerance."""
+    loaded = [load_network(p) for p in (profiles or DEFAULT_PROFILES)]
+    if probes < 100 or starts < 1:
+        raise click.BadParameter("need at least 100 probes and 1 start")
+    console = Console()
+    console.print(f"profiles available: {', '.join(available(NETWORKS_DIR))}")
+    reports = []
+    with ProbeSite() as site, console.status("starting") as status:
+        for p in loaded:
+            rep = validate_profile(site, p, probes, starts, recalibrate, status.update)
+            reports.append(rep)
+            console.print(render(rep))
+    bad = [f"{r.profile.name} ({', '.join(r.failed())})" for r in reports if not r.ok]
+    if bad:
+        raise TestbedError(f"network validation failed: {'; '.join(bad)}")
+    console.print(f"[green]all {len(reports)} profiles within tolerance[/green]")
