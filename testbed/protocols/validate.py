@@ -1,0 +1,402 @@
+"""`testbed validate protocols [SETTING ...]`: prove each protocol setting is in force
+during a real replay.
+
+For every setting (default: tcp, tcp-plus, tcp-plus-bbr, quic, quic-bbr) the
+setting is applied to a replay topology, the replay servers start with its
+options, and Chromium, as the testbed user inside the calibrated Mahimahi
+chain of a network profile (default: lte), loads a page and then fetches a
+1 MB file from another origin and IP (a new connection that has just
+finished its handshake), waits 4 s (several retransmission timeouts) and
+fetches it again on the same connection. Meanwhile tcpdump
+captures the server's veth in the server namespace and, for TCP, `ss -tinm`
+samples the server's sockets every 20 ms; h3server writes a qlog.
+
+| property | proof |
+|---|---|
+| stack (Chromium flags) | the protocol of both fetches (Resource Timing): h2 or h3 |
+| congestion control | TCP: `ss` names it on the connection. QUIC: the qlog's congestion states (CUBIC: slow_start, congestion_avoidance...; BBRv2: startup, drain, probe_bw...) |
+| initial window | the first data flight of the response (server packets before the first client packet): TCP segments in flight (plus, under BBR, the handshake segments acknowledged before it: BBR grows its window by them), QUIC bytes / max UDP payload (±1) |
+| pacing | the median gap between that flight's packets on the wire: paced >= 10 % of RTT / initial window, otherwise back to back |
+| slow start after idle (TCP) | the first flight after the idle: back to the initial window (on) or the window before (off) |
+| buffers (TCP) | the namespace's tcp_rmem / tcp_wmem read back, and the send buffer ss reports |
+| max UDP payload (QUIC) | the largest datagram payload the server sent |
+
+Exit status 1 when an observation differs from its expectation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Self
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from testbed import proc
+from testbed import recording as rec
+from testbed.emulate import calibrate
+from testbed.emulate.shells import build_chain
+from testbed.errors import TestbedError
+from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load_protocol
+from testbed.protocols import evidence
+from testbed.protocols.apply import ServerOptions, server_options
+from testbed.runstate import USER, current
+from testbed.topology import ReplayTopology
+
+DEFAULT_SETTINGS = ("tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr")
+DEFAULT_NETWORK = "lte"
+FILE_SIZE = 1_000_000
+IDLE_S = 4.0
+"""Idle time between the two fetches: several retransmission timeouts, even with the
+RTT a full 200 ms buffer adds, so that slow start after idle falls back to the
+initial window."""
+PACED_GAP_SHARE = 0.1
+"""Paced: the median gap between packets of the first flight is at least this share of
+RTT / initial window (a paced flight spreads over a good part of the RTT; an unpaced
+one leaves back to back, microseconds apart)."""
+SS_INTERVAL = 0.02
+TCP_MSS = 1448
+PROTOCOL = {"tcp": "h2", "quic": "h3"}
+CUBIC_STATES = {"slow_start", "conservative_slow_start", "congestion_avoidance", "recovery",
+                "application_limited"}
+"""quiche's congestion states for CUBIC and Reno (HyStart++ adds conservative slow start)."""
+BBR_STATES = {"startup", "drain", "probe_bw", "probe_rtt"}
+"""BBR's modes; quiche's BBRv2 names them bbr_startup, bbr_drain, bbr_probe_bw_up, ..."""
+
+
+@dataclass
+class Row:
+    prop: str
+    expected: str
+    observed: str
+    ok: bool | None
+    """None: shown, not checked."""
+
+
+@dataclass
+class Result:
+    setting: ProtocolProfile
+    applied: dict = field(default_factory=dict)
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok is not False for r in self.rows)
+
+
+# ------------------------------------------------------------------ capture helpers
+
+class Capture:
+    """tcpdump on the server's veth, in the server namespace, while the block runs."""
+
+    def __init__(self, topology: ReplayTopology, path: Path, proto: str):
+        self.topology, self.path, self.proto = topology, path, proto
+        self.log = path.with_suffix(".log")
+        self.bg = proc.Background(topology.server.exec(
+            ["tcpdump", "-i", topology.server_dev, "-n", "-s", "128", "-U", "-w", str(path),
+             self.proto, "port", "443"]), log=self.log)
+
+    def __enter__(self) -> Self:
+        self.bg.__enter__()
+        deadline = time.monotonic() + 10
+        while "listening on" not in (self.log.read_text() if self.log.exists() else ""):
+            if not self.bg.alive() or time.monotonic() > deadline:
+                self.bg.stop()
+                raise TestbedError(f"tcpdump did not start: {self.bg.tail()}")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        time.sleep(0.2)
+        self.bg.stop()
+
+    def packets(self) -> list[evidence.Packet]:
+        return evidence.read_pcap(self.path.read_bytes()) if self.path.exists() else []
+
+
+class SsWatch:
+    """`ss -tinm` of the server's established port-443 sockets every SS_INTERVAL."""
+
+    def __init__(self, topology: ReplayTopology):
+        self.argv = topology.server.exec(["ss", "-tinm", "state", "established",
+                                          "sport", "=", ":443"])
+        self.samples: list[tuple[float, list[evidence.SockInfo]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            cp = proc.run(self.argv, check=False, timeout=10)
+            self.samples.append((time.monotonic(), evidence.parse_ss(cp.stdout)))
+            self._stop.wait(SS_INTERVAL)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+    def of_peer_ip(self, server_ip: str) -> list[evidence.SockInfo]:
+        return [s for _, infos in self.samples for s in infos
+                if s.local.rsplit(":", 1)[0] == server_ip]
+
+
+def qlog_states(qlog_dir: Path) -> set[str]:
+    """Congestion states named in the qlog files of a folder (JSON-SEQ)."""
+    states: set[str] = set()
+    for path in qlog_dir.glob("*"):
+        for raw in path.read_text(errors="replace").split("\x1e"):
+            raw = raw.strip()
+            if not raw or "congestion" not in raw:
+                continue
+            try:
+                ev = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            name = ev.get("name", "")
+            data = ev.get("data", {})
+            if name.endswith("congestion_state_updated"):
+                for key in ("new", "state"):
+                    if isinstance(data.get(key), str):
+                        states.add(_norm(data[key]))
+    return states
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z]+", "_", s.lower()).strip("_")
+
+
+# ------------------------------------------------------------------ one setting
+
+def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopology,
+            profile: NetworkProfile, chain_wrap: list[str], work: Path) -> Result:
+    from testbed.replay.browser import Chromium
+    from testbed.replay.env import ReplayEnv
+    from testbed.replay.parity import FETCH_JS, FILE_HOST, FILE_IP, PAGE_HOST, file_target
+
+    setting = opts.setting
+    result = Result(setting)
+    result.applied = opts.apply(topology)
+    h3args = list(opts.h3server_args)
+    qlog_dir = work / f"qlog-{setting.name}"
+    if opts.stack == "quic":
+        qlog_dir.mkdir()
+        pw = pwd.getpwnam(USER)
+        os.chown(qlog_dir, pw.pw_uid, pw.pw_gid)
+        h3args += ["--qlog-dir", str(qlog_dir)]
+    pcap = work / f"{setting.name}.pcap"
+    url = f"https://{FILE_HOST}{file_target(FILE_SIZE)}"
+    watch = SsWatch(topology) if opts.stack == "tcp" else None
+    fetched = []
+    with ReplayEnv(recording, opts.stack, h3server_args=h3args, nginx_env=opts.nginx_env,
+                   topology=topology) as env, \
+            Capture(topology, pcap, "tcp" if opts.stack == "tcp" else "udp") as cap:
+        with Chromium(env.client_netns, [*env.chromium_flags(), *opts.chromium_flags],
+                      wrap=chain_wrap, timeout=120) as browser:
+            if watch:
+                watch.__enter__()
+            try:
+                page = browser.new_page(isolated=True)
+                page.navigate(f"https://{PAGE_HOST}/", timeout=120)
+                fetched.append(page.evaluate(FETCH_JS % json.dumps(url + "?first"), timeout=180))
+                time.sleep(IDLE_S)
+                fetched.append(page.evaluate(FETCH_JS % json.dumps(url + "?after-idle"),
+                                             timeout=180))
+            finally:
+                if watch:
+                    watch.__exit__(None, None, None)
+        env.check_alive()
+    packets = cap.packets()
+    rtt = profile.min_rtt_ms / 1000
+
+    # stack
+    protos = [f.get("protocol") for f in fetched]
+    ok = all(f.get("status") == 200 and f.get("bytes") == FILE_SIZE for f in fetched)
+    result.rows.append(Row("stack (Chromium flags)", PROTOCOL[opts.stack],
+                           ", ".join(map(str, protos)) + ("" if ok else " (fetch failed)"),
+                           ok and all(p == PROTOCOL[opts.stack] for p in protos)))
+
+    proto = evidence.TCP if opts.stack == "tcp" else evidence.UDP
+    conns = evidence.connections(packets, 443, proto)
+    conn = [c for k, c in conns.items() if k[2] == FILE_IP]
+    if not conn:
+        result.rows.append(Row("capture", f"a connection to {FILE_IP}:443", "none", False))
+        return result
+    conn_packets = max(conn, key=len)
+    fl = evidence.flights(conn_packets, 443, TCP_MSS)
+    data = evidence.data_flights(fl)
+    first = data[0] if data else None
+    quiet = [f for f in data if f.start - data[0].start > IDLE_S * 0.8] if data else []
+    after_idle = quiet[0] if quiet else None
+    unit = TCP_MSS if opts.stack == "tcp" else (setting.max_udp_payload or 1350)
+
+    # congestion control
+    cc = setting.congestion_control
+    if opts.stack == "tcp":
+        socks = watch.of_peer_ip(FILE_IP) if watch else []
+        seen = sorted({s.cc for s in socks if s.cc})
+        result.rows.append(Row("congestion control (ss)", cc,
+                               ", ".join(seen) + f" ({len(socks)} samples)" if seen else "no sample",
+                               seen == [cc]))
+    else:
+        states = qlog_states(qlog_dir)
+        bbr = {x for x in states if x.startswith("bbr") or x in BBR_STATES}
+        family = ("bbr" if bbr and not states - bbr else
+                  "cubic" if states and states <= CUBIC_STATES else "?")
+        want = "bbr" if cc.startswith("bbr") else "cubic" if cc == "cubic" else cc
+        result.rows.append(Row("congestion control (qlog states)", f"{cc} ({want} states)",
+                               f"{family}: {', '.join(sorted(states)) or 'none'}",
+                               family == want))
+
+    # initial window
+    iw = setting.initial_window_packets
+    if first is None:
+        result.rows.append(Row("initial window (first flight)", f"{iw} packets",
+                               "no data flight", False))
+    elif opts.stack == "tcp":
+        got = evidence.outstanding_segments(conn_packets, first, 443, TCP_MSS)
+        grown = evidence.acked_before(conn_packets, first, 443, TCP_MSS) if cc == "bbr" else 0
+        want = iw + grown
+        result.rows.append(Row(
+            "initial window (first flight)",
+            f"{iw} segments" + (f" + {grown} acked in the handshake (BBR startup)" if grown
+                                else ""),
+            f"{got} segments in flight ({first.bytes} bytes in this flight)", got == want))
+        socks = watch.of_peer_ip(FILE_IP) if watch else []
+        if socks and socks[0].cwnd is not None:
+            result.rows.append(Row("initial cwnd (ss, first sample)", f">= {iw}",
+                                   f"{socks[0].cwnd}", socks[0].cwnd >= iw))
+    else:
+        result.rows.append(Row(
+            "initial window (first flight)", f"{iw} packets (±1)",
+            f"{first.bytes} bytes = {first.bytes / unit:.1f} x {unit} "
+            f"({len(first.times)} datagrams)", abs(first.bytes / unit - iw) <= 1))
+
+    # pacing: gaps between the packets of the first data flight
+    if first is not None:
+        gaps = sorted(b - a for a, b in zip(first.times, first.times[1:]))
+        median_gap = gaps[len(gaps) // 2] if gaps else 0.0
+        spaced = rtt / iw * PACED_GAP_SHARE if rtt else 1e-4
+        text = (f"median gap {median_gap * 1000:.2f} ms; flight over "
+                f"{first.duration * 1000:.1f} ms = {first.duration / rtt:.0%} of RTT"
+                if rtt else f"median gap {median_gap * 1000:.2f} ms")
+        how = {"internal": " (internal, SO_MAX_PACING_RATE)", "fq": " (fq)",
+               "quic": " (h3server)"}.get(opts.pacing_method, "")
+        if setting.pacing:
+            result.rows.append(Row("pacing", f"on{how}: median gap >= {spaced * 1000:.2f} ms",
+                                   text, median_gap >= spaced))
+        else:
+            result.rows.append(Row("pacing", f"off: back to back, median gap < "
+                                   f"{spaced * 1000:.2f} ms", text, median_gap < spaced))
+    if opts.stack == "tcp" and opts.pacing_method == "internal" and watch:
+        socks = watch.of_peer_ip(FILE_IP)
+        maxrates = sorted({s.max_pacing_rate for s in socks if s.max_pacing_rate})
+        result.rows.append(Row("max pacing rate set (ss)", "yes (switches internal pacing on)",
+                               ", ".join(maxrates) + " bps" if maxrates else "not set",
+                               bool(maxrates)))
+
+    # slow start after idle
+    if opts.stack == "tcp":
+        ssai = setting.slow_start_after_idle
+        exp = f"{'on' if ssai else 'off'}: {'<=' if ssai else '>'} {iw} segments after {IDLE_S} s idle"
+        if after_idle is None:
+            result.rows.append(Row("slow start after idle", exp, "no flight after the idle", False))
+        else:
+            got = after_idle.segments
+            result.rows.append(Row("slow start after idle", exp, f"{got} segments",
+                                   got <= iw + 2 if ssai else got > iw + 2))
+        # buffers
+        for key in ("tcp_rmem", "tcp_wmem"):
+            want = getattr(setting, key)
+            have = " ".join(result.applied.get(f"net.ipv4.{key}", "").split())
+            exp = " ".join(map(str, want)) if want else "namespace default"
+            result.rows.append(Row(f"net.ipv4.{key}", exp, have,
+                                   have == exp if want else None))
+        socks = watch.of_peer_ip(FILE_IP) if watch else []
+        tb = [s.sndbuf for s in socks if s.sndbuf]
+        if tb:
+            floor = setting.tcp_wmem[1] if setting.tcp_wmem else None
+            result.rows.append(Row("send buffer (ss skmem tb, first sample)",
+                                   f">= {floor}" if floor else "kernel autotuning",
+                                   f"{tb[0]} bytes", tb[0] >= floor if floor else None))
+        route = result.applied.get("route", "")
+        result.rows.append(Row("route to client", f"initcwnd {iw} initrwnd {iw}", route,
+                               f"initcwnd {iw}" in route and f"initrwnd {iw}" in route))
+    else:
+        sizes = [p.payload for p in conn_packets if p.sport == 443]
+        mx = max(sizes) if sizes else 0
+        want = setting.max_udp_payload or 1350
+        result.rows.append(Row("max UDP payload", f"{want} bytes", f"{mx} bytes", mx == want))
+    return result
+
+
+# ------------------------------------------------------------------ command
+
+def render(results: list[Result], profile: NetworkProfile, delay_ms: int) -> Table:
+    t = Table(title=f"Protocol settings proven during a replay under {profile.name} "
+                    f"({profile.description}; mm-delay {delay_ms} ms each way)",
+              title_justify="left")
+    for col in ("setting", "property", "expected", "observed", "ok"):
+        t.add_column(col)
+    for r in results:
+        for i, row in enumerate(r.rows):
+            verdict = {True: "[green]yes[/green]", False: "[red]NO[/red]", None: "-"}[row.ok]
+            t.add_row(r.setting.name if i == 0 else "", row.prop, row.expected, row.observed,
+                      verdict)
+        t.add_section()
+    return t
+
+
+@click.command("protocols")
+@click.argument("settings", nargs=-1)
+@click.option("--network", default=DEFAULT_NETWORK, show_default=True,
+              help="Network profile the replay runs under (a name or a TOML file).")
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
+              help="Keep the captures (pcap), qlogs and server logs in this folder.")
+def validate_protocols(settings, network, keep):
+    """Prove that each protocol SETTING (a name from profiles/protocols/ or a TOML file;
+    default: all five of the paper) is in force during a real replay: congestion
+    control, initial window, pacing, slow start after idle, buffers, QUIC options and
+    Chromium's protocol. Exit 1 on any mismatch."""
+    from testbed.replay.parity import make_recording
+
+    loaded = [load_protocol(s) for s in (settings or DEFAULT_SETTINGS)]
+    profile = load_network(network)
+    console = Console()
+    cal = calibrate.for_profile(profile)
+    work = Path(tempfile.mkdtemp(prefix="protocols-", dir=current().dir))
+    work.chmod(0o755)
+    results: list[Result] = []
+    try:
+        recording = rec.load(make_recording(work / "recording", (FILE_SIZE,)))
+        chain = build_chain(profile, work, cal.delay_ms)
+        with ReplayTopology(recording.ips) as topo, console.status("starting") as status:
+            for s in loaded:
+                status.update(f"{s.name}: replay under {profile.name}")
+                results.append(observe(server_options(s), recording, topo, profile,
+                                       chain.argv([]), work))
+    finally:
+        if keep:
+            keep.mkdir(parents=True, exist_ok=True)
+            for item in work.iterdir():
+                if item.name != "recording":
+                    shutil.move(str(item), keep / item.name)
+            console.print(f"captures and qlogs kept in {keep}")
+        shutil.rmtree(work, ignore_errors=True)
+    console.print(render(results, profile, cal.delay_ms))
+    bad = [r.setting.name for r in results if not r.ok]
+    if bad:
+        raise TestbedError(f"protocol validation failed: {', '.join(bad)}")
+    console.print(f"[green]all {len(results)} settings observed as configured[/green]")
