@@ -8,7 +8,6 @@ the planned trials.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -31,12 +30,12 @@ def needs_parts():
     problem = browsertime.missing()
     if problem:
         pytest.skip(problem)
+    from testbed.campaign import settings
+    from testbed.errors import TestbedError
     try:
-        protocols = importlib.import_module("testbed.protocols")
-    except ModuleNotFoundError:
-        protocols = None
-    if getattr(protocols, "server_options", None) is None:
-        pytest.skip("testbed.protocols.server_options is not there yet")
+        settings.load("tcp")
+    except TestbedError as e:
+        pytest.skip(str(e))
 
 
 def rows(out: Path) -> list[dict]:

@@ -43,11 +43,14 @@ def _get(opts, key, default=None):
 
 def load(name: str) -> Setting:
     profile = profiles.load_protocol(name)
-    try:
-        protocols = importlib.import_module("testbed.protocols")
-    except ModuleNotFoundError:
-        protocols = None
-    server_options = getattr(protocols, "server_options", None)
+    server_options = None
+    for module in ("testbed.protocols", "testbed.protocols.apply"):
+        try:
+            server_options = getattr(importlib.import_module(module), "server_options", None)
+        except ModuleNotFoundError:
+            continue
+        if server_options is not None:
+            break
     if server_options is None:
         raise TestbedError("protocol settings are not available (testbed.protocols."
                            "server_options is missing)")
