@@ -8,20 +8,44 @@ Timing's responseEnd - requestStart. The check passes when, at every size,
 the medians of the two stacks differ by at most 5 %.
 
 Fairness choices:
-- Every download runs in a fresh browser context (its own connections, cache
-  and TLS session cache), from a page on another origin and IP (no HTTP/2
-  connection coalescing): each file goes over a new connection that has just
-  finished its handshake, as the first resources of a page load do. Reusing
-  one connection would let the congestion window of earlier downloads (and
-  each stack's idle-restart rules) decide the outcome instead of the servers.
+- Every download goes to a file origin this browser has not contacted yet,
+  each on its own IP (so neither HTTP/2 nor QUIC pools it onto an existing
+  connection), fetched from one page on yet another origin: each file goes
+  over a new connection that has just finished its handshake, as the first
+  resources of a page load do, without a TLS session to resume (nginx issues
+  no tickets; session caches are per host). Reusing one connection would let
+  the congestion window left by earlier downloads (and each stack's
+  idle-restart rules) decide the outcome instead of the servers. (A fresh
+  browser context per download would also give fresh connections, but
+  starting and ending a renderer process around every download made the
+  times far noisier on a 2-core machine.)
 - The handshake is not in the measured time (requestStart is after it):
   QUIC's 1-RTT versus TCP+TLS's 2-RTT setup is a protocol property that the
   page-load experiments measure, not a server-implementation difference.
-- Both transports get the same congestion control settings: CUBIC, initial
-  window 10 packets, no pacing (Linux TCP with CUBIC does not pace without
-  the fq qdisc, which this kernel lacks), so a gap means the servers, not
-  their tuning, differ.
-- Sizes are interleaved within each stack's run so drift hits all sizes alike.
+- Both transports get the same settings, so a gap means the servers, not
+  their tuning, differ: CUBIC, initial window 32 packets (the paper's tuned
+  TCP+ and QUIC, whose comparison is the central one), no pacing (Linux
+  TCP with CUBIC does not pace without the fq qdisc, which this kernel
+  lacks), 1500-byte IP packets (h3server --max-udp-payload 1472, as TCP's
+  1448-byte segments), segmentation offload on both (the kernel's GSO for
+  TCP, --gso on for h3server).
+- nginx sends no TLS session tickets (the replay never resumes sessions:
+  fresh profiles), which would otherwise take two segments of TCP's initial
+  window and push a 10 KB response into a second round trip.
+- Why not 10 packets: with a 10-segment window nginx still spends three
+  segments of the first flight on tiny records (its SETTINGS, the SETTINGS
+  ACK when the client's SETTINGS arrives apart from its Finished, and the
+  END_STREAM of a proxied response, always a separate empty DATA frame),
+  and Linux does not grow the window on the ACK of the handshake flight
+  (not window-limited), so a 10 KB response needs an eleventh segment about
+  half the time: one more round trip. QUIC counts its window in bytes and
+  coalesces frames into full packets. That is a property of nginx's HTTP/2
+  over TCP at IW10, shown by `--initial-window 10`, not noise.
+- The stacks take turns in rounds (ABBA order), each turn with freshly started
+  servers and browser, and sizes are interleaved within a turn, so load and
+  drift over time hit both stacks and all sizes alike. Each browser first
+  downloads uncounted until it has run a few seconds (Chromium reports
+  network changes while Mahimahi's interfaces settle).
 """
 
 from __future__ import annotations
@@ -47,15 +71,21 @@ from testbed.replay.synthetic import exchange, write
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
 
-PAGE_HOST, FILE_HOST = "page.parity.test", "files.parity.test"
-PAGE_IP, FILE_IP = "192.0.2.80", "192.0.2.81"
+PAGE_HOST, PAGE_IP = "page.parity.test", "192.0.2.80"
+FIRST_FILE_IP = 100  # file host i is f<i>.parity.test on 192.0.2.(100 + i)
+WARM_PASSES = 2
+SPARE_HOSTS = 8
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
 RUNS = 31
 RTT_MS = 10
 MAX_GAP = 0.05
 ROUNDS = 8
-H3SERVER_PARITY_ARGS = ("--cc", "cubic", "--initial-cwnd-packets", "10", "--pacing", "off",
-                        "--max-udp-payload", "1472", "--gso", "on")
+INITIAL_WINDOW = 32
+
+
+def h3server_args(initial_window: int) -> tuple[str, ...]:
+    return ("--cc", "cubic", "--initial-cwnd-packets", str(initial_window), "--pacing", "off",
+            "--max-udp-payload", "1472", "--gso", "on")
 TCP_CONGESTION_CONTROL = "cubic"
 PROTOCOL = {"tcp": "h2", "quic": "h3"}
 
@@ -71,18 +101,32 @@ def file_target(size: int) -> str:
     return f"/file-{size}.bin"
 
 
-def make_recording(out_dir: Path, sizes=SIZES) -> Path:
-    """A page origin and a file origin; files of random (incompressible) bytes."""
+def file_host(i: int) -> tuple[str, str]:
+    """Host name and IP of the i-th file origin."""
+    return f"f{i}.parity.test", f"192.0.2.{FIRST_FILE_IP + i}"
+
+
+def hosts_needed(sizes, runs: int, rounds: int) -> int:
+    return (WARM_PASSES + max(rounds_of(runs, rounds))) * len(sizes) + SPARE_HOSTS
+
+
+def make_recording(out_dir: Path, sizes=SIZES, hosts: int = 1) -> Path:
+    """A page origin and `hosts` file origins (each on its own IP) serving one file per
+    size: random, incompressible bytes."""
+    if not 1 <= hosts <= 254 - FIRST_FILE_IP:
+        raise TestbedError(f"{hosts} file hosts do not fit in 192.0.2.{FIRST_FILE_IP}-254; "
+                           f"use fewer --runs per round (more --rounds) or fewer sizes")
     rnd = random.Random(2019)
+    bodies = {size: rnd.randbytes(size) for size in sizes}
     cors = (("access-control-allow-origin", "*"), ("timing-allow-origin", "*"),
             ("cache-control", "no-store"))
     page = b'<!doctype html><title>server parity</title><link rel="icon" href="data:,"><p>parity'
-
     exchanges = [exchange(f"https://{PAGE_HOST}/", PAGE_IP, page, headers=cors[2:])]
-    for size in sizes:
-        exchanges.append(exchange(f"https://{FILE_HOST}{file_target(size)}", FILE_IP,
-                                  rnd.randbytes(size), "application/octet-stream",
-                                  headers=cors))
+    for i in range(hosts):
+        host, ip = file_host(i)
+        for size in sizes:
+            exchanges.append(exchange(f"https://{host}{file_target(size)}", ip, bodies[size],
+                                      "application/octet-stream", headers=cors))
     return write(out_dir, "server-parity", f"https://{PAGE_HOST}/", exchanges)
 
 
@@ -129,33 +173,41 @@ def rounds_of(runs: int, rounds: int) -> list[int]:
 
 
 def measure(recording: rec.Recording, stacks, sizes, runs: int, rtt_ms: int, rounds: int,
-            progress=None) -> dict[str, StackResult]:
+            initial_window: int = INITIAL_WINDOW, progress=None) -> dict[str, StackResult]:
     """All downloads, the stacks taking turns in rounds (first A then B, then B then A,
     ...) so that load or drift over time hits both alike; one stack runs at a time."""
     results = {s: StackResult(s, {size: [] for size in sizes}) for s in stacks}
     with ReplayTopology(recording.ips) as topo:
         topo.server.sysctl("net.ipv4.tcp_congestion_control", TCP_CONGESTION_CONTROL)
+        topo.set_client_route(initcwnd=initial_window)
         for r, n in enumerate(rounds_of(runs, rounds)):
             order = list(stacks) if r % 2 == 0 else list(reversed(stacks))
             for stack in order:
-                _round(recording, topo, results[stack], sizes, n, rtt_ms, f"r{r}", progress)
+                _round(recording, topo, results[stack], sizes, n, rtt_ms, f"r{r}", progress,
+                       h3server_args(initial_window))
     return results
 
 
 def _round(recording, topo, result: StackResult, sizes, n: int, rtt_ms: int, tag: str,
-           progress) -> None:
+           progress, quic_args: tuple[str, ...]) -> None:
     stack = result.stack
     with ReplayEnv(recording, stack, topology=topo,
-                   h3server_args=H3SERVER_PARITY_ARGS if stack == "quic" else ()) as env:
+                   h3server_args=quic_args if stack == "quic" else ()) as env:
         result.startup_s = max(result.startup_s, env.startup_seconds or 0.0)
         before = env.summary()
         with Chromium(env.client_netns, env.chromium_flags(),
                       wrap=["mm-delay", str(rtt_ms // 2)]) as browser:
-            _settle(browser, env, stack, sizes, tag)
-            for i in range(n):
+            started = time.monotonic()
+            d = _Downloader(browser, env, stack, tag, result,
+                            hosts=len({o.host for o in recording.origins}) - 1)
+            for _ in range(WARM_PASSES):  # uncounted: the new browser warms up
                 for size in sizes:
-                    result.times_ms[size].append(
-                        _retrying(browser, env, stack, size, f"{tag}-{i}", result))
+                    d.download(size, counted=False)
+            # Chromium reports network changes while Mahimahi's interfaces settle.
+            time.sleep(max(0.0, SETTLE_S - (time.monotonic() - started)))
+            for _ in range(n):
+                for size in sizes:
+                    result.times_ms[size].append(d.download(size))
                     if progress:
                         progress(stack)
         env.check_alive()
@@ -172,43 +224,48 @@ NETWORK_ERRORS = ("ERR_NETWORK_CHANGED", "Failed to fetch")
 SETTLE_S = 3.0
 
 
-def _retrying(browser: Chromium, env: ReplayEnv, stack: str, size: int, tag: str,
-              result: StackResult | None = None) -> float:
-    """A download, redone (at most 4 times) if Chromium reports a network change:
-    it does while Mahimahi's interfaces settle (IPv6 link-local addresses) just after
-    start. The redone download is as clean as the first; nothing else is retried."""
-    for attempt in range(5):
-        try:
-            return _download(browser, env, stack, size, f"{tag}-{attempt}")
-        except CDPError as e:
-            if not any(x in str(e) for x in NETWORK_ERRORS) or attempt == 4:
-                raise
-            if result is not None:
-                result.retries += 1
-            time.sleep(0.2)
-    raise AssertionError("unreachable")
+class _Downloader:
+    """One page in one browser; each download goes to a file host (and IP) not used
+    before in this browser, so over a new connection."""
+
+    def __init__(self, browser: Chromium, env: ReplayEnv, stack: str, tag: str,
+                 result: StackResult, hosts: int):
+        self.browser, self.env, self.stack, self.tag = browser, env, stack, tag
+        self.result = result
+        self.hosts = hosts
+        self.next_host = 0
+        self.page = browser.new_page()
+        for attempt in range(5):
+            try:
+                self.page.navigate(f"https://{PAGE_HOST}/")
+                break
+            except CDPError as e:
+                if "ERR_NETWORK_CHANGED" not in str(e) or attempt == 4:
+                    raise
+                time.sleep(0.2)
+
+    def download(self, size: int, counted: bool = True) -> float:
+        """Redone on a fresh host (at most 4 times) if Chromium reports a network change
+        (it does while Mahimahi's interfaces settle); nothing else is retried."""
+        for attempt in range(5):
+            if self.next_host >= self.hosts:
+                raise TestbedError("parity check ran out of fresh file hosts")
+            host, _ = file_host(self.next_host)
+            self.next_host += 1
+            try:
+                return _download(self.page, self.env, self.stack, host, size, self.tag)
+            except CDPError as e:
+                if not any(x in str(e) for x in NETWORK_ERRORS) or attempt == 4:
+                    raise
+                if counted:
+                    self.result.retries += 1
+                time.sleep(0.2)
+        raise AssertionError("unreachable")
 
 
-def _settle(browser: Chromium, env: ReplayEnv, stack: str, sizes, tag: str) -> None:
-    """Uncounted downloads of every size until the browser has run SETTLE_S seconds."""
-    started = time.monotonic()
-    i = 0
-    while True:
-        for size in sizes:
-            _retrying(browser, env, stack, size, f"{tag}-warm{i}")
-        i += 1
-        if time.monotonic() - started >= SETTLE_S:
-            return
-
-
-def _download(browser: Chromium, env: ReplayEnv, stack: str, size: int, tag: str) -> float:
-    page = browser.new_page(isolated=True)
-    try:
-        page.navigate(f"https://{PAGE_HOST}/")
-        url = f"https://{FILE_HOST}{file_target(size)}?{tag}"
-        got = page.evaluate(FETCH_JS % json.dumps(url), timeout=120)
-    finally:
-        page.close()
+def _download(page, env: ReplayEnv, stack: str, host: str, size: int, tag: str) -> float:
+    url = f"https://{host}{file_target(size)}?{tag}"
+    got = page.evaluate(FETCH_JS % json.dumps(url), timeout=120)
     if got["status"] != 200 or got["bytes"] != size:
         env.check_alive()
         raise TestbedError(f"{stack}: {url} gave status {got['status']}, {got['bytes']} bytes")
@@ -260,10 +317,12 @@ def RUNS_LABEL(results) -> str:  # noqa: N802
 @click.option("--rounds", default=ROUNDS, show_default=True,
               help="The stacks take turns this many times (each turn restarts the servers "
                    "and the browser).")
+@click.option("--initial-window", "initial_window", default=INITIAL_WINDOW, show_default=True,
+              help="Initial congestion window of both stacks, in packets.")
 @click.option("--max-gap", default=MAX_GAP, show_default=True, help="Allowed relative gap.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write every download time to this JSON file.")
-def validate_servers(runs, rtt_ms, sizes, stacks, rounds, max_gap, json_out):
+def validate_servers(runs, rtt_ms, sizes, stacks, rounds, initial_window, max_gap, json_out):
     """The paper's server-parity check: single files through nginx+uWSGI (HTTP/2)
     and h3server (HTTP/3) at 10 ms RTT; fails if the medians differ by more than 5 %."""
     sizes = tuple(sizes) or SIZES
@@ -273,7 +332,7 @@ def validate_servers(runs, rtt_ms, sizes, stacks, rounds, max_gap, json_out):
     work = Path(tempfile.mkdtemp(prefix="parity-", dir=current().dir))
     work.chmod(0o755)
     try:
-        recording = rec.load(make_recording(work, sizes))
+        recording = rec.load(make_recording(work, sizes, hosts_needed(sizes, runs, rounds)))
         total = runs * len(sizes)
         done = dict.fromkeys(stacks, 0)
         t0 = time.monotonic()
@@ -283,7 +342,8 @@ def validate_servers(runs, rtt_ms, sizes, stacks, rounds, max_gap, json_out):
                 done[stack] += 1
                 status.update("  ".join(f"{s}: {done[s]}/{total}" for s in stacks))
 
-            results = measure(recording, stacks, sizes, runs, rtt_ms, rounds, tick)
+            results = measure(recording, stacks, sizes, runs, rtt_ms, rounds, initial_window,
+                              tick)
         console.print(f"{len(stacks) * total} downloads in {time.monotonic() - t0:.0f} s "
                       f"({len(rounds_of(runs, rounds))} rounds per stack), 0 misses; servers "
                       f"ready in at most " + ", ".join(

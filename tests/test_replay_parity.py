@@ -1,0 +1,73 @@
+"""Pure parts of the server-parity check."""
+
+from __future__ import annotations
+
+import pytest
+
+from testbed import recording as rec
+from testbed.replay import parity
+
+
+def test_rounds_spread_the_runs_evenly():
+    assert parity.rounds_of(31, 8) == [4, 4, 4, 4, 4, 4, 4, 3]
+    assert sum(parity.rounds_of(31, 8)) == 31
+    assert parity.rounds_of(2, 8) == [1, 1]
+    assert parity.rounds_of(5, 0) == [5]
+
+
+def test_gap_is_relative_to_tcp():
+    assert parity.gap(100.0, 95.0) == pytest.approx(-0.05)
+    assert parity.gap(20.0, 25.0) == pytest.approx(0.25)
+
+
+def test_labels():
+    assert [parity.label(s) for s in parity.SIZES] == ["10 KB", "100 KB", "1 MB", "10 MB"]
+    assert parity.label(1234) == "1234 B"
+
+
+def test_recording_has_a_page_and_file_hosts_on_their_own_ips(tmp_path):
+    r = rec.load(parity.make_recording(tmp_path, (10_000, 100_000), hosts=3))
+    assert len({o.ip for o in r.origins}) == 4  # the page and three file hosts
+    host, ip = parity.file_host(2)
+    files = {x.target: x for x in r.exchanges if x.host == host}
+    assert {x.ip for x in files.values()} == {ip}
+    assert {t: x.body_size for t, x in files.items()} == {"/file-10000.bin": 10_000,
+                                                          "/file-100000.bin": 100_000}
+    headers = dict(files["/file-10000.bin"].response_headers)
+    assert headers["timing-allow-origin"] == "*"
+    assert headers["access-control-allow-origin"] == "*"
+    body = r.body(files["/file-10000.bin"])
+    assert len(set(body)) > 200  # random bytes: nothing compresses them
+    assert len({x.body for x in r.exchanges if x.body_size == 10_000}) == 1  # stored once
+
+
+def test_enough_fresh_hosts_for_a_round():
+    # two warm-up passes and the largest round's downloads, one host each, plus spares
+    assert parity.hosts_needed(parity.SIZES, 31, 8) == (2 + 4) * 4 + parity.SPARE_HOSTS
+
+
+def test_too_many_hosts_is_refused(tmp_path):
+    from testbed.errors import TestbedError as Err
+
+    with pytest.raises(Err, match="do not fit"):
+        parity.make_recording(tmp_path, (10,), hosts=200)
+
+
+def result(stack, times):
+    return parity.StackResult(stack, {10_000: times})
+
+
+def test_table_fails_above_the_allowed_gap():
+    _, ok = parity.table({"tcp": result("tcp", [10.0, 10.0, 11.0]),
+                          "quic": result("quic", [10.4, 10.6, 9.0])}, (10_000,), 0.05)
+    assert ok
+    _, ok = parity.table({"tcp": result("tcp", [10.0]), "quic": result("quic", [10.6])},
+                         (10_000,), 0.05)
+    assert not ok
+
+
+def test_h3server_gets_the_same_window_and_packet_size_as_tcp():
+    args = parity.h3server_args(32)
+    assert args[args.index("--initial-cwnd-packets") + 1] == "32"
+    assert args[args.index("--cc") + 1] == "cubic"
+    assert args[args.index("--max-udp-payload") + 1] == "1472"  # 1500-byte IP packets
