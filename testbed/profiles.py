@@ -235,7 +235,7 @@ def _load(model: type[_Profile], profile: str | Path, folder: Path):
         return model.model_validate({**data, "name": path.stem, "source": str(path),
                                      "digest": hashlib.sha256(raw).hexdigest()})
     except ValidationError as e:
-        raise InputError(f"{shown}: {_describe(model, e.errors()[0])}") from None
+        raise InputError(f"{shown}: {_describe(model, e.errors()[0], data)}") from None
 
 
 def _shown(path: Path) -> str:
@@ -245,13 +245,17 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _describe(model: type[BaseModel], err: dict) -> str:
+def _describe(model: type[BaseModel], err: dict, data: dict) -> str:
     """One pydantic error as 'key K: expected ..., got V'."""
-    loc = ".".join(str(x) for x in err.get("loc", ()))
+    path = err.get("loc", ())
+    loc = str(path[0]) if path else ""
     kind = err.get("type", "")
     ctx = err.get("ctx") or {}
     got = err.get("input")
     got_text = f", got {_toml_repr(got)}"
+    if len(path) > 1 and loc in data:  # inside a list: name the key, show the whole value
+        return (f"key {loc}: expected a list of 3 whole numbers [min, default, max], "
+                f"got {_toml_repr(data[loc])}")
     if kind == "value_error" and isinstance(ctx.get("error"), _KeyError):
         e = ctx["error"]
         return f"key {e.key}: {e.message}"
@@ -260,10 +264,11 @@ def _describe(model: type[BaseModel], err: dict) -> str:
         return f"key {loc}: unknown key (allowed: {allowed})"
     if kind == "missing":
         return f"key {loc}: missing (required)"
-    numbers = {"greater_than": f"> {ctx.get('gt')}", "greater_than_equal": f">= {ctx.get('ge')}",
-               "less_than": f"< {ctx.get('lt')}", "less_than_equal": f"<= {ctx.get('le')}"}
-    if kind in numbers:
-        return f"key {loc}: expected a number {numbers[kind]}{got_text}"
+    bounds = {"greater_than": (">", "gt"), "greater_than_equal": (">=", "ge"),
+              "less_than": ("<", "lt"), "less_than_equal": ("<=", "le")}
+    if kind in bounds:
+        op, name = bounds[kind]
+        return f"key {loc}: expected a number {op} {ctx.get(name):g}{got_text}"
     if kind in ("float_type", "float_parsing", "finite_number"):
         return f"key {loc}: expected a number{got_text}"
     if kind in ("int_type", "int_parsing", "int_from_float"):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import random
 import re
 import shutil
 import tempfile
@@ -94,6 +95,39 @@ class Result:
         return all(r.ok is not False for r in self.rows)
 
 
+# ------------------------------------------------------------------ the replayed site
+
+PAGE_HOST, PAGE_IP = "page.protocols.test", "192.0.2.90"
+FILE_HOST, FILE_IP = "files.protocols.test", "192.0.2.91"
+FILE_PATH = "/file.bin"
+FETCH_JS = """(async () => {
+  const url = %s;
+  const r = await fetch(url, {cache: "no-store"});
+  const n = (await r.arrayBuffer()).byteLength;
+  let e;
+  for (let i = 0; i < 100 && !e; i++) {
+    e = performance.getEntriesByName(url)[0];
+    if (!e) await new Promise(ok => setTimeout(ok, 10));
+  }
+  return {status: r.status, bytes: n, protocol: e ? e.nextHopProtocol : null};
+})()"""
+
+
+def make_recording(out_dir: Path) -> Path:
+    """A page, and a 1 MB file of random bytes on another origin and IP (so that the
+    browser opens a new connection for it: no HTTP/2 or HTTP/3 coalescing)."""
+    from testbed.replay.synthetic import exchange, write
+
+    body = random.Random(2019).randbytes(FILE_SIZE)
+    cors = (("access-control-allow-origin", "*"), ("timing-allow-origin", "*"),
+            ("cache-control", "no-store"))
+    page = b"<!doctype html><title>protocols</title><link rel=icon href='data:,'><p>protocols"
+    return write(out_dir, "protocol-settings", f"https://{PAGE_HOST}/", [
+        exchange(f"https://{PAGE_HOST}/", PAGE_IP, page, headers=cors[2:]),
+        exchange(f"https://{FILE_HOST}{FILE_PATH}", FILE_IP, body, "application/octet-stream",
+                 headers=cors)])
+
+
 # ------------------------------------------------------------------ capture helpers
 
 class Capture:
@@ -103,8 +137,8 @@ class Capture:
         self.topology, self.path, self.proto = topology, path, proto
         self.log = path.with_suffix(".log")
         self.bg = proc.Background(topology.server.exec(
-            ["tcpdump", "-i", topology.server_dev, "-n", "-s", "128", "-U", "-w", str(path),
-             self.proto, "port", "443"]), log=self.log)
+            ["tcpdump", "-i", topology.server_dev, "-n", "-s", "128", "-U", "--immediate-mode",
+             "-w", str(path), self.proto, "port", "443"]), log=self.log)
 
     def __enter__(self) -> Self:
         self.bg.__enter__()
@@ -184,7 +218,6 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
             profile: NetworkProfile, chain_wrap: list[str], work: Path) -> Result:
     from testbed.replay.browser import Chromium
     from testbed.replay.env import ReplayEnv
-    from testbed.replay.parity import FETCH_JS, FILE_HOST, FILE_IP, PAGE_HOST, file_target
 
     setting = opts.setting
     result = Result(setting)
@@ -197,7 +230,7 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
         os.chown(qlog_dir, pw.pw_uid, pw.pw_gid)
         h3args += ["--qlog-dir", str(qlog_dir)]
     pcap = work / f"{setting.name}.pcap"
-    url = f"https://{FILE_HOST}{file_target(FILE_SIZE)}"
+    url = f"https://{FILE_HOST}{FILE_PATH}"
     watch = SsWatch(topology) if opts.stack == "tcp" else None
     fetched = []
     with ReplayEnv(recording, opts.stack, h3server_args=h3args, nginx_env=opts.nginx_env,
@@ -332,7 +365,8 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
                                    f">= {floor}" if floor else "kernel autotuning",
                                    f"{tb[0]} bytes", tb[0] >= floor if floor else None))
         route = result.applied.get("route", "")
-        result.rows.append(Row("route to client", f"initcwnd {iw} initrwnd {iw}", route,
+        metrics = " ".join(re.findall(r"\b(?:initcwnd|initrwnd) \d+", route)) or route
+        result.rows.append(Row("route to client", f"initcwnd {iw} initrwnd {iw}", metrics,
                                f"initcwnd {iw}" in route and f"initrwnd {iw}" in route))
     else:
         sizes = [p.payload for p in conn_packets if p.sport == 443]
@@ -370,8 +404,6 @@ def validate_protocols(settings, network, keep):
     default: all five of the paper) is in force during a real replay: congestion
     control, initial window, pacing, slow start after idle, buffers, QUIC options and
     Chromium's protocol. Exit 1 on any mismatch."""
-    from testbed.replay.parity import make_recording
-
     loaded = [load_protocol(s) for s in (settings or DEFAULT_SETTINGS)]
     profile = load_network(network)
     console = Console()
@@ -380,7 +412,7 @@ def validate_protocols(settings, network, keep):
     work.chmod(0o755)
     results: list[Result] = []
     try:
-        recording = rec.load(make_recording(work / "recording", (FILE_SIZE,)))
+        recording = rec.load(make_recording(work / "recording"))
         chain = build_chain(profile, work, cal.delay_ms)
         with ReplayTopology(recording.ips) as topo, console.status("starting") as status:
             for s in loaded:

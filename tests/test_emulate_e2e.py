@@ -1,0 +1,86 @@
+"""The shell chain measured for real: calibration tests in the spirit of Mahimahi's
+packetshell-test (RTT through real shells within a tolerance), loss and rate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from testbed.emulate import calibrate, figures, probe
+from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
+from testbed.emulate.shells import ShellChain, build_chain
+from testbed.profiles import load_network
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def site():
+    """One per test: each test has its own run state folder."""
+    with ProbeSite() as s:
+        yield s
+
+
+def test_probe_over_loopback(tmp_path):
+    """The probe tool alone, server and client on 127.0.0.1."""
+    import json
+    import subprocess
+    import sys
+
+    dump = tmp_path / "dump.json"
+    srv = subprocess.Popen([sys.executable, "-m", "testbed.emulate.probe", "server", "--bind",
+                            "127.0.0.1", "--port", "19000", "--dump", str(dump)],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert "probe server on" in srv.stdout.readline()
+        out = probe.rtt(("127.0.0.1", 19000), 200, 1000.0, 32, 1.0, 1, 7)
+    finally:
+        srv.terminate()
+        srv.wait(10)
+    r = figures.rtt(out, json.loads(dump.read_text()))
+    assert (r.sent, r.at_server, r.echoed) == (200, 200, 200)
+    assert 0 < r.min < 5
+
+
+def test_mm_delay_alone_is_exact(site):
+    """mm-delay 20: 40 ms RTT, within 1.5 ms at the minimum (mm-delay keeps whole-ms
+    timers, so a packet can wait up to 1 ms less than asked each way)."""
+    r = calibrate.measure_rtt(site, load_network("none"), ShellChain(delay_ms=20), 500)
+    assert r.echoed == 500
+    assert 38.5 <= r.min <= 41, r.min
+    assert 39 <= r.median <= 42, r.median
+
+
+def test_calibrated_dsl_rtt_is_the_profiles(site):
+    """After calibration the minimum small-packet RTT through the real DSL chain is
+    24 ms within ±1 ms, and the median exceeds it by about the uplink opportunity wait."""
+    profile = load_network("dsl")
+    cal = calibrate.calibrate(site, profile, probes=300, instances=2)
+    assert cal.delay_ms in (10, 11, 12)
+    chain = build_chain(profile, site.dir, cal.delay_ms)
+    runs = [calibrate.measure_rtt(site, profile, chain, 500, session=i) for i in (1, 2)]
+    m = float(np.median([r.min for r in runs]))
+    assert abs(m - 24) <= 1, m
+    med = float(np.median(np.concatenate([r.rtt_ms for r in runs])))
+    assert 24 <= med <= 24 + 1.2 + 2.5, med
+
+
+def test_loss_through_mm_loss(site):
+    profile = load_network("none")
+    chain = ShellChain(uplink_loss=0.1, downlink_loss=0.05)
+    r = calibrate.measure_rtt(site, profile, chain, 3000)
+    up, down = figures.losses(r, 0.1, 0.05)
+    assert up.consistent() and down.consistent(), (up, down)
+    assert 0.07 < up.fraction < 0.13 and 0.03 < down.fraction < 0.07
+
+
+def test_udp_downlink_rate_is_the_trace_ceiling(site, tmp_path):
+    profile = load_network("lte")
+    chain = build_chain(profile, site.dir, 5)
+    with site.probe_server():
+        got = site.probe(chain, ["receive", "--to", f"{PROBE_IP}:{PROBE_PORT}",
+                                 "--mbit", "11.5", "--seconds", "3", "--session", "9"],
+                         timeout=60)
+    rate, windows = figures.delivered_mbit_windows(got["t_recv"], 1472, 0.25)
+    assert windows >= 8
+    assert rate == pytest.approx(10.5 * 1472 / 1500, rel=0.02)

@@ -1,0 +1,181 @@
+"""Network and protocol profiles: the shipped files, and one-line errors for bad ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from testbed.errors import InputError
+from testbed.profiles import NETWORKS_DIR, PROTOCOLS_DIR, available, load_network, load_protocol
+
+PAPER_NETWORKS = {
+    # name: (up, down, rtt, loss %, buffer ms)
+    "dsl": (5, 25, 24, 0, 12),
+    "lte": (2.8, 10.5, 74, 0, 200),
+    "da2gc": (0.468, 0.468, 262, 3.3, 200),
+    "mss": (1.89, 1.89, 760, 6.0, 200),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAPER_NETWORKS))
+def test_paper_networks(name):
+    p = load_network(name)
+    up, down, rtt, loss, buf = PAPER_NETWORKS[name]
+    assert (p.uplink_mbit, p.downlink_mbit, p.min_rtt_ms, p.buffer_ms) == (up, down, rtt, buf)
+    assert p.uplink_loss_percent == p.downlink_loss_percent == loss
+    assert p.name == name and len(p.digest) == 64 and p.description
+
+
+def test_none_and_trace_profiles():
+    none = load_network("none")
+    assert not none.shaped and none.min_rtt_ms == 0
+    trace = load_network("verizon-lte-driving")
+    assert trace.shaped and trace.uplink_mbit is None
+    assert trace.trace_path("downlink").name == "Verizon-LTE-driving.down"
+
+
+def test_available_lists_shipped_profiles():
+    assert {"dsl", "lte", "da2gc", "mss", "none"} <= set(available(NETWORKS_DIR))
+    assert set(available(PROTOCOLS_DIR)) >= {"tcp", "tcp-plus", "tcp-plus-bbr", "quic",
+                                             "quic-bbr"}
+
+
+@pytest.mark.parametrize("name,stack,cc,iw,pacing", [
+    ("tcp", "tcp", "cubic", 10, False),
+    ("tcp-plus", "tcp", "cubic", 32, True),
+    ("tcp-plus-bbr", "tcp", "bbr", 32, True),
+    ("quic", "quic", "cubic", 32, True),
+    ("quic-bbr", "quic", "bbr2", 32, True),
+])
+def test_paper_protocols(name, stack, cc, iw, pacing):
+    p = load_protocol(name)
+    assert (p.stack, p.congestion_control, p.initial_window_packets, p.pacing) == (
+        stack, cc, iw, pacing)
+
+
+def test_tcp_plus_is_tuned_and_baseline_is_not():
+    plus, base = load_protocol("tcp-plus"), load_protocol("tcp")
+    assert not plus.slow_start_after_idle and plus.tcp_wmem and plus.tcp_rmem
+    assert base.slow_start_after_idle and base.tcp_wmem is None
+
+
+def test_a_path_loads_like_a_name(tmp_path):
+    f = tmp_path / "mine.toml"
+    f.write_text('min_rtt_ms = 40\nuplink_mbit = 1\ndownlink_mbit = 8\nbuffer_ms = 50\n')
+    p = load_network(str(f))
+    assert p.name == "mine" and p.downlink_mbit == 8
+
+
+GOOD_NET = 'min_rtt_ms = 40\nuplink_mbit = 1\ndownlink_mbit = 8\nbuffer_ms = 50\n'
+
+
+@pytest.mark.parametrize("text,key,expect", [
+    ('downlink_mbit = -3\nuplink_mbit = 1', "downlink_mbit", "expected a number > 0, got -3"),
+    ('downlink_mbit = 0\nuplink_mbit = 1', "downlink_mbit", "> 0"),
+    ('downlink_mbit = "fast"\nuplink_mbit = 1', "downlink_mbit", 'expected a number, got "fast"'),
+    ('downlink_mbit = true\nuplink_mbit = 1', "downlink_mbit", "expected a number, got true"),
+    ('min_rtt_ms = -1', "min_rtt_ms", ">= 0"),
+    ('uplink_loss_percent = 100', "uplink_loss_percent", "< 100"),
+    ('uplink_loss_percent = -0.5', "uplink_loss_percent", ">= 0"),
+    ('downlink_loss = 3', "downlink_loss", "unknown key (allowed:"),
+    ('rtt = 20', "rtt", "unknown key"),
+    ('uplink_mbit = 1', "downlink_mbit", "missing"),
+    ('downlink_mbit = 1', "uplink_mbit", "missing"),
+    ('uplink_mbit = 1\ndownlink_mbit = 1\nuplink_trace = "x.up"', "uplink_trace",
+     "either uplink_mbit or uplink_trace"),
+    ('buffer_ms = 20', "buffer_ms", "needs a shaped link"),
+    ('uplink_mbit = 1\ndownlink_mbit = 1\nbuffer_ms = 0', "buffer_ms", "> 0"),
+    ('uplink_trace = "no-such.up"\ndownlink_trace = "no-such.down"', "uplink_trace",
+     "no such file"),
+    ('description = 5', "description", "expected a string"),
+    ('name = "x"', "name", "unknown key"),
+    ('[uplink]\nrate = 3', "uplink", "unknown key"),
+])
+def test_bad_network_profiles(tmp_path, text, key, expect):
+    f = tmp_path / "bad.toml"
+    f.write_text(text + "\n")
+    with pytest.raises(InputError) as e:
+        load_network(str(f))
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{f}: key {key}: "), msg
+    assert expect in msg, msg
+
+
+GOOD_QUIC = ('stack = "quic"\ncongestion_control = "cubic"\ninitial_window_packets = 10\n'
+             'pacing = true\n')
+GOOD_TCP = 'stack = "tcp"\ncongestion_control = "cubic"\ninitial_window_packets = 10\npacing = false\n'
+
+
+@pytest.mark.parametrize("text,key,expect", [
+    ('stack = "sctp"\ncongestion_control = "cubic"\ninitial_window_packets = 10\npacing = true',
+     "stack", "expected one of 'tcp' or 'quic'"),
+    ('stack = "tcp"\ncongestion_control = "vegas"\ninitial_window_packets = 10\npacing = true',
+     "congestion_control", "expected one of"),
+    ('stack = "tcp"\ncongestion_control = "bbr2"\ninitial_window_packets = 10\npacing = true',
+     "congestion_control", "expected one of cubic, reno, bbr for stack tcp"),
+    ('stack = "quic"\ncongestion_control = "bbr"\ninitial_window_packets = 10\npacing = true',
+     "congestion_control", "for stack quic"),
+    ('stack = "tcp"\ncongestion_control = "cubic"\npacing = true', "initial_window_packets",
+     "missing"),
+    ('stack = "tcp"\ncongestion_control = "cubic"\ninitial_window_packets = 0\npacing = true',
+     "initial_window_packets", ">= 1"),
+    ('stack = "tcp"\ncongestion_control = "cubic"\ninitial_window_packets = 10.5\npacing = true',
+     "initial_window_packets", "expected a whole number, got 10.5"),
+    ('stack = "tcp"\ncongestion_control = "cubic"\ninitial_window_packets = 10\npacing = "yes"',
+     "pacing", 'expected true or false, got "yes"'),
+    (GOOD_TCP + 'tcp_wmem = [4096, 16384]', "tcp_wmem", "list of 3"),
+    (GOOD_TCP + 'tcp_wmem = [65536, 16384, 4194304]', "tcp_wmem", "min <= default <= max"),
+    (GOOD_TCP + 'max_udp_payload = 1350', "max_udp_payload", "only for stack quic"),
+    (GOOD_QUIC + 'tcp_rmem = [1, 2, 3]', "tcp_rmem", "only for stack tcp"),
+    (GOOD_QUIC + 'max_udp_payload = 1000', "max_udp_payload", ">= 1200"),
+    (GOOD_TCP + 'initcwnd = 10', "initcwnd", "unknown key"),
+])
+def test_bad_protocol_profiles(tmp_path, text, key, expect):
+    f = tmp_path / "bad.toml"
+    f.write_text(text + "\n")
+    with pytest.raises(InputError) as e:
+        load_protocol(str(f))
+    msg = str(e.value)
+    assert msg.startswith(f"{f}: key {key}: "), msg
+    assert expect in msg, msg
+
+
+def test_not_toml(tmp_path):
+    f = tmp_path / "broken.toml"
+    f.write_text("uplink_mbit = = 3\n")
+    with pytest.raises(InputError, match=r"broken.toml: not valid TOML"):
+        load_network(str(f))
+
+
+def test_unknown_name_lists_what_exists():
+    with pytest.raises(InputError, match=r"^wifi: no such profile in .*available: .*dsl"):
+        load_network("wifi")
+
+
+def test_missing_path():
+    with pytest.raises(InputError, match="no such profile file"):
+        load_protocol("/nonexistent/x.toml")
+
+
+def test_profiles_are_frozen():
+    p = load_network("dsl")
+    with pytest.raises(ValidationError):
+        p.min_rtt_ms = 1  # type: ignore[misc]
+
+
+def test_every_field_is_documented():
+    from testbed.profiles import NetworkProfile, ProtocolProfile
+    for model in (NetworkProfile, ProtocolProfile):
+        for name, f in model.model_fields.items():
+            assert f.description, f"{model.__name__}.{name} has no docstring"
+
+
+def test_shipped_files_are_all_valid():
+    for name in available(NETWORKS_DIR):
+        load_network(name)
+    for name in available(PROTOCOLS_DIR):
+        load_protocol(name)
+    assert Path(NETWORKS_DIR / "dsl.toml").exists()

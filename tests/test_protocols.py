@@ -1,0 +1,247 @@
+"""Protocol settings → server options, applying them, and the wire evidence. Pure."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from testbed.protocols import apply, evidence
+from testbed.protocols.apply import PACING_PRELOAD, server_options
+
+# ------------------------------------------------------------------ server options
+
+def test_tcp_baseline_names_everything_explicitly():
+    o = server_options("tcp", fq=False)
+    assert o.stack == "tcp" and o.h3server_args == ()
+    assert o.sysctls == {"net.ipv4.tcp_congestion_control": "cubic",
+                         "net.ipv4.tcp_slow_start_after_idle": "1"}
+    assert o.route == {"initcwnd": 10, "initrwnd": 10}
+    assert o.nginx_env == {} and o.pacing_method == "none"
+    assert o.chromium_flags == ("--disable-quic",)
+
+
+@pytest.mark.parametrize("name,cc", [("tcp-plus", "cubic"), ("tcp-plus-bbr", "bbr")])
+def test_tcp_plus_without_fq_paces_internally(name, cc):
+    o = server_options(name, fq=False)
+    assert o.sysctls["net.ipv4.tcp_congestion_control"] == cc
+    assert o.sysctls["net.ipv4.tcp_slow_start_after_idle"] == "0"
+    assert o.sysctls["net.ipv4.tcp_wmem"] == "4096 1048576 33554432"
+    assert o.sysctls["net.ipv4.tcp_rmem"] == "4096 1048576 33554432"
+    assert o.route == {"initcwnd": 32, "initrwnd": 32}
+    assert o.pacing_method == "internal"
+    assert o.nginx_env == {"LD_PRELOAD": str(PACING_PRELOAD)}
+
+
+def test_tcp_plus_with_fq_uses_the_qdisc():
+    o = server_options("tcp-plus", fq=True)
+    assert o.pacing_method == "fq" and o.nginx_env == {}
+
+
+@pytest.mark.parametrize("name,cc", [("quic", "cubic"), ("quic-bbr", "bbr2")])
+def test_quic_settings_become_h3server_flags(name, cc):
+    o = server_options(name)
+    assert o.stack == "quic"
+    assert o.h3server_args == ("--cc", cc, "--initial-cwnd-packets", "32", "--pacing", "on",
+                               "--max-udp-payload", "1350")
+    assert o.chromium_flags == ("--enable-quic", "--origin-to-force-quic-on=*")
+    assert o.sysctls == {} and o.route == {} and o.nginx_env == {}
+
+
+def test_package_exports_server_options():
+    import testbed.protocols
+    assert testbed.protocols.server_options("quic").stack == "quic"
+
+
+# ------------------------------------------------------------------ apply (fake namespace)
+
+class FakeNS:
+    name = "tb-0-srv"
+
+    def __init__(self):
+        self.values = {"net.ipv4.tcp_congestion_control": "bbr",
+                       "net.ipv4.tcp_slow_start_after_idle": "1",
+                       "net.ipv4.tcp_rmem": "4096\t131072\t33554432",
+                       "net.ipv4.tcp_wmem": "4096\t16384\t4194304",
+                       "net.ipv4.tcp_allowed_congestion_control": "reno bbr cubic"}
+        self.commands = []
+
+    def read_sysctl(self, key):
+        return self.values[key]
+
+    def sysctl(self, key, value):
+        self.values[key] = str(value)
+
+    def exec(self, argv):
+        return ["true", *argv]
+
+
+class FakeTopology:
+    server_dev = "tb0s"
+
+    def __init__(self):
+        self.server = FakeNS()
+        self.routes = []
+
+    def set_client_route(self, **metrics):
+        self.routes.append(metrics)
+
+    def client_route(self):
+        m = self.routes[-1]
+        return "198.18.0.2 dev tb0s " + " ".join(f"{k} {v}" for k, v in m.items())
+
+
+@pytest.fixture
+def topo(monkeypatch):
+    monkeypatch.setattr(apply, "_originals", {})
+    monkeypatch.setattr(apply, "has_fq", lambda: False)
+    monkeypatch.setattr(apply, "PACING_PRELOAD", PACING_PRELOAD.parent)  # exists
+    return FakeTopology()
+
+
+def test_apply_sets_the_namespace_and_route(topo):
+    done = server_options("tcp-plus", fq=False).apply(topo)
+    v = topo.server.values
+    assert v["net.ipv4.tcp_congestion_control"] == "cubic"
+    assert v["net.ipv4.tcp_slow_start_after_idle"] == "0"
+    assert v["net.ipv4.tcp_wmem"] == "4096 1048576 33554432"
+    assert topo.routes[-1] == {"initcwnd": 32, "initrwnd": 32}
+    assert "initcwnd 32" in done["route"] and done["pacing"] == "internal"
+
+
+def test_settings_in_turn_do_not_leak(topo):
+    server_options("tcp-plus-bbr", fq=False).apply(topo)
+    server_options("tcp", fq=False).apply(topo)
+    v = topo.server.values
+    assert v["net.ipv4.tcp_congestion_control"] == "cubic"  # not the inherited bbr
+    assert v["net.ipv4.tcp_slow_start_after_idle"] == "1"
+    assert v["net.ipv4.tcp_wmem"] == "4096\t16384\t4194304"  # the namespace's own again
+    assert topo.routes[-1] == {"initcwnd": 10, "initrwnd": 10}
+    server_options("quic").apply(topo)
+    assert topo.routes[-1] == {}
+
+
+def test_apply_refuses_a_disallowed_congestion_control(topo):
+    topo.server.values["net.ipv4.tcp_allowed_congestion_control"] = "reno bbr"
+    from testbed.errors import TestbedError
+    with pytest.raises(TestbedError, match="cubic is not allowed.*make setup"):
+        server_options("tcp", fq=False).apply(topo)
+
+
+# ------------------------------------------------------------------ pcap and flights
+
+SERVER, CLIENT = "192.0.2.81", "198.18.0.2"
+
+
+def _frame(src, dst, sport, dport, payload, seq=0, ack=0, flags=0x18, udp=False):
+    if udp:
+        l4 = struct.pack("!HHHH", sport, dport, 8 + payload, 0)
+        proto = 17
+    else:
+        l4 = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 65535, 0, 0)
+        proto = 6
+    total = 20 + len(l4) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 0, 0, 64, proto, 0,
+                     bytes(map(int, src.split("."))), bytes(map(int, dst.split("."))))
+    return b"\x00" * 12 + b"\x08\x00" + ip + l4  # headers only, as tcpdump -s 128
+
+
+def _pcap(packets):
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 128, 1)
+    for t, frame in packets:
+        out += struct.pack("<IIII", int(t), round((t % 1) * 1e6), len(frame), len(frame))
+        out += frame
+    return out
+
+
+def _tcp_exchange(iw=10, paced_gap=0.0, extra_small=True):
+    """Handshake flight, request, then a response of iw segments (the first a small
+    HTTP/2 frame when extra_small), the first ACK one RTT later."""
+    pk = []
+    t = 100.0
+    pk.append((t, _frame(SERVER, CLIENT, 443, 5000, 1300, seq=1000)))          # TLS flight
+    pk.append((t + 0.075, _frame(CLIENT, SERVER, 5000, 443, 0, ack=2300, flags=0x10)))
+    pk.append((t + 0.080, _frame(CLIENT, SERVER, 5000, 443, 400, seq=1, ack=2300)))  # request
+    seq = 2300
+    t0 = t + 0.081
+    sizes = ([71] if extra_small else []) + [1448] * (iw - (1 if extra_small else 0))
+    for i, n in enumerate(sizes):
+        pk.append((t0 + i * paced_gap, _frame(SERVER, CLIENT, 443, 5000, n, seq=seq)))
+        seq += n
+    pk.append((t0 + 0.075, _frame(CLIENT, SERVER, 5000, 443, 0, ack=2300 + 2 * 1448,
+                                  flags=0x10)))
+    pk.append((t0 + 0.0751, _frame(SERVER, CLIENT, 443, 5000, 2896, seq=seq)))
+    return pk
+
+
+def test_read_pcap():
+    pk = evidence.read_pcap(_pcap(_tcp_exchange()))
+    assert len(pk) == 15
+    first = pk[0]
+    assert (first.src, first.sport, first.payload, first.seq) == (SERVER, 443, 1300, 1000)
+    with pytest.raises(ValueError):
+        evidence.read_pcap(b"\x00" * 40)
+
+
+def test_flights_and_initial_window():
+    pk = evidence.read_pcap(_pcap(_tcp_exchange(iw=10)))
+    conn = evidence.connections(pk)[(CLIENT, 5000, SERVER)]
+    fl = evidence.flights(conn)
+    assert [f.segments for f in fl] == [1, 10, 2]
+    data = evidence.data_flights(fl)
+    assert len(data) == 1 and data[0].segments == 10
+    assert evidence.outstanding_segments(conn, data[0]) == 10
+    assert evidence.acked_before(conn, data[0]) == 1
+
+
+def test_gso_superpackets_count_as_segments():
+    pk = _tcp_exchange(iw=2, extra_small=False)
+    pk.insert(4, (100.0812, _frame(SERVER, CLIENT, 443, 5000, 4 * 1448, seq=2300 + 2 * 1448)))
+    conn = evidence.connections(evidence.read_pcap(_pcap(sorted(pk, key=lambda x: x[0]))))
+    fl = evidence.flights(conn[(CLIENT, 5000, SERVER)])
+    assert fl[1].segments == 6
+
+
+def test_paced_and_burst_flights_differ():
+    burst = evidence.read_pcap(_pcap(_tcp_exchange(iw=32, paced_gap=0.00001)))
+    paced = evidence.read_pcap(_pcap(_tcp_exchange(iw=32, paced_gap=0.0012)))
+    fb = evidence.data_flights(evidence.flights(burst))[0]
+    fp = evidence.data_flights(evidence.flights(paced))[0]
+    assert fb.duration < 0.001 and fp.duration == pytest.approx(31 * 0.0012, rel=0.01)
+
+
+def test_udp_flights_count_datagrams():
+    pk = [(1.0, _frame(CLIENT, SERVER, 6000, 443, 1250, udp=True))]
+    pk += [(1.001 + i * 0.001, _frame(SERVER, CLIENT, 443, 6000, 1350, udp=True))
+           for i in range(32)]
+    pk.append((1.08, _frame(CLIENT, SERVER, 6000, 443, 43, udp=True)))
+    conns = evidence.connections(evidence.read_pcap(_pcap(pk)), proto=evidence.UDP)
+    (flight,) = evidence.flights(conns[(CLIENT, 6000, SERVER)])
+    assert flight.segments == 32 and flight.bytes == 32 * 1350
+
+
+# ------------------------------------------------------------------ ss
+
+SS_STATE_GIVEN = """\
+Recv-Q Send-Q Local Address:Port Peer Address:Port Process
+0      0        192.0.2.81:443    198.18.0.2:51562
+\t skmem:(r0,rb131072,t0,tb1048576,f0,w0,o0,bl0,d0) cubic wscale:7,7 rto:284 rtt:80.1/40 mss:1448 cwnd:32 bytes_sent:1295 pacing_rate 11.6Mbps/147573952589676412927bps delivery_rate 100bps
+0      0        192.0.2.80:443    198.18.0.2:40000
+\t skmem:(r0,rb131072,t0,tb46080,f0,w0,o0,bl0,d0) bbr wscale:7,7 rto:204 cwnd:10 pacing_rate 2.1Mbps delivered:3
+"""
+
+SS_WITH_STATE = """\
+State Recv-Q Send-Q Local Address:Port Peer Address:Port Process
+ESTAB 0      3791872     127.0.0.1:5555    127.0.0.1:47190
+\t bbr wscale:10,10 rto:208 cwnd:15 pacing_rate 34359738352bps/34359738352bps
+"""
+
+
+def test_parse_ss():
+    a, b = evidence.parse_ss(SS_STATE_GIVEN)
+    assert (a.local, a.peer, a.cc, a.cwnd, a.sndbuf) == (
+        "192.0.2.81:443", "198.18.0.2:51562", "cubic", 32, 1048576)
+    assert a.pacing_rate == "11.6M" and a.max_pacing_rate == "147573952589676412927"
+    assert (b.cc, b.cwnd, b.max_pacing_rate, b.sndbuf) == ("bbr", 10, None, 46080)
+    (c,) = evidence.parse_ss(SS_WITH_STATE)
+    assert (c.cc, c.cwnd, c.local) == ("bbr", 15, "127.0.0.1:5555")
