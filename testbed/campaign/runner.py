@@ -82,7 +82,8 @@ class Servers:
         self.key: tuple | None = None
         self.pristine = manifest_mod.sysctls(topology.server.exec([]))
         self.applied: dict[str, dict[str, str]] = {}
-        """Setting name -> the server sysctls it changed (for the manifest)."""
+        """Setting name -> the sysctls it changed, its congestion control and the route
+        to the client, as first applied (for the manifest)."""
 
     def use(self, setting: settings_mod.Setting) -> ReplayEnv:
         """Servers ready for a trial of `setting`."""
@@ -95,9 +96,11 @@ class Servers:
             setting.apply(self.topology)
         if setting.name not in self.applied:
             now = manifest_mod.sysctls(self.topology.server.exec([]))
-            self.applied[setting.name] = {k: v for k, v in now.items()
-                                          if self.pristine.get(k) != v}
-            self.applied[setting.name]["route"] = self.topology.client_route()
+            self.applied[setting.name] = {
+                "changed": {k: v for k, v in now.items() if self.pristine.get(k) != v},
+                "net.ipv4.tcp_congestion_control": now.get("net.ipv4.tcp_congestion_control"),
+                "route": self.topology.client_route(),
+            }
         if self.env is None:
             env = ReplayEnv(self.recording, setting.stack, h3server_args=setting.h3server_args,
                             nginx_env=dict(setting.nginx_env), topology=self.topology)
@@ -186,7 +189,8 @@ class Runner:
         self.calibrations: dict[str, dict] = {}
         self.manifest: dict = {}
         self.stats = {"ok": 0, "failed": 0}
-        self.trial_walls: list[tuple[float, float | None]] = []
+        self.applied: dict[str, dict] = {}
+        """Protocol setting -> what it set in the server namespace (for the manifest)."""
 
     # --- setup -----------------------------------------------------------------------
     def preconditions(self) -> None:
@@ -257,6 +261,8 @@ class Runner:
             try:
                 for block in todo:
                     if block.site != topo_site:
+                        if servers is not None:
+                            self.applied.update(servers.applied)
                         site_stack.close()
                         site_stack = ExitStack()
                         r = self.recordings[block.site]
@@ -268,8 +274,9 @@ class Runner:
             finally:
                 site_stack.close()
                 if servers is not None:
-                    self.manifest["server_sysctls"] = servers.applied
-                    manifest_mod.save(self.out / "manifest.json", self.manifest)
+                    self.applied.update(servers.applied)
+                self.manifest["server_sysctls"] = self.applied
+                manifest_mod.save(self.out / "manifest.json", self.manifest)
             progress.update(task, description="done")
         return dict(self.stats)
 
