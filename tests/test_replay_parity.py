@@ -26,31 +26,29 @@ def test_labels():
 
 
 def test_recording_has_a_page_and_file_hosts_on_their_own_ips(tmp_path):
-    r = rec.load(parity.make_recording(tmp_path, (10_000, 100_000), hosts=3))
-    assert len({o.ip for o in r.origins}) == 4  # the page and three file hosts
-    host, ip = parity.file_host(2)
-    files = {x.target: x for x in r.exchanges if x.host == host}
-    assert {x.ip for x in files.values()} == {ip}
-    assert {t: x.body_size for t, x in files.items()} == {"/file-10000.bin": 10_000,
-                                                          "/file-100000.bin": 100_000}
-    headers = dict(files["/file-10000.bin"].response_headers)
+    r = rec.load(parity.make_recording(tmp_path, (10_000, 100_000), per_size=3))
+    assert len({o.ip for o in r.origins}) == 1 + 2 * 3  # the page, three hosts per size
+    host, ip = parity.file_host(1, 2, 3)
+    (x,) = [x for x in r.exchanges if x.host == host]
+    assert (x.ip, x.target, x.body_size) == (ip, "/file-100000.bin", 100_000)
+    small = [x for x in r.exchanges if x.body_size == 10_000]
+    assert len(small) == 3 and len({x.body for x in small}) == 1  # stored once
+    headers = dict(small[0].response_headers)
     assert headers["timing-allow-origin"] == "*"
     assert headers["access-control-allow-origin"] == "*"
-    body = r.body(files["/file-10000.bin"])
-    assert len(set(body)) > 200  # random bytes: nothing compresses them
-    assert len({x.body for x in r.exchanges if x.body_size == 10_000}) == 1  # stored once
+    assert len(set(r.body(small[0]))) > 200  # random bytes: nothing compresses them
 
 
 def test_enough_fresh_hosts_for_a_round():
-    # two warm-up passes and the largest round's downloads, one host each, plus spares
-    assert parity.hosts_needed(parity.SIZES, 31, 8) == (2 + 4) * 4 + parity.SPARE_HOSTS
+    # two warm-ups and the largest round's downloads, one host each, plus spares
+    assert parity.hosts_per_size(31, 8) == 2 + 4 + parity.SPARE_HOSTS
 
 
 def test_too_many_hosts_is_refused(tmp_path):
     from testbed.errors import TestbedError as Err
 
     with pytest.raises(Err, match="do not fit"):
-        parity.make_recording(tmp_path, (10,), hosts=200)
+        parity.make_recording(tmp_path, (10, 20), per_size=100)
 
 
 def result(stack, times):

@@ -123,6 +123,25 @@ class Chromium:
             if self.log is not None and not any(exc):
                 self.log.unlink(missing_ok=True)
 
+    def netns_pid(self) -> int:
+        """A pid in the network namespace the browser runs in (inside Mahimahi's
+        shells when wrapped): the first `chromium` process below this one."""
+        todo = [self.proc.pid]
+        while todo:
+            pid = todo.pop(0)
+            try:
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                try:
+                    if Path(f"/proc/{child}/comm").read_text().strip() == "chromium":
+                        return child
+                except OSError:
+                    continue
+                todo.append(child)
+        raise CDPError("no chromium process found below the launcher")
+
     # --- protocol ----------------------------------------------------------------
     def _read_loop(self) -> None:
         buf = b""

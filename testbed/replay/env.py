@@ -136,7 +136,9 @@ class ReplayEnv:
 
     def summary(self) -> dict:
         """The running server's summary (see testbed.replay.summary); diff two reads
-        around a page load for that load's requests and misses."""
+        around a page load for that load's requests and misses. uWSGI rewrites it
+        after every response; h3server at most every 50 ms, so read it ~0.1 s after
+        the load's last response."""
         return summary_mod.read(self.summary_path)
 
     def check_alive(self) -> None:

@@ -29,6 +29,11 @@ Fairness choices:
   lacks), 1500-byte IP packets (h3server --max-udp-payload 1472, as TCP's
   1448-byte segments), segmentation offload on both (the kernel's GSO for
   TCP, --gso on for h3server).
+- Chromium's TCP receive window may open as far as its QUIC flow-control
+  windows (megabytes from the start). By default the kernel starts it at
+  64 KB and grows it per round trip (Mahimahi's namespace copies the host's
+  tcp_rmem), which throttled TCP, not the server, at 100 KB and 1 MB. The
+  check raises it inside the innermost Mahimahi namespace it created.
 - nginx sends no TLS session tickets (the replay never resumes sessions:
   fresh profiles), which would otherwise take two segments of TCP's initial
   window and push a 10 KB response into a second round trip.
@@ -63,6 +68,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from testbed import proc
 from testbed import recording as rec
 from testbed.errors import TestbedError
 from testbed.replay.browser import CDPError, Chromium
@@ -72,9 +78,9 @@ from testbed.runstate import current
 from testbed.topology import ReplayTopology
 
 PAGE_HOST, PAGE_IP = "page.parity.test", "192.0.2.80"
-FIRST_FILE_IP = 100  # file host i is f<i>.parity.test on 192.0.2.(100 + i)
+FIRST_FILE_IP = 100  # file hosts are on 192.0.2.100 and up, one IP each
 WARM_PASSES = 2
-SPARE_HOSTS = 8
+SPARE_HOSTS = 2  # per size, for downloads redone after a network change
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
 RUNS = 31
 RTT_MS = 10
@@ -101,31 +107,34 @@ def file_target(size: int) -> str:
     return f"/file-{size}.bin"
 
 
-def file_host(i: int) -> tuple[str, str]:
-    """Host name and IP of the i-th file origin."""
-    return f"f{i}.parity.test", f"192.0.2.{FIRST_FILE_IP + i}"
+def file_host(size_index: int, k: int, per_size: int) -> tuple[str, str]:
+    """Host name and IP of the k-th origin serving the size_index-th size."""
+    return (f"f{size_index}-{k}.parity.test",
+            f"192.0.2.{FIRST_FILE_IP + size_index * per_size + k}")
 
 
-def hosts_needed(sizes, runs: int, rounds: int) -> int:
-    return (WARM_PASSES + max(rounds_of(runs, rounds))) * len(sizes) + SPARE_HOSTS
+def hosts_per_size(runs: int, rounds: int) -> int:
+    """Fresh origins one browser needs per size: warm-ups, the largest round, spares."""
+    return WARM_PASSES + max(rounds_of(runs, rounds)) + SPARE_HOSTS
 
 
-def make_recording(out_dir: Path, sizes=SIZES, hosts: int = 1) -> Path:
-    """A page origin and `hosts` file origins (each on its own IP) serving one file per
-    size: random, incompressible bytes."""
-    if not 1 <= hosts <= 254 - FIRST_FILE_IP:
-        raise TestbedError(f"{hosts} file hosts do not fit in 192.0.2.{FIRST_FILE_IP}-254; "
-                           f"use fewer --runs per round (more --rounds) or fewer sizes")
+def make_recording(out_dir: Path, sizes=SIZES, per_size: int = 1) -> Path:
+    """A page origin, and per size `per_size` file origins (each on its own IP) serving
+    that file: random, incompressible bytes."""
+    if not 1 <= per_size * len(sizes) <= 254 - FIRST_FILE_IP:
+        raise TestbedError(f"{per_size * len(sizes)} file hosts do not fit in "
+                           f"192.0.2.{FIRST_FILE_IP}-254; use fewer --runs per round "
+                           f"(more --rounds) or fewer sizes")
     rnd = random.Random(2019)
-    bodies = {size: rnd.randbytes(size) for size in sizes}
     cors = (("access-control-allow-origin", "*"), ("timing-allow-origin", "*"),
             ("cache-control", "no-store"))
     page = b'<!doctype html><title>server parity</title><link rel="icon" href="data:,"><p>parity'
     exchanges = [exchange(f"https://{PAGE_HOST}/", PAGE_IP, page, headers=cors[2:])]
-    for i in range(hosts):
-        host, ip = file_host(i)
-        for size in sizes:
-            exchanges.append(exchange(f"https://{host}{file_target(size)}", ip, bodies[size],
+    for i, size in enumerate(sizes):
+        body = rnd.randbytes(size)
+        for k in range(per_size):
+            host, ip = file_host(i, k, per_size)
+            exchanges.append(exchange(f"https://{host}{file_target(size)}", ip, body,
                                       "application/octet-stream", headers=cors))
     return write(out_dir, "server-parity", f"https://{PAGE_HOST}/", exchanges)
 
@@ -198,8 +207,9 @@ def _round(recording, topo, result: StackResult, sizes, n: int, rtt_ms: int, tag
         with Chromium(env.client_netns, env.chromium_flags(),
                       wrap=["mm-delay", str(rtt_ms // 2)]) as browser:
             started = time.monotonic()
-            d = _Downloader(browser, env, stack, tag, result,
-                            hosts=len({o.host for o in recording.origins}) - 1)
+            open_receive_window(browser)
+            d = _Downloader(browser, env, stack, tag, result, sizes,
+                            per_size=(len(recording.origins) - 1) // len(sizes))
             for _ in range(WARM_PASSES):  # uncounted: the new browser warms up
                 for size in sizes:
                     d.download(size, counted=False)
@@ -220,6 +230,23 @@ def _round(recording, topo, result: StackResult, sizes, n: int, rtt_ms: int, tag
                            f"{', '.join(after['miss_urls'][-3:])}")
 
 
+CLIENT_TCP_RMEM = "4096 6291456 33554432"
+CLIENT_INITRWND = 2000
+
+
+def open_receive_window(browser: Chromium) -> None:
+    """Let the browser's TCP receive window open as far as its QUIC flow-control
+    windows (several MB from the start): a larger default receive buffer and an
+    initial receive window route metric in the namespace Chromium runs in (the
+    innermost Mahimahi shell's, made by this run and gone when the shell exits;
+    it copied the host's defaults, which start TCP at a 64 KB window)."""
+    ns = ["nsenter", f"--net=/proc/{browser.netns_pid()}/ns/net"]
+    proc.run([*ns, "sysctl", "-q", "-w", f"net.ipv4.tcp_rmem={CLIENT_TCP_RMEM}"])
+    for route in proc.output([*ns, "ip", "-4", "route", "show", "default"]).splitlines():
+        proc.run([*ns, "ip", "route", "change", *route.split(), "initrwnd",
+                  str(CLIENT_INITRWND)])
+
+
 NETWORK_ERRORS = ("ERR_NETWORK_CHANGED", "Failed to fetch")
 SETTLE_S = 3.0
 
@@ -229,11 +256,12 @@ class _Downloader:
     before in this browser, so over a new connection."""
 
     def __init__(self, browser: Chromium, env: ReplayEnv, stack: str, tag: str,
-                 result: StackResult, hosts: int):
+                 result: StackResult, sizes, per_size: int):
         self.browser, self.env, self.stack, self.tag = browser, env, stack, tag
         self.result = result
-        self.hosts = hosts
-        self.next_host = 0
+        self.sizes = list(sizes)
+        self.per_size = per_size
+        self.used = dict.fromkeys(self.sizes, 0)
         self.page = browser.new_page()
         for attempt in range(5):
             try:
@@ -248,10 +276,10 @@ class _Downloader:
         """Redone on a fresh host (at most 4 times) if Chromium reports a network change
         (it does while Mahimahi's interfaces settle); nothing else is retried."""
         for attempt in range(5):
-            if self.next_host >= self.hosts:
+            if self.used[size] >= self.per_size:
                 raise TestbedError("parity check ran out of fresh file hosts")
-            host, _ = file_host(self.next_host)
-            self.next_host += 1
+            host, _ = file_host(self.sizes.index(size), self.used[size], self.per_size)
+            self.used[size] += 1
             try:
                 return _download(self.page, self.env, self.stack, host, size, self.tag)
             except CDPError as e:
@@ -332,7 +360,7 @@ def validate_servers(runs, rtt_ms, sizes, stacks, rounds, initial_window, max_ga
     work = Path(tempfile.mkdtemp(prefix="parity-", dir=current().dir))
     work.chmod(0o755)
     try:
-        recording = rec.load(make_recording(work, sizes, hosts_needed(sizes, runs, rounds)))
+        recording = rec.load(make_recording(work, sizes, hosts_per_size(runs, rounds)))
         total = runs * len(sizes)
         done = dict.fromkeys(stacks, 0)
         t0 = time.monotonic()
