@@ -64,9 +64,22 @@ def load_page(env):
         entries = json.loads(page.evaluate(ENTRIES))
         responses = page.responses()
         env.check_alive()
-        after = env.summary()
+        after = counted(env, before, replay_site.LOADED)
         page.close()
     return before, after, entries, responses
+
+
+def counted(env, before, requests, timeout=10.0):
+    """The summary once it counts `requests` more than `before` (servers write it just
+    after a response, h3server at most every 50 ms), or at the timeout."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    after = env.summary()
+    while after["requests"] - before["requests"] < requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+        after = env.summary()
+    return after
 
 
 @pytest.mark.parametrize("stack", ["tcp", "quic"])
