@@ -209,3 +209,13 @@ def test_protocols_sharing_servers_stay_together_without_favouring_any():
         assert abs(statistics.mean(positions[p]) - 2) < 4 * (2 / n) ** 0.5, p
     orders = {tuple(t.protocol for t in b.trials) for b in blocks}
     assert len(orders) > 12  # many different orders, not a fixed rotation
+
+
+def test_forgetting_failed_trials_lets_them_run_again(tmp_path):
+    with Store(tmp_path / "trials.sqlite") as s:
+        s.add(row())
+        s.add(row("s|dsl|quic|0", status="failed", plt_ms=None))
+        assert s.forget_failed() == ["s|dsl|quic|0"]
+        assert s.finished() == {"s|dsl|tcp|0"}
+        s.add(row("s|dsl|quic|0"))
+        assert s.count() == {"ok": 2}

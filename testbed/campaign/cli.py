@@ -16,7 +16,9 @@ from testbed.errors import InputError
               help="Results folder (default: results/<campaign name>/).")
 @click.option("--runs", type=click.IntRange(min=1),
               help="Run this many runs instead of the campaign's (for quick checks).")
-def run(campaign_file: str, out: Path | None, runs: int | None):
+@click.option("--retry-failed", is_flag=True,
+              help="Run the trials stored as failed again (their rows are replaced).")
+def run(campaign_file: str, out: Path | None, runs: int | None, retry_failed: bool):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume."""
@@ -25,7 +27,7 @@ def run(campaign_file: str, out: Path | None, runs: int | None):
     campaign = config.load(campaign_file)
     runner.owner_check()
     out = out or runner.default_out(campaign)
-    stats = runner.Runner(campaign, out).run(runs=runs)
+    stats = runner.Runner(campaign, out).run(runs=runs, retry_failed=retry_failed)
     click.echo(f"testbed: {stats['ok']} ok, {stats['failed']} failed this session; "
                f"results in {out}", err=True)
 

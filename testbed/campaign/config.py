@@ -62,6 +62,9 @@ class Campaign(BaseModel):
     """...or this long after the load event at the latest (captures late paints)."""
     max_misses: int | None = Field(default=None, ge=0)
     """Fail trials with more replay misses than this; omitted: misses are only counted."""
+    stop_after_failures: int = Field(default=20, ge=1)
+    """Stop the campaign when this many stored trials in a row failed (a broken setup
+    would otherwise mark every remaining trial failed); resume with --retry-failed."""
 
     @field_validator("sites", "networks", "protocols")
     @classmethod

@@ -189,6 +189,7 @@ class Runner:
         self.calibrations: dict[str, dict] = {}
         self.manifest: dict = {}
         self.stats = {"ok": 0, "failed": 0}
+        self._in_a_row = 0  # failed trials stored one after the other
         self.applied: dict[str, dict] = {}
         """Protocol setting -> what it set in the server namespace (for the manifest)."""
 
@@ -224,7 +225,8 @@ class Runner:
             self.chains[name] = calibrate.chain_for(profile, workdir, cal)
 
     # --- the run --------------------------------------------------------------------------
-    def run(self, runs: int | None = None) -> dict[str, int]:
+    def run(self, runs: int | None = None, retry_failed: bool = False) -> dict[str, int]:
+        """Run what is not stored yet; retry_failed: forget stored failed trials first."""
         self.preconditions()
         self.load()
         runs = runs or self.campaign.runs
@@ -243,6 +245,9 @@ class Runner:
             manifest_mod.session_record(self.campaign, self.recordings, self.networks,
                                         self.settings, self.calibrations, runs))
         with Store(self.out / "trials.sqlite") as store, ExitStack() as stack:
+            if retry_failed:
+                for trial_id in store.forget_failed():
+                    shutil.rmtree(self.out / "trials" / trial_id, ignore_errors=True)
             todo = plan_mod.pending(plan, store.finished())
             total = sum(len(b.trials) for b in todo)
             planned = sum(len(b.trials) for b in plan)
@@ -299,6 +304,12 @@ class Runner:
                     continue
                 self._store(store, row, files)
                 self.stats[row.status] += 1
+                self._in_a_row = 0 if row.status == "ok" else self._in_a_row + 1
+                if self._in_a_row >= self.campaign.stop_after_failures:
+                    raise TestbedError(
+                        f"{self._in_a_row} trials in a row failed, the last: {row.reason}; "
+                        f"something is wrong with the setup (see {self.out}/logs/). Fix it, "
+                        f"then resume with `testbed run ... --retry-failed`")
                 progress.update(task, advance=1,
                                 counts=f"[green]{self.stats['ok']} ok[/] "
                                        f"[red]{self.stats['failed']} failed[/]")

@@ -117,6 +117,20 @@ class Store:
             raise
         self.db.execute("COMMIT")
 
+    def forget_failed(self) -> list[str]:
+        """Delete the failed trials (one transaction), so that they run again; their ids."""
+        assert self.db is not None
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            ids = [r[0] for r in self.db.execute(
+                "SELECT trial_id FROM trials WHERE status = 'failed'")]
+            self.db.execute("DELETE FROM trials WHERE status = 'failed'")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+        return ids
+
     def count(self) -> dict[str, int]:
         assert self.db is not None
         return dict(self.db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status"))
