@@ -96,7 +96,7 @@ def uwsgi_argv(*, socket: Path, recording: Path, summary: Path, threads: int = 1
     """One uWSGI process (a few threads) running testbed.replay.wsgi:application."""
     venv = venv or Path(sys.prefix)
     return [
-        "uwsgi", "--plugin", "python3", "--strict", "--master", "--die-on-term",
+        "uwsgi", "--plugin", "python3", "--strict", "--die-on-term",
         "--need-app", "--processes", "1", "--threads", str(threads), "--enable-threads",
         "--socket", str(socket), "--chmod-socket=600",
         "--home", str(venv),
