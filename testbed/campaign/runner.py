@@ -300,6 +300,9 @@ class Runner:
                 row, files = self._row(trial, outcome, record, attempts[trial.id])
                 if row.status != "ok" and attempts[trial.id] <= self.campaign.retries:
                     log.info("trial %s failed (%s); trying again", trial.id, row.reason)
+                    for staged in files.values():
+                        if isinstance(staged, Path):
+                            staged.unlink(missing_ok=True)
                     failed_again.append(trial)
                     continue
                 self._store(store, row, files)
@@ -372,9 +375,10 @@ class Runner:
         if o.visual is not None:
             files["visualmetrics.json"] = json.dumps(o.visual).encode()
         if o.video is not None and self.campaign.keep_video and o.video.exists():
-            dest = Path(os.path.join(str(o.video.parent), f"keep-{o.index}.mp4"))
-            shutil.copyfile(o.video, dest)
-            files["video.mp4"] = dest
+            # out of the block's folder (removed next); into the trial's when stored
+            staged = self.out / "trials" / f".video-{os.getpid()}-{time.monotonic_ns()}.mp4"
+            shutil.move(str(o.video), staged)
+            files["video.mp4"] = staged
         return files
 
     # --- one trial's row ----------------------------------------------------------------

@@ -285,7 +285,9 @@ class Session:
         if not videos:
             o.visual_error = "no video recorded"
             return
-        o.video = videos[0]
+        # A link of our own: Browsertime removes its video folder when it ends.
+        o.video = self.ctl / f"video-{it}.mp4"
+        os.link(videos[0], o.video)
 
         def work():
             try:
