@@ -227,7 +227,7 @@ class ReplayEnv:
         if self.dir is not None and not self._keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
         elif self.dir is not None:
-            log.warning("replay files kept for inspection in %s", self.dir)
+            log.warning("replay files (server logs) kept in %s until the run ends", self.dir)
 
     def _server(self, stack: ExitStack, name: str, argv: list[str],
                 env: dict[str, str] | None = None) -> None:
