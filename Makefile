@@ -14,14 +14,14 @@ CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo 
 setup:
 	bash setup/setup.sh
 
-test: unit e2e
+test: unit e2e faults
 
 unit:
 	$(PY) -m pytest -q -m "not e2e" tests
 	cd h3server && $(CARGO) test --release --locked -q
 
 e2e:
-	$(PY) -m pytest -q -m e2e tests
+	$(PY) -m pytest -q -m "e2e and not faults" tests
 
 doctor:
 	$(TESTBED) doctor
@@ -33,7 +33,7 @@ report:
 	$(TESTBED) report $(RESULTS) --out $(REPORT_OUT)
 
 faults:
-	$(PY) -m pytest -q tests/faults
+	$(PY) -m pytest -q -s -m faults tests/faults
 
 bench:
 	@for b in bench/*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done

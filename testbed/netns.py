@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from typing import Self
 
 from testbed import proc
 from testbed.runstate import Run, current
@@ -57,7 +58,7 @@ class NetNS:
         self.run = run or current()
         self.name = self.run.name(purpose)
 
-    def __enter__(self) -> "NetNS":
+    def __enter__(self) -> Self:
         if exists(self.name):
             delete(self.name)
         proc.run(["ip", "netns", "add", self.name])

@@ -7,6 +7,7 @@ import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 from testbed.errors import CommandFailed
 
@@ -17,7 +18,7 @@ def run(argv: Sequence[str | os.PathLike], *, check: bool = True, timeout: float
     """Run argv to completion, capturing text output; CommandFailed if it fails."""
     argv = [str(a) for a in argv]
     try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input,
+        cp = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=timeout, input=input,
                             env=env, cwd=cwd)
     except FileNotFoundError:
         raise CommandFailed(argv, 127, f"{argv[0]}: not found") from None
@@ -49,7 +50,7 @@ class Background:
         self.cwd = cwd
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Background":
+    def __enter__(self) -> Self:
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL
         try:
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,

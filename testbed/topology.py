@@ -19,6 +19,7 @@ reserves for benchmarking.
 from __future__ import annotations
 
 from contextlib import ExitStack
+from typing import Self
 
 from testbed import proc
 from testbed.netns import NetNS
@@ -41,7 +42,7 @@ class ReplayTopology:
         self.client_dev = f"tb{self.run.id}c"
         self._stack = ExitStack()
 
-    def __enter__(self) -> "ReplayTopology":
+    def __enter__(self) -> Self:
         with ExitStack() as stack:
             stack.enter_context(self.server)
             stack.enter_context(self.client)

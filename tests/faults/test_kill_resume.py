@@ -1,0 +1,86 @@
+"""Fault suite: SIGKILL the campaign runner at random moments, resume each time.
+
+The store must end with exactly the planned trials (none lost, none
+duplicated), each trial's files once, and nothing left behind on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed import leftovers
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+TESTBED = str(ROOT / ".venv/bin/testbed")
+KILLS = 10
+PROTOCOLS = ("tcp", "quic")
+RUNS = 12
+
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
+
+
+def stored(out: Path) -> list[str]:
+    if not (out / "trials.sqlite").exists():
+        return []
+    db = sqlite3.connect(f"file:{out / 'trials.sqlite'}?mode=ro", uri=True)
+    try:
+        return [r[0] for r in db.execute("SELECT trial_id FROM trials")]
+    except sqlite3.OperationalError:  # killed before the table was made
+        return []
+    finally:
+        db.close()
+
+
+def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
+    campaign = tmp_path / "faults.toml"
+    campaign.write_text(
+        'sites = ["local-news"]\nnetworks = ["none"]\n'
+        f"protocols = {list(PROTOCOLS)!r}\nruns = {RUNS}\n".replace("'", '"')
+        + "retries = 1\ntimeout_s = 60\nseed = 11\n")
+    out = tmp_path / "results"
+    argv = [TESTBED, "run", str(campaign), "--out", str(out)]
+    planned = {f"local-news|none|{p}|{r}" for p in PROTOCOLS for r in range(RUNS)}
+    rng = random.Random(20261122)
+    kills, progress = 0, []
+    for _ in range(3 * KILLS):
+        if kills >= KILLS:
+            break
+        runner = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        moment = rng.uniform(3.0, 20.0)  # start-up takes ~8 s: some kills before, most after a store
+        try:
+            runner.wait(timeout=moment)
+        except subprocess.TimeoutExpired:
+            os.kill(runner.pid, signal.SIGKILL)  # no cleanup at all
+            runner.wait()
+            kills += 1
+        progress.append(len(stored(out)))
+        if set(stored(out)) == planned:
+            break
+    assert kills >= KILLS, f"only {kills} kills before the campaign ended: {progress}"
+
+    cp = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    ids = stored(out)
+    assert len(ids) == len(set(ids)), "a trial was stored twice"
+    assert set(ids) == planned, f"lost: {planned - set(ids)}, unexpected: {set(ids) - planned}"
+    on_disk = {p.name for p in (out / "trials").iterdir()}
+    assert on_disk == planned, on_disk ^ planned
+    found = leftovers.find()
+    for _ in range(20):
+        if not found:
+            break
+        time.sleep(0.25)
+        found = leftovers.find()
+    assert not found, found
+    print(f"\nkills survived: {kills}; stored after each: {progress}; "
+          f"trials lost: {len(planned - set(ids))}; duplicated: {len(ids) - len(set(ids))}; "
+          f"leftovers: {len(found)}")
