@@ -42,7 +42,8 @@ def protocol_options(name: str, stack: str):
       apply(topology) a callable that configures the server namespace (sysctls,
                       the route to the client) before the servers start
       h3server_args   extra h3server options (QUIC)
-      chromium_flags  extra Chromium flags
+      nginx_env       extra environment for nginx (TCP)
+      chromium_flags  the setting's Chromium flags (added to the replay's)
     """
     try:
         protocols = importlib.import_module("testbed.protocols")
@@ -76,7 +77,8 @@ def _traversable(path: Path) -> bool:
 
 def command_env(env: ReplayEnv, extra_flags=()) -> dict[str, str]:
     return {
-        "TESTBED_CHROMIUM_FLAGS": "\n".join([*env.chromium_flags(), *extra_flags]),
+        "TESTBED_CHROMIUM_FLAGS": "\n".join(
+            dict.fromkeys([*env.chromium_flags(), *extra_flags])),
         "TESTBED_HOST_RESOLVER_RULES": env.host_resolver_rules,
         "TESTBED_SPKI": env.spki,
         "TESTBED_STACK": env.stack,
@@ -105,7 +107,8 @@ def replay(recording: str, stack: str, protocol: str | None, cmd: tuple[str, ...
             _get(opts, "apply")(topology)
         env = stack_.enter_context(ReplayEnv(
             loaded, stack, topology=topology,
-            h3server_args=_get(opts, "h3server_args", ()) if opts is not None else ()))
+            h3server_args=_get(opts, "h3server_args", ()) or (),
+            nginx_env=dict(_get(opts, "nginx_env", {}) or {})))
         click.echo(f"testbed: replaying {loaded.name} over {stack} "
                    f"({len(loaded.exchanges)} exchanges, {len(loaded.ips)} IPs), "
                    f"ready in {env.startup_seconds:.1f} s", err=True)

@@ -77,7 +77,7 @@ class ReplayEnv:
 
     recording: a Recording, a recording name (recordings/NAME) or a folder.
     h3server_args: extra h3server options (--cc, --pacing, ...), QUIC only.
-    nginx_env: extra environment for nginx and uWSGI, TCP only.
+    nginx_env: extra environment for nginx (e.g. a pacing LD_PRELOAD), TCP only.
     topology: an entered ReplayTopology to use (kept on exit); default: one made
     for the recording's IPs and removed on exit.
     """
@@ -251,8 +251,7 @@ class ReplayEnv:
         conf_path = self.dir / "nginx.conf"
         conf_path.write_text(nginx.render(conf))
         self._server(stack, "uwsgi", nginx.uwsgi_argv(
-            socket=sock, recording=self.recording.path, summary=self.summary_path),
-            env=self.nginx_env)
+            socket=sock, recording=self.recording.path, summary=self.summary_path))
         self._server(stack, "nginx", nginx.nginx_argv(self.dir, conf_path), env=self.nginx_env)
 
     def _start_quic(self, stack: ExitStack) -> None:
