@@ -5,7 +5,8 @@ files, for unit tests of testbed.measure.session without a browser.
 
 KIND per iteration: ok (measured), fail (navigation failed after go), nostart
 (the browser did not start: launch, no ready), crash (exit 3 after go), hang
-(no answer after go). Writes OUT/browsertime.har with a page per measured
+(no answer after go), giveup (exit 1 0.5 s after go, as Browsertime after a
+load past its timeout). Writes OUT/browsertime.har with a page per measured
 iteration, as Browsertime does.
 """
 
@@ -43,6 +44,9 @@ for i, kind in enumerate(kinds, 1):
         sys.exit(3)
     if kind == "hang":
         time.sleep(3600)
+    if kind == "giveup":  # the load outlasted the timeout; Browsertime exits
+        time.sleep(0.5)
+        sys.exit(1)
     if kind == "ok":
         flags = answer["flags"]
         put(f"done-{i}.json", {"index": i, "result": [{"browserScripts": {"timings": {

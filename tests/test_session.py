@@ -92,3 +92,27 @@ def test_a_load_past_the_timeout_stops_the_block(tmp_path, monkeypatch):
     outcomes, _ = run(tmp_path, ["hang", "ok"], timeout_s=0.3)
     assert outcomes[0].timed_out and not outcomes[0].measured
     assert outcomes[1] is None
+
+
+def test_browsertime_giving_up_on_a_load_past_the_timeout_is_a_timeout(tmp_path):
+    outcomes, _ = run(tmp_path, ["giveup"], timeout_s=0.3)
+    assert outcomes[0].timed_out and not outcomes[0].measured
+    assert "exited with status 1" in outcomes[0].browser_error
+
+
+def test_browsertime_exiting_within_the_timeout_is_not_a_timeout(tmp_path):
+    outcomes, _ = run(tmp_path, ["giveup"], timeout_s=30.0)
+    assert not outcomes[0].timed_out
+    assert "exited with status 1" in outcomes[0].browser_error
+
+
+def test_browsertime_keeps_its_temporary_files_in_the_block_folder(tmp_path, monkeypatch):
+    from testbed import runstate
+    runstate.release()
+    monkeypatch.setattr(runstate, "STATE_ROOT", tmp_path / "state")
+    opts = browsertime.BrowsertimeOptions(iterations=1, video=False)
+    s = Session("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
+                driver=Recorder(["tcp"]))
+    s._prepare()
+    assert (tmp_path / "block" / "tmp").is_dir()
+    assert f"TMPDIR={tmp_path / 'block' / 'tmp'}" in s.argv()

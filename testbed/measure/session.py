@@ -110,6 +110,9 @@ class Session:
         self.ctl = self.workdir / "ctl"
         self.out = self.workdir / "browsertime"
         self.log_path = self.workdir / "browsertime.log"
+        self.tmp = self.workdir / "tmp"
+        """TMPDIR of Browsertime, chromedriver and Chromium (their profiles), removed
+        with the block: chromedriver leaves each browser's profile behind."""
         self.returncode: int | None = None
         self._visual_thread: threading.Thread | None = None
         self._prepared: dict[int, str | None] = {}
@@ -117,7 +120,7 @@ class Session:
 
     # --- files ------------------------------------------------------------------
     def _prepare(self) -> None:
-        for d in (self.workdir, self.ctl, self.out):
+        for d in (self.workdir, self.ctl, self.out, self.tmp):
             d.mkdir(parents=True, exist_ok=True)
             if os.geteuid() == 0:  # Browsertime runs as the testbed user and writes here
                 pw = pwd.getpwnam(USER)
@@ -138,7 +141,9 @@ class Session:
 
     def argv(self) -> list[str]:
         bt = browsertime.argv(self.opts, self.url, self.out, self.ctl / "complete.js")
-        inner = [str(browsertime.PYTHON), "-m", "testbed.measure.xvfb", "--", *bt]
+        # TMPDIR set inside the shells: setuid Mahimahi shells drop it from the environment
+        inner = ["env", f"TMPDIR={self.tmp}",
+                 str(browsertime.PYTHON), "-m", "testbed.measure.xvfb", "--", *bt]
         env = {**browsertime.env(self.ctl, self.opts), **self.env}
         return enter.as_user([*self.wrap, *inner], netns=self.netns, env=env,
                              cwd=str(self.workdir))
@@ -204,10 +209,12 @@ class Session:
             limit = self.opts.timeout_s + LOAD_GRACE_S
             if not self._wait(bt, lambda i=it, n=launch: self._has(f"done-{i}.json") or
                               self._has(f"launch-{n}"), limit):
-                timed_out = bt.alive()
+                alive = bt.alive()
                 self._stopping = True
-                o.timed_out = timed_out
-                o.browser_error = None if timed_out else self._exit_reason(bt)
+                # Still loading, or Browsertime gave up on a load that ran past the
+                # timeout (it exits after its last iteration's failed load).
+                o.timed_out = alive or time.monotonic() - o.load_began >= self.opts.timeout_s
+                o.browser_error = None if alive else self._exit_reason(bt)
                 self._end(o, measured=False)
                 self._fail_rest(bt, outcomes, k + 1, "block ended early", mark=False)
                 return
