@@ -137,3 +137,19 @@ def test_summary_diff_counts_one_load():
     assert summary.diff(before, after) == {"requests": 5, "misses": 1, "miss_urls": ["b"],
                                            "bytes": 40, "connections": 2}
     assert summary.read(Path("/nonexistent/summary.json"))["requests"] == 0
+
+
+def test_a_killed_server_is_named_on_the_first_line_with_its_signal(recording, tmp_path):
+    from testbed import proc
+    from testbed.errors import TestbedError
+
+    env = ReplayEnv(recording, "quic")
+    log = tmp_path / "h3server.log"
+    with proc.Background(["sh", "-c", "echo listening; kill -9 $$"], log=log) as bg:
+        bg.proc.wait()
+        env.servers["h3server"] = bg
+        with pytest.raises(TestbedError) as e:
+            env.check_alive()
+    first, *rest = str(e.value).splitlines()
+    assert first == "replay server h3server (quic stack) exited with status -9 (SIGKILL)"
+    assert rest == ["its log ends:", "listening"]

@@ -21,6 +21,7 @@ import logging
 import os
 import pwd
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -142,14 +143,19 @@ class ReplayEnv:
         return summary_mod.read(self.summary_path)
 
     def check_alive(self) -> None:
-        """TestbedError naming the server that died, with the end of its log."""
+        """TestbedError naming the server that died (its first line: a trial's reason),
+        with the end of its log."""
         for name, bg in self.servers.items():
             if not bg.alive():
                 tail = bg.tail(15)
+                code = bg.proc.returncode if bg.proc else None
+                killed = (f" ({signal.Signals(-code).name})"
+                          if code is not None and code < 0 and -code in signal.valid_signals()
+                          else "")
                 raise TestbedError(
                     f"replay server {name} ({self.stack} stack) exited with status "
-                    f"{bg.proc.returncode if bg.proc else '?'}"
-                    + (f"; its log ends:\n{tail}" if tail else f"; log {bg.log} is empty"))
+                    f"{'?' if code is None else code}{killed}"
+                    + (f"\nits log ends:\n{tail}" if tail else f"; log {bg.log} is empty"))
 
     # --- lifecycle ---------------------------------------------------------------------
     def _topo(self) -> ReplayTopology:
