@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from testbed.emulate import figures, probe, traces
-from testbed.emulate.shells import ShellChain, build_chain, link_traces
+from testbed.emulate import figures, phasegate, probe, traces
+from testbed.emulate.shells import ShellChain, build_chain, link_traces, reply_wait_ms
 from testbed.profiles import load_network
 
 RATES = [5, 25, 2.8, 10.5, 0.468, 1.89, 12, 100, 0.001, 33.333]
@@ -130,21 +131,74 @@ def test_dsl_chain(tmp_path):
 
 
 def test_lossy_chain_puts_loss_on_the_senders_side(tmp_path):
-    argv = build_chain(load_network("da2gc"), tmp_path, delay_ms=120).argv(["cmd"])
+    chain = build_chain(load_network("da2gc"), tmp_path, delay_ms=120)
+    gate = [sys.executable, "-m", "testbed.emulate.phasegate", "outer", "--dir",
+            str(tmp_path / "phasegate"), "--"]
+    argv = chain.argv(["cmd"])
+    assert chain.phase_gate and argv[:len(gate)] == gate
+    argv = argv[len(gate):]
     assert argv[:3] == ["mm-loss", "downlink", "0.033"]
     link = argv.index("mm-link")
     sep = argv.index("--")
     assert link == 3 and argv[sep + 1:] == ["mm-loss", "uplink", "0.033", "mm-delay", "120",
                                             "cmd"]
     assert "--downlink-queue-args=bytes=11731" in argv
+    assert not build_chain(load_network("dsl"), tmp_path).phase_gate
 
 
-def test_sparse_downlink_is_offset(tmp_path):
-    lt = link_traces(load_network("da2gc"))
-    assert lt.uplink == traces.fixed_rate(0.468)
-    assert lt.downlink == traces.fixed_rate(0.468, Fraction(1, 2), 10_000)
-    dense = link_traces(load_network("dsl"))
-    assert dense.downlink == traces.fixed_rate(25)
+def test_phase_gate_wraps_mm_links_command():
+    argv = ["mm-loss", "downlink", "0.1", "mm-link", "up", "down", "--queue=x", "--",
+            "mm-delay", "5", "cmd", "--", "arg"]
+    full = phasegate.with_gate(argv, "/t/u.log", "/t/d.log", "/t/v", 0, accept_any=False)
+    i = full.index("mm-link")
+    j = full.index("--", i)
+    assert full[i:j] == ["mm-link", "up", "down", "--queue=x", "--uplink-log=/t/u.log",
+                         "--downlink-log=/t/d.log"]
+    inner = full[j + 1:]
+    assert inner[:4] == [sys.executable, "-m", "testbed.emulate.phasegate", "inner"]
+    k = inner.index("--")
+    assert inner[k + 1:] == ["mm-delay", "5", "cmd", "--", "arg"]
+    assert inner[:k][-2:] == ["--want", "0"]
+    # logs already asked for (validation reads them) are the ones the gate reads
+    given = phasegate.with_gate(["mm-link", "u", "d", "--uplink-log=/a", "--downlink-log=/b",
+                                 "--", "x"], "/t/u", "/t/d", "/t/v", 1, accept_any=True)
+    assert given.count("--uplink-log=/a") == 1 and "/t/u" not in " ".join(given)
+    assert given[-1] == "x" and "--accept-any" in given
+
+
+def test_base_timestamp(tmp_path):
+    log = tmp_path / "log"
+    log.write_text("# mahimahi mm-link (Uplink) [t] > log\n# command line: x\n# queue: infinite\n"
+                   "# init timestamp: 1795\n# base timestamp: 35\n35 # 1504\n")
+    assert phasegate.base_timestamp(str(log)) == 35
+    assert phasegate.base_timestamp(str(tmp_path / "none")) is None
+
+
+@pytest.mark.parametrize("name,wait", [("da2gc", None), ("da2gc", 12), ("da2gc", 3),
+                                       ("mss", None), ("mss", 2)])
+def test_sparse_downlink_follows_each_uplink_opportunity(name, wait):
+    """On a sparse link every uplink opportunity is followed by a downlink one exactly
+    reply_wait ms later (default half a gap), except once per 10 s trace period."""
+    profile = load_network(name)
+    lt = link_traces(profile, wait)
+    assert lt.uplink == traces.fixed_rate(profile.uplink_mbit)
+    assert lt.downlink.per_ms == lt.uplink.per_ms and lt.downlink.period_ms == 10_000
+    want = wait or reply_wait_ms(profile)
+    assert want == wait or want == {"da2gc": 13, "mss": 3}[name]
+    period = lt.downlink.period_ms
+    up = np.concatenate([np.asarray(lt.uplink.times) + k * lt.uplink.period_ms
+                         for k in range(period // lt.uplink.period_ms)])
+    down = np.concatenate([np.asarray(lt.downlink.times) + k * period for k in range(2)])
+    waits = down[np.searchsorted(down, up, side="right")] - up
+    assert np.count_nonzero(waits == want) == len(up) - 1
+
+
+def test_dense_downlink_has_no_reply_wait():
+    assert reply_wait_ms(load_network("dsl")) is None
+    assert reply_wait_ms(load_network("lte")) is None
+    assert link_traces(load_network("dsl")).downlink == traces.fixed_rate(25)
+    with pytest.raises(ValueError, match="reply wait"):
+        link_traces(load_network("mss"), 7)
 
 
 def test_unshaped_chains(tmp_path):

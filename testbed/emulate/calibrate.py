@@ -4,12 +4,15 @@ mm-delay alone is exact, but mm-link hands a packet over only at a delivery
 opportunity: a small probe waits for the next uplink opportunity (a random
 part, up to one opportunity gap, which is the link's nature and stays), and
 its echo, leaving the server at once, waits for the next downlink
-opportunity (a fixed part, since both traces start in phase and mm-link is
-next to the server: on DA2GC one whole 25.6 ms gap). Add the shells' own
-processing and whole-ms timers. The calibration measures the minimum
+opportunity (a fixed part: mm-link is next to the server, and on sparse
+links the downlink opportunities are set a fixed time after the uplink ones,
+see testbed.emulate.shells.link_traces). Add the shells' own processing and
+whole-ms timers. The calibration measures the minimum
 small-packet RTT through the real chain with mm-delay at half the profile's
-RTT, takes the excess off mm-delay (in whole ms each way) and measures
-again, so that the path's minimum RTT equals the profile's.
+RTT, takes the excess off mm-delay (in whole ms each way, so 2 ms of RTT)
+and measures again; on sparse links it then moves the downlink schedule by
+a ms if that brings the minimum RTT closer, so that the path's minimum RTT
+equals the profile's.
 
 The result depends on the machine (timer slack, CPU), so it is measured per
 profile and machine, kept in /var/cache/testbed/calibration/ and reused
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import platform
 from pathlib import Path
@@ -29,18 +33,25 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from testbed import proc
-from testbed.emulate import figures
+from testbed.emulate import figures, traces
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
-from testbed.emulate.shells import ShellChain, build_chain, default_delay_ms, link_traces
+from testbed.emulate.shells import (
+    ShellChain,
+    build_chain,
+    default_delay_ms,
+    link_traces,
+    reply_wait_ms,
+)
 from testbed.errors import TestbedError
 from testbed.profiles import NetworkProfile
 
 CACHE = Path(os.environ.get("TESTBED_CALIBRATION_DIR", "/var/cache/testbed/calibration"))
-PROBES = 400
+PROBES = 300
 """Probes per shell start: enough that some arrive just before an uplink opportunity."""
-INSTANCES = 3
-"""Shell starts per calibration step."""
+INSTANCES = 5
+"""Shell starts per calibration step (the median of their minimums counts)."""
 MAX_STEPS = 3
+METHOD = 3
 
 
 class Calibration(BaseModel):
@@ -54,6 +65,11 @@ class Calibration(BaseModel):
     """sha256 of the profile file it was made for."""
     delay_ms: int
     """mm-delay's one-way delay to use (ms)."""
+    reply_wait_ms: int | None = None
+    """Sparse downlinks only: ms from each uplink opportunity to the next downlink one
+    (testbed.emulate.shells.link_traces); None: the profile has no such knob."""
+    method: int = 1
+    """Version of the procedure that made it (METHOD now); another is measured again."""
     chain_offset_ms: float
     """Minimum RTT the chain adds beyond 2 x mm-delay (measured, ms)."""
     min_rtt_ms: float
@@ -99,7 +115,7 @@ def probe_rate(profile: NetworkProfile) -> float:
 def measure_rtt(site: ProbeSite, profile: NetworkProfile, chain: ShellChain, probes: int,
                 session: int = 1, seed: int | None = None) -> figures.Rtt:
     rate = probe_rate(profile)
-    linger = 2.0 + 3 * profile.min_rtt_ms / 1000
+    linger = 1.0 + 2 * profile.min_rtt_ms / 1000
     args = ["rtt", "--to", f"{PROBE_IP}:{PROBE_PORT}", "--count", str(probes),
             "--rate", f"{rate:g}", "--linger", f"{linger:g}", "--session", str(session)]
     if seed is not None:
@@ -111,33 +127,47 @@ def measure_rtt(site: ProbeSite, profile: NetworkProfile, chain: ShellChain, pro
 
 def calibrate(site: ProbeSite, profile: NetworkProfile, probes: int = PROBES,
               instances: int = INSTANCES) -> Calibration:
-    """Measure through the real chain and choose mm-delay's delay.
+    """Measure through the real chain and choose mm-delay's delay (2 ms steps of RTT)
+    and, on sparse downlinks, the reply wait (1 ms steps).
 
-    Each step starts the chain `instances` times (the phase of mm-link's two
-    schedules changes with every start) and takes the median of their
+    Each measurement starts the chain `instances` times (the phase of mm-link's
+    two schedules changes with every start) and takes the median of their
     minimum RTTs.
     """
     target = profile.min_rtt_ms
-    delay = default_delay_ms(profile)
-    tried: dict[int, tuple[float, list[figures.Rtt]]] = {}
-    for _ in range(MAX_STEPS):
-        chain = build_chain(profile, site.dir, delay)
+    wait = reply_wait_ms(profile)
+    tried: dict[tuple[int, int | None], tuple[float, list[figures.Rtt]]] = {}
+
+    def measure(delay: int, wait: int | None) -> float:
+        chain = build_chain(profile, site.dir, delay, wait)
         runs = [measure_rtt(site, profile, chain, probes, session=i + 1)
                 for i in range(instances)]
         if any(r.echoed == 0 for r in runs):
             raise TestbedError(f"{profile.name}: no probe came back through the shells")
         m = float(np.median([r.min for r in runs]))
-        tried[delay] = (m, runs)
+        tried[(delay, wait)] = (m, runs)
+        return m
+
+    delay = default_delay_ms(profile)
+    for _ in range(MAX_STEPS):
+        m = measure(delay, wait)
         best = max(0, round((target - (m - 2 * delay)) / 2))
-        if best in tried:
+        if (best, wait) in tried:
             break
         delay = best
-    # Of what was measured, the delay whose minimum RTT is closest to the target.
-    delay = min(tried, key=lambda d: (abs(tried[d][0] - target), d))
-    m, runs = tried[delay]
+    delay, wait = min(tried, key=lambda k: (abs(tried[k][0] - target), k[0]))
+    if wait is not None:
+        gap = float(1 / traces.opportunities_per_ms(profile.downlink_mbit))
+        finer = min(max(1, wait + round(target - tried[(delay, wait)][0])), math.ceil(gap) - 1)
+        if finer != wait:
+            measure(delay, finer)
+            if abs(tried[(delay, finer)][0] - target) < abs(tried[(delay, wait)][0] - target):
+                wait = finer
+    m, runs = tried[(delay, wait)]
     pooled = np.concatenate([r.rtt_ms for r in runs])
     return Calibration(profile=profile.name, profile_digest=profile.digest, delay_ms=delay,
-                       chain_offset_ms=round(m - 2 * delay, 3), min_rtt_ms=round(m, 3),
+                       reply_wait_ms=wait, method=METHOD, chain_offset_ms=round(m - 2 * delay, 3),
+                       min_rtt_ms=round(m, 3),
                        median_rtt_ms=round(float(np.median(pooled)), 3), probes=len(pooled),
                        measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                        **machine())
@@ -155,7 +185,8 @@ def cached(profile: NetworkProfile) -> Calibration | None:
     except (OSError, ValueError):
         return None
     now = machine()
-    if c.profile_digest != profile.digest or any(getattr(c, k) != v for k, v in now.items()):
+    if (c.profile_digest != profile.digest or c.method != METHOD
+            or any(getattr(c, k) != v for k, v in now.items())):
         return None
     return c
 
@@ -189,4 +220,4 @@ def chain_for(profile: NetworkProfile, workdir: Path, calibration: Calibration |
               ) -> ShellChain:
     """The calibrated chain of a profile (traces written into workdir)."""
     c = calibration or for_profile(profile)
-    return build_chain(profile, workdir, c.delay_ms)
+    return build_chain(profile, workdir, c.delay_ms, c.reply_wait_ms)

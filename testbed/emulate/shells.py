@@ -15,6 +15,9 @@ Outer (started in the client namespace) to inner (where the browser runs):
 - Each mm-loss sits on the sender's side of the link (downlink loss outside
   it, uplink loss inside), so a lost packet never takes a delivery
   opportunity: the link still delivers its full rate to whatever survives.
+- On sparse links the whole chain runs under testbed.emulate.phasegate,
+  which starts mm-link again until its two schedules start in phase, so the
+  reply wait (see link_traces) is the same at every start.
 - mm-loss shells are left out when their loss is 0 (two idle mm-loss shells
   cost about 45 % of the chain's CPU), mm-link when the profile does not
   shape, mm-delay when the delay is 0.
@@ -24,12 +27,15 @@ Queues are drop-tail in bytes (testbed.emulate.traces.queue_bytes).
 
 from __future__ import annotations
 
+import os
+import pwd
+import sys
 from dataclasses import dataclass, replace
-from fractions import Fraction
 from pathlib import Path
 
 from testbed.emulate import traces
 from testbed.profiles import NetworkProfile
+from testbed.runstate import USER
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,11 @@ class ShellChain:
     uplink_log: Path | None = None
     """mm-link --uplink-log (every arrival, opportunity and departure, in ms)."""
     downlink_log: Path | None = None
+    phase_gate: bool = False
+    """Start mm-link again until its two schedules start in phase (sparse links;
+    see testbed.emulate.phasegate)."""
+    gate_dir: Path | None = None
+    """Where the phase gate keeps mm-link's logs (writable by the testbed user)."""
 
     @property
     def shaped(self) -> bool:
@@ -79,7 +90,12 @@ class ShellChain:
         if self.downlink_log:
             link.append(f"--downlink-log={self.downlink_log}")
         outer = ["mm-loss", "downlink", _fraction(self.downlink_loss)] if self.downlink_loss > 0 else []
-        return [*outer, *link, "--", *inner]
+        argv = [*outer, *link, "--", *inner]
+        if self.phase_gate:
+            where = ["--dir", str(self.gate_dir)] if self.gate_dir else []
+            argv = [sys.executable, "-m", "testbed.emulate.phasegate", "outer", *where, "--",
+                    *argv]
+        return argv
 
 
 @dataclass(frozen=True)
@@ -95,18 +111,33 @@ SPARSE_GAP_MS = 2
 SPARSE_PERIOD_MS = 10_000
 
 
-def link_traces(profile: NetworkProfile) -> LinkTraces | None:
+def reply_wait_ms(profile: NetworkProfile) -> int | None:
+    """For a fixed-rate profile with a sparse downlink: the default wait (whole ms)
+    from an uplink opportunity to the next downlink one, about half a gap. None
+    when the downlink is dense or trace-driven (nothing to set)."""
+    if profile.downlink_mbit is None or not profile.shaped:
+        return None
+    gap = 1 / traces.opportunities_per_ms(profile.downlink_mbit)
+    if gap < SPARSE_GAP_MS:
+        return None
+    return round(gap / 2)
+
+
+def link_traces(profile: NetworkProfile, reply_wait: int | None = None) -> LinkTraces | None:
     """The delivery schedules of a shaped profile (None when it does not shape).
 
     A fixed-rate downlink whose opportunities are SPARSE_GAP_MS or more apart
-    is offset by half a gap from the uplink. mm-link starts its two schedules
-    within a few ms of each other, not exactly together (measured here: the
-    downlink from 5 ms before to 9 ms after the uplink, most often 0 or 1 ms
-    after), and an answer leaving the server right after an uplink
-    opportunity waits for the next downlink one: with both schedules in
-    phase that wait jumps between ~0 and a whole gap (25.6 ms on DA2GC) from
-    one shell start to the next; half a gap apart it moves by the ms the
-    start moved.
+    is offset from the uplink so that each downlink opportunity comes
+    `reply_wait` ms (default: reply_wait_ms, half a gap) after an uplink one.
+    mm-link starts its two schedules within a few ms of each other, not
+    exactly together (measured here: the downlink from 5 ms before to 11 ms
+    after the uplink, most often 0 or 1 ms after), and an answer leaving the
+    server right after an uplink opportunity waits for the next downlink
+    one: with both schedules in phase that wait jumps between ~0 and a whole
+    gap (25.6 ms on DA2GC) from one shell start to the next; half a gap
+    apart it moves only by the ms the start moved, and the phase gate
+    (ShellChain.phase_gate) removes even that. The calibration may move
+    reply_wait by a ms to set the RTT finer than mm-delay's 2 ms steps.
     """
     if not profile.shaped:
         return None
@@ -117,8 +148,13 @@ def link_traces(profile: NetworkProfile) -> LinkTraces | None:
             got.append(traces.read_trace(profile.trace_path(d)))
             continue
         trace = traces.fixed_rate(mbit)
-        if d == "downlink" and 1 / trace.per_ms >= SPARSE_GAP_MS:
-            trace = traces.fixed_rate(mbit, Fraction(1, 2), SPARSE_PERIOD_MS)
+        default = reply_wait_ms(profile)
+        if d == "downlink" and default is not None:
+            wait = default if reply_wait is None else reply_wait
+            gap_ms = 1 / trace.per_ms
+            if not 1 <= wait < gap_ms:
+                raise ValueError(f"reply wait {wait} ms: expected 1 .. {float(gap_ms):.1f} ms")
+            trace = traces.fixed_rate(mbit, 1 - wait * trace.per_ms, SPARSE_PERIOD_MS)
         got.append(trace)
     return LinkTraces(*got)
 
@@ -128,14 +164,16 @@ def default_delay_ms(profile: NetworkProfile) -> int:
     return round(profile.min_rtt_ms / 2)
 
 
-def build_chain(profile: NetworkProfile, workdir: Path, delay_ms: int | None = None) -> ShellChain:
+def build_chain(profile: NetworkProfile, workdir: Path, delay_ms: int | None = None,
+                reply_wait: int | None = None) -> ShellChain:
     """The chain for a profile; fixed-rate traces are written into workdir, which
     the testbed user must be able to read. delay_ms: mm-delay's one-way delay
-    (from a calibration); default half the profile's RTT."""
+    and reply_wait: see link_traces (both from a calibration); default half the
+    profile's RTT and half a downlink gap."""
     delay = default_delay_ms(profile) if delay_ms is None else delay_ms
     chain = ShellChain(delay_ms=delay, uplink_loss=profile.uplink_loss_percent / 100,
                        downlink_loss=profile.downlink_loss_percent / 100)
-    lt = link_traces(profile)
+    lt = link_traces(profile, reply_wait)
     if lt is None:
         return chain
     paths = {}
@@ -146,8 +184,20 @@ def build_chain(profile: NetworkProfile, workdir: Path, delay_ms: int | None = N
     qbytes = {}
     for d, trace in (("uplink", lt.uplink), ("downlink", lt.downlink)):
         qbytes[d] = None if profile.buffer_ms is None else traces.queue_bytes(profile.buffer_ms, trace)
+    gate = reply_wait_ms(profile) is not None
     return replace(chain, uplink_trace=paths["uplink"], downlink_trace=paths["downlink"],
-                   uplink_queue_bytes=qbytes["uplink"], downlink_queue_bytes=qbytes["downlink"])
+                   uplink_queue_bytes=qbytes["uplink"], downlink_queue_bytes=qbytes["downlink"],
+                   phase_gate=gate, gate_dir=_user_dir(Path(workdir) / "phasegate") if gate
+                   else None)
+
+
+def _user_dir(path: Path) -> Path:
+    """A folder the testbed user can write (created by root, given to the user)."""
+    path.mkdir(exist_ok=True)
+    if os.geteuid() == 0:
+        pw = pwd.getpwnam(USER)
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+    return path
 
 
 def _fraction(x: float) -> str:
