@@ -245,3 +245,39 @@ def test_parse_ss():
     assert (b.cc, b.cwnd, b.max_pacing_rate, b.sndbuf) == ("bbr", 10, None, 46080)
     (c,) = evidence.parse_ss(SS_WITH_STATE)
     assert (c.cc, c.cwnd, c.local) == ("bbr", 15, "127.0.0.1:5555")
+
+
+# ------------------------------------------------------------------ qlog
+
+def _qlog(path, events):
+    import json
+    head = {"file_schema": "urn:ietf:params:qlog:file:sequential", "trace": {}}
+    path.write_text("".join("\x1e" + json.dumps(e) + "\n" for e in [head, *events]))
+
+
+def test_qlog_cubic_and_initial_window(tmp_path):
+    from testbed.protocols.validate import main_qlog, qlog_initial_cwnd, qlog_states
+    _qlog(tmp_path / "small.sqlog", [{"time": 0, "name": "quic:packet_sent", "data": {}}])
+    _qlog(tmp_path / "big.sqlog", [
+        {"time": 0.1, "name": "quic:recovery_metrics_updated",
+         "data": {"congestion_window": 43200, "smoothed_rtt": 333.0}},
+        {"time": 0.1, "name": "quic:congestion_state_updated", "data": {"new": "slow_start"}},
+        {"time": 4.0, "name": "quic:recovery_metrics_updated", "data": {"bytes_in_flight": 1200}},
+        {"time": 90, "name": "quic:congestion_state_updated",
+         "data": {"new": "congestion_avoidance"}},
+        {"time": 91, "name": "quic:recovery_metrics_updated",
+         "data": {"congestion_window": 90000}},
+    ] + [{"time": i, "name": "quic:packet_sent", "data": {}} for i in range(50)])
+    main = main_qlog(tmp_path)
+    assert main.name == "big.sqlog"
+    assert qlog_initial_cwnd(main) == 43200
+    assert qlog_states(main) == {"slow_start", "congestion_avoidance"}
+    assert qlog_states(None) == set() and qlog_initial_cwnd(None) is None
+
+
+def test_qlog_bbr_states_are_normalised(tmp_path):
+    from testbed.protocols.validate import qlog_states
+    _qlog(tmp_path / "q.sqlog", [
+        {"name": "quic:congestion_state_updated", "data": {"new": "BBR Startup"}},
+        {"name": "quic:congestion_state_updated", "data": {"new": "bbr_probe_bw_up"}}])
+    assert qlog_states(tmp_path / "q.sqlog") == {"bbr_startup", "bbr_probe_bw_up"}

@@ -15,7 +15,7 @@ samples the server's sockets every 20 ms; h3server writes a qlog.
 |---|---|
 | stack (Chromium flags) | the protocol of both fetches (Resource Timing): h2 or h3 |
 | congestion control | TCP: `ss` names it on the connection. QUIC: the qlog's congestion states (CUBIC: slow_start, congestion_avoidance...; BBRv2: startup, drain, probe_bw...) |
-| initial window | the first data flight of the response (server packets before the first client packet): TCP segments in flight (plus, under BBR, the handshake segments acknowledged before it: BBR grows its window by them), QUIC bytes / max UDP payload (±1) |
+| initial window | TCP: the first data flight of the response (server packets before the first client packet), segments in flight (plus, under BBR, the handshake segments acknowledged before it: BBR grows its window by them); `ss`'s cwnd. QUIC: the qlog's first congestion_window (the flight on the wire is shown: a paced flight can outlast the first acknowledgement) |
 | pacing | the median gap between that flight's packets on the wire: paced >= 10 % of RTT / initial window, otherwise back to back |
 | slow start after idle (TCP) | the first flight after the idle: back to the initial window (on) or the window before (off) |
 | buffers (TCP) | the namespace's tcp_rmem / tcp_wmem read back, and the send buffer ss reports |
@@ -187,25 +187,41 @@ class SsWatch:
                 if s.local.rsplit(":", 1)[0] == server_ip]
 
 
-def qlog_states(qlog_dir: Path) -> set[str]:
-    """Congestion states named in the qlog files of a folder (JSON-SEQ)."""
-    states: set[str] = set()
-    for path in qlog_dir.glob("*"):
-        for raw in path.read_text(errors="replace").split("\x1e"):
-            raw = raw.strip()
-            if not raw or "congestion" not in raw:
-                continue
+def _qlog_events(path: Path):
+    for raw in path.read_text(errors="replace").split("\x1e"):
+        raw = raw.strip()
+        if raw:
             try:
-                ev = json.loads(raw)
+                yield json.loads(raw)
             except json.JSONDecodeError:
                 continue
-            name = ev.get("name", "")
+
+
+def main_qlog(qlog_dir: Path) -> Path | None:
+    """The qlog of the connection that carried the most (the file's)."""
+    files = [p for p in qlog_dir.glob("*") if p.is_file()]
+    return max(files, key=lambda p: p.stat().st_size) if files else None
+
+
+def qlog_states(path: Path | None) -> set[str]:
+    """Congestion states a qlog (JSON-SEQ) names."""
+    states: set[str] = set()
+    for ev in _qlog_events(path) if path else ():
+        if ev.get("name", "").endswith("congestion_state_updated"):
             data = ev.get("data", {})
-            if name.endswith("congestion_state_updated"):
-                for key in ("new", "state"):
-                    if isinstance(data.get(key), str):
-                        states.add(_norm(data[key]))
+            for key in ("new", "state"):
+                if isinstance(data.get(key), str):
+                    states.add(_norm(data[key]))
     return states
+
+
+def qlog_initial_cwnd(path: Path | None) -> int | None:
+    """The first congestion_window (bytes) a qlog reports."""
+    for ev in _qlog_events(path) if path else ():
+        cwnd = ev.get("data", {}).get("congestion_window")
+        if isinstance(cwnd, int):
+            return cwnd
+    return None
 
 
 def _norm(s: str) -> str:
@@ -284,7 +300,7 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
                                ", ".join(seen) + f" ({len(socks)} samples)" if seen else "no sample",
                                seen == [cc]))
     else:
-        states = qlog_states(qlog_dir)
+        states = qlog_states(main_qlog(qlog_dir))
         bbr = {x for x in states if x.startswith("bbr") or x in BBR_STATES}
         family = ("bbr" if bbr and not states - bbr else
                   "cubic" if states and states <= CUBIC_STATES else "?")
@@ -312,10 +328,14 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
             result.rows.append(Row("initial cwnd (ss, first sample)", f">= {iw}",
                                    f"{socks[0].cwnd}", socks[0].cwnd >= iw))
     else:
+        cwnd = qlog_initial_cwnd(main_qlog(qlog_dir))
         result.rows.append(Row(
-            "initial window (first flight)", f"{iw} packets (±1)",
+            "initial window (qlog congestion_window)", f"{iw} x {unit} = {iw * unit} bytes",
+            f"{cwnd} bytes" if cwnd is not None else "not in the qlog", cwnd == iw * unit))
+        result.rows.append(Row(
+            "first flight on the wire", f"about {iw} packets, fewer if paced over > 1 RTT",
             f"{first.bytes} bytes = {first.bytes / unit:.1f} x {unit} "
-            f"({len(first.times)} datagrams)", abs(first.bytes / unit - iw) <= 1))
+            f"({len(first.times)} datagrams over {first.duration * 1000:.0f} ms)", None))
 
     # pacing: gaps between the packets of the first data flight
     if first is not None:
