@@ -67,6 +67,10 @@ class NetworkProfile(_Profile):
     /usr/share/mahimahi/traces, or absolute."""
     downlink_trace: str | None = None
     """Instead of downlink_mbit: a Mahimahi trace file, as uplink_trace."""
+    trace_start_ms: int = Field(default=0, ge=0)
+    """Trace-driven links only: start each trace at its first opportunity at or after
+    this ms (the trace is rotated; it still repeats with its own period). mm-link
+    always starts a trace at its beginning, i.e. at every shell start."""
     buffer_ms: float | None = Field(default=None, gt=0, le=100_000)
     """Drop-tail queue of each direction, as ms of queueing at that direction's
     rate (a trace's mean rate); sized in bytes. Omitted: Mahimahi's unlimited
@@ -87,6 +91,9 @@ class NetworkProfile(_Profile):
             raise _KeyError(f"{missing}_mbit",
                             "missing: mm-link shapes both directions, so give a rate "
                             f"({missing}_mbit) or a trace ({missing}_trace) for each")
+        if self.trace_start_ms and self.uplink_trace is None and self.downlink_trace is None:
+            raise _KeyError("trace_start_ms", "only for trace-driven links (uplink_trace, "
+                                              "downlink_trace)")
         if self.buffer_ms is not None and not up:
             raise _KeyError("buffer_ms", "a buffer needs a shaped link (uplink_mbit/downlink_mbit)")
         return self

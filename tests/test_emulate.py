@@ -213,9 +213,12 @@ def test_default_delay_is_half_the_rtt(tmp_path):
 
 
 def test_trace_profile_uses_the_files(tmp_path):
-    c = build_chain(load_network("verizon-lte-driving"), tmp_path, 30)
-    assert c.uplink_trace == Path("/usr/share/mahimahi/traces/Verizon-LTE-driving.up")
-    assert c.uplink_queue_bytes and c.downlink_queue_bytes
+    f = tmp_path / "cell.toml"
+    f.write_text('uplink_trace = "TMobile-LTE-driving.up"\n'
+                 'downlink_trace = "TMobile-LTE-driving.down"\nbuffer_ms = 100\n')
+    c = build_chain(load_network(str(f)), tmp_path, 30)
+    assert c.uplink_trace == Path("/usr/share/mahimahi/traces/TMobile-LTE-driving.up")
+    assert c.uplink_queue_bytes and c.downlink_queue_bytes and not c.phase_gate
 
 
 def test_logs_in_argv(tmp_path):
@@ -273,3 +276,24 @@ def test_probe_packets_roundtrip():
     assert probe.unpack(data) == (probe.MAGIC, probe.ECHO, 7, 42, 123, 456)
     assert probe.unpack(b"junk") is None
     assert probe.parse_addr("198.18.1.1:9000") == ("198.18.1.1", 9000)
+
+
+def test_trace_starting_later_is_a_rotation():
+    t = traces.Trace((3, 5, 5, 9, 10))
+    assert traces.starting_at(t, 0) == t
+    r = traces.starting_at(t, 4)  # begins at the opportunity at 5
+    assert r.times == (4, 5, 8, 10, 10)
+    assert (r.period_ms, r.count) == (t.period_ms, t.count)
+    assert traces.starting_at(t, 14) == r  # modulo the period
+    assert traces.longest_gap_ms(t) == 4 and traces.longest_gap_ms(r) == 4
+
+
+def test_verizon_profile_starts_after_the_initial_outage(tmp_path):
+    profile = load_network("verizon-lte-driving")
+    lt = link_traces(profile)
+    assert lt.uplink.times[0] < 100  # the raw trace's first uplink opportunity is at 2141 ms
+    raw = traces.read_trace(profile.trace_path("uplink"))
+    assert raw.times[0] == 2141 and lt.uplink.count == raw.count
+    chain = build_chain(profile, tmp_path, 30)
+    assert chain.uplink_trace == tmp_path / "verizon-lte-driving.uplink.trace"
+    assert traces.read_trace(chain.uplink_trace) == lt.uplink

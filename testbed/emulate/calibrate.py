@@ -115,7 +115,9 @@ def probe_rate(profile: NetworkProfile) -> float:
 def measure_rtt(site: ProbeSite, profile: NetworkProfile, chain: ShellChain, probes: int,
                 session: int = 1, seed: int | None = None) -> figures.Rtt:
     rate = probe_rate(profile)
-    linger = 1.0 + 2 * profile.min_rtt_ms / 1000
+    lt = link_traces(profile)
+    outage = max(traces.longest_gap_ms(lt.uplink), traces.longest_gap_ms(lt.downlink)) if lt else 0
+    linger = 1.0 + 2 * profile.min_rtt_ms / 1000 + min(outage, 10_000) / 1000
     args = ["rtt", "--to", f"{PROBE_IP}:{PROBE_PORT}", "--count", str(probes),
             "--rate", f"{rate:g}", "--linger", f"{linger:g}", "--session", str(session)]
     if seed is not None:

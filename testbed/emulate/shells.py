@@ -145,7 +145,8 @@ def link_traces(profile: NetworkProfile, reply_wait: int | None = None) -> LinkT
     for d in ("uplink", "downlink"):
         mbit = getattr(profile, f"{d}_mbit")
         if mbit is None:
-            got.append(traces.read_trace(profile.trace_path(d)))
+            got.append(traces.starting_at(traces.read_trace(profile.trace_path(d)),
+                                          profile.trace_start_ms))
             continue
         trace = traces.fixed_rate(mbit)
         default = reply_wait_ms(profile)
@@ -179,8 +180,8 @@ def build_chain(profile: NetworkProfile, workdir: Path, delay_ms: int | None = N
     paths = {}
     for d, trace in (("uplink", lt.uplink), ("downlink", lt.downlink)):
         given = profile.trace_path(d)
-        paths[d] = given if given is not None else traces.write_trace(
-            Path(workdir) / f"{profile.name or 'profile'}.{d}.trace", trace)
+        paths[d] = given if given is not None and not profile.trace_start_ms else \
+            traces.write_trace(Path(workdir) / f"{profile.name or 'profile'}.{d}.trace", trace)
     qbytes = {}
     for d, trace in (("uplink", lt.uplink), ("downlink", lt.downlink)):
         qbytes[d] = None if profile.buffer_ms is None else traces.queue_bytes(profile.buffer_ms, trace)

@@ -107,6 +107,27 @@ def read_trace(path: Path) -> Trace:
     return Trace(times)
 
 
+def starting_at(trace: Trace, start_ms: int) -> Trace:
+    """The same trace begun at its first opportunity at or after start_ms (mod its
+    period): same period, same opportunities, rotated."""
+    period = trace.period_ms
+    start = start_ms % period
+    times = trace.times
+    first = next((t for t in times if t >= start), None)
+    if first is None or start == 0:
+        return trace
+    later = [t - first for t in times if t > first]
+    wrapped = [t + period - first for t in times if t <= first]
+    return Trace(tuple(later + wrapped))
+
+
+def longest_gap_ms(trace: Trace) -> int:
+    """The longest time without a delivery opportunity, the wrap included."""
+    t = np.asarray(trace.times, dtype=np.int64)
+    gaps = np.diff(np.concatenate([t, [t[0] + trace.period_ms]]))
+    return int(max(gaps.max(), t[0]))
+
+
 def write_trace(path: Path, trace: Trace) -> Path:
     Path(path).write_text(trace.text())
     return Path(path)

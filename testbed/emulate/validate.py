@@ -11,7 +11,9 @@ testbed user), per profile:
   medians) within ±2 ms of the profile plus the median wait for an uplink
   delivery opportunity, which a packet arriving at a random time has on a
   Mahimahi link (computed from the trace: 1.2 ms on DSL, 12.8 ms on DA2GC;
-  mm-link delivers only at 1500-byte opportunities).
+  mm-link delivers only at 1500-byte opportunities). On trace-driven
+  profiles the median and the rates are shown, not checked: the few seconds
+  measured are not the trace's mean.
 - loss per direction from the same probes (probes the server never saw,
   echoes the client never saw): the configured rate inside the measured
   99 % Clopper-Pearson interval.
@@ -128,10 +130,13 @@ def rtt_and_loss(site: ProbeSite, profile: NetworkProfile, chain: ShellChain, pr
     medians = [float(np.median(r.rtt_ms)) for r in runs if r.echoed]
     med = float(np.median(medians))
     pooled = float(np.median(np.concatenate([r.rtt_ms for r in runs])))
+    traced = profile.uplink_trace is not None or profile.downlink_trace is not None
     report.rows.append(Row(
-        "median RTT (ms)", f"{expected:.2f} = {target:g} + {wait:.2f} uplink wait",
+        "median RTT (ms)", f"{expected:.2f} = {target:g} + {wait:.2f} uplink wait"
+        + (" (trace mean)" if traced else ""),
         f"{med:.2f} (starts {min(medians):.2f}..{max(medians):.2f}; all probes {pooled:.2f})",
-        f"±{MEDIAN_RTT_TOLERANCE_MS:g}", bool(abs(med - expected) <= MEDIAN_RTT_TOLERANCE_MS)))
+        "" if traced else f"±{MEDIAN_RTT_TOLERANCE_MS:g}",
+        None if traced else bool(abs(med - expected) <= MEDIAN_RTT_TOLERANCE_MS)))
     up_conf, down_conf = profile.uplink_loss_percent / 100, profile.downlink_loss_percent / 100
     sent = sum(r.sent for r in runs)
     at_server = sum(r.at_server for r in runs)
