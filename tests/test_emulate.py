@@ -132,7 +132,7 @@ def test_dsl_chain(tmp_path):
 
 def test_lossy_chain_puts_loss_on_the_senders_side(tmp_path):
     chain = build_chain(load_network("da2gc"), tmp_path, delay_ms=120)
-    gate = [sys.executable, "-m", "testbed.emulate.phasegate", "outer", "--dir",
+    gate = [sys.executable, "-m", "testbed.emulate.phasegate", "--dir",
             str(tmp_path / "phasegate"), "--"]
     argv = chain.argv(["cmd"])
     assert chain.phase_gate and argv[:len(gate)] == gate
@@ -146,24 +146,23 @@ def test_lossy_chain_puts_loss_on_the_senders_side(tmp_path):
     assert not build_chain(load_network("dsl"), tmp_path).phase_gate
 
 
-def test_phase_gate_wraps_mm_links_command():
+def test_phase_gate_holds_mm_links_command():
     argv = ["mm-loss", "downlink", "0.1", "mm-link", "up", "down", "--queue=x", "--",
             "mm-delay", "5", "cmd", "--", "arg"]
-    full = phasegate.with_gate(argv, "/t/u.log", "/t/d.log", "/t/v", 0, accept_any=False)
+    full, up, down = phasegate.with_gate(argv, "/t/u.log", "/t/d.log", "/t/go.lock")
     i = full.index("mm-link")
     j = full.index("--", i)
     assert full[i:j] == ["mm-link", "up", "down", "--queue=x", "--uplink-log=/t/u.log",
                          "--downlink-log=/t/d.log"]
-    inner = full[j + 1:]
-    assert inner[:4] == [sys.executable, "-m", "testbed.emulate.phasegate", "inner"]
-    k = inner.index("--")
-    assert inner[k + 1:] == ["mm-delay", "5", "cmd", "--", "arg"]
-    assert inner[:k][-2:] == ["--want", "0"]
+    assert (up, down) == ("/t/u.log", "/t/d.log")
+    assert full[j + 1:] == ["flock", "--shared", "--no-fork", "/t/go.lock",
+                            "mm-delay", "5", "cmd", "--", "arg"]
     # logs already asked for (validation reads them) are the ones the gate reads
-    given = phasegate.with_gate(["mm-link", "u", "d", "--uplink-log=/a", "--downlink-log=/b",
-                                 "--", "x"], "/t/u", "/t/d", "/t/v", 1, accept_any=True)
-    assert given.count("--uplink-log=/a") == 1 and "/t/u" not in " ".join(given)
-    assert given[-1] == "x" and "--accept-any" in given
+    given, up, down = phasegate.with_gate(
+        ["mm-link", "u", "d", "--uplink-log=/a", "--downlink-log=/b", "--", "x"],
+        "/t/u", "/t/d", "/t/l")
+    assert (up, down) == ("/a", "/b") and given.count("--uplink-log=/a") == 1
+    assert given[-1] == "x"
 
 
 def test_base_timestamp(tmp_path):

@@ -51,7 +51,7 @@ PROBES = 300
 INSTANCES = 5
 """Shell starts per calibration step (the median of their minimums counts)."""
 MAX_STEPS = 3
-METHOD = 3
+METHOD = 4
 
 
 class Calibration(BaseModel):

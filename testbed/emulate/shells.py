@@ -93,8 +93,7 @@ class ShellChain:
         argv = [*outer, *link, "--", *inner]
         if self.phase_gate:
             where = ["--dir", str(self.gate_dir)] if self.gate_dir else []
-            argv = [sys.executable, "-m", "testbed.emulate.phasegate", "outer", *where, "--",
-                    *argv]
+            argv = [sys.executable, "-m", "testbed.emulate.phasegate", *where, "--", *argv]
         return argv
 
 
