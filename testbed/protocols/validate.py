@@ -66,6 +66,11 @@ PACED_GAP_SHARE = 0.1
 RTT / initial window (a paced flight spreads over a good part of the RTT; an unpaced
 one leaves back to back, microseconds apart)."""
 SS_INTERVAL = 0.02
+SETTLE_S = 3.0
+"""Chromium reports network changes while Mahimahi's interfaces come up: wait that long
+after starting it, and start a setting over if it happens anyway."""
+NETWORK_ERRORS = ("ERR_NETWORK_CHANGED", "Failed to fetch")
+ATTEMPTS = 3
 TCP_MSS = 1448
 PROTOCOL = {"tcp": "h2", "quic": "h3"}
 CUBIC_STATES = {"slow_start", "conservative_slow_start", "congestion_avoidance", "recovery",
@@ -232,6 +237,22 @@ def _norm(s: str) -> str:
 
 def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopology,
             profile: NetworkProfile, chain_wrap: list[str], work: Path) -> Result:
+    """One setting, observed; started over (at most ATTEMPTS times) when Chromium
+    reports a network change, as it may while Mahimahi's interfaces come up."""
+    from testbed.replay.browser import CDPError
+
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return _observe(opts, recording, topology, profile, chain_wrap, work, attempt)
+        except CDPError as e:
+            if not any(x in str(e) for x in NETWORK_ERRORS) or attempt == ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopology,
+             profile: NetworkProfile, chain_wrap: list[str], work: Path, attempt: int,
+             ) -> Result:
     from testbed.replay.browser import Chromium
     from testbed.replay.env import ReplayEnv
 
@@ -239,13 +260,13 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
     result = Result(setting)
     result.applied = opts.apply(topology)
     h3args = list(opts.h3server_args)
-    qlog_dir = work / f"qlog-{setting.name}"
+    qlog_dir = work / f"qlog-{setting.name}-{attempt}"
     if opts.stack == "quic":
         qlog_dir.mkdir()
         pw = pwd.getpwnam(USER)
         os.chown(qlog_dir, pw.pw_uid, pw.pw_gid)
         h3args += ["--qlog-dir", str(qlog_dir)]
-    pcap = work / f"{setting.name}.pcap"
+    pcap = work / f"{setting.name}-{attempt}.pcap"
     url = f"https://{FILE_HOST}{FILE_PATH}"
     watch = SsWatch(topology) if opts.stack == "tcp" else None
     fetched = []
@@ -254,6 +275,7 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
             Capture(topology, pcap, "tcp" if opts.stack == "tcp" else "udp") as cap:
         with Chromium(env.client_netns, [*env.chromium_flags(), *opts.chromium_flags],
                       wrap=chain_wrap, timeout=120) as browser:
+            time.sleep(SETTLE_S)
             if watch:
                 watch.__enter__()
             try:
