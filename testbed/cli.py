@@ -27,18 +27,24 @@ COMMANDS = {
 
 
 class LazyGroup(click.Group):
+    """A group whose subcommands are "module:attribute" strings, imported on use."""
+
+    def __init__(self, *args, lazy: dict[str, str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
     def list_commands(self, ctx):
-        return sorted(COMMANDS)
+        return sorted(self.lazy)
 
     def get_command(self, ctx, name):
-        target = COMMANDS.get(name)
+        target = self.lazy.get(name)
         if target is None:
             return None
         module, attr = target.split(":")
         return getattr(importlib.import_module(module), attr)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="testbed")
 def cli():
     """Record websites, replay them under emulated networks over TCP+TLS+HTTP/2

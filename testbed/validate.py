@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-
 import click
+
+from testbed.cli import LazyGroup
 
 # name -> "module:attribute", loaded on use (each check lives with its stage).
 CHECKS = {
@@ -14,17 +14,6 @@ CHECKS = {
 }
 
 
-class _Lazy(click.Group):
-    def list_commands(self, ctx):
-        return sorted(CHECKS)
-
-    def get_command(self, ctx, name):
-        if name not in CHECKS:
-            return None
-        module, attr = CHECKS[name].split(":")
-        return getattr(importlib.import_module(module), attr)
-
-
-@click.group(cls=_Lazy)
+@click.group(cls=LazyGroup, lazy=CHECKS)
 def validate():
     """Prove the servers, network profiles and protocol settings are what they claim."""

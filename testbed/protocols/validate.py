@@ -51,6 +51,7 @@ from testbed.errors import TestbedError
 from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load_protocol
 from testbed.protocols import evidence
 from testbed.protocols.apply import ServerOptions, server_options
+from testbed.replay.parity import FETCH_JS  # the fetch-and-time script, shared
 from testbed.runstate import USER, current
 from testbed.topology import ReplayTopology
 
@@ -105,17 +106,7 @@ class Result:
 PAGE_HOST, PAGE_IP = "page.protocols.test", "192.0.2.90"
 FILE_HOST, FILE_IP = "files.protocols.test", "192.0.2.91"
 FILE_PATH = "/file.bin"
-FETCH_JS = """(async () => {
-  const url = %s;
-  const r = await fetch(url, {cache: "no-store"});
-  const n = (await r.arrayBuffer()).byteLength;
-  let e;
-  for (let i = 0; i < 100 && !e; i++) {
-    e = performance.getEntriesByName(url)[0];
-    if (!e) await new Promise(ok => setTimeout(ok, 10));
-  }
-  return {status: r.status, bytes: n, protocol: e ? e.nextHopProtocol : null};
-})()"""
+
 
 
 def make_recording(out_dir: Path) -> Path:
