@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
@@ -87,6 +88,21 @@ class Background:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+    def wait_for_log(self, text: str, what: str, timeout: float = 10.0) -> None:
+        """Wait until the process's log contains `text` (its readiness line).
+
+        TestbedError "`what` did not start: <log tail>" if it exits or the
+        timeout passes first; the process is left to the caller's `with`.
+        """
+        from testbed.errors import TestbedError
+
+        deadline = time.monotonic() + timeout
+        while text not in (Path(self.log).read_text(errors="replace")
+                           if self.log and Path(self.log).exists() else ""):
+            if not self.alive() or time.monotonic() > deadline:
+                raise TestbedError(f"{what} did not start: {self.tail()}")
+            time.sleep(0.02)
 
     def tail(self, lines: int = 20) -> str:
         if not self.log or not Path(self.log).exists():

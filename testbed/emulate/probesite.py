@@ -18,7 +18,6 @@ import pwd
 import shutil
 import sys
 import tempfile
-import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,11 +95,7 @@ class ProbeSite:
             [sys.executable, "-m", "testbed.emulate.probe", "server", "--bind", PROBE_IP,
              "--port", str(PROBE_PORT), "--dump", str(dump)]), log=log, cwd=str(ROOT))
         with bg:
-            deadline = time.monotonic() + 10
-            while "probe server on" not in (log.read_text() if log.exists() else ""):
-                if not bg.alive() or time.monotonic() > deadline:
-                    raise TestbedError(f"probe server did not start: {bg.tail()}")
-                time.sleep(0.02)
+            bg.wait_for_log("probe server on", "probe server")
             yield ServerDump(dump)
             bg.stop()
         if not dump.exists():
@@ -130,11 +125,7 @@ class ProbeSite:
         server = proc.Background(NICE + self.topology.server.exec(
             ["iperf3", "-s", "-1", "--forceflush", "-B", PROBE_IP, "-p", str(IPERF_PORT)]), log=log)
         with server:
-            deadline = time.monotonic() + 10
-            while "Server listening" not in (log.read_text() if log.exists() else ""):
-                if not server.alive() or time.monotonic() > deadline:
-                    raise TestbedError(f"iperf3 server did not start: {server.tail()}")
-                time.sleep(0.02)
+            server.wait_for_log("Server listening", "iperf3 server")
             return self._iperf_client(chain, seconds, omit, reverse, timeout)
 
     def _iperf_client(self, chain: ShellChain, seconds: float, omit: float, reverse: bool,

@@ -138,12 +138,11 @@ class Capture:
 
     def __enter__(self) -> Self:
         self.bg.__enter__()
-        deadline = time.monotonic() + 10
-        while "listening on" not in (self.log.read_text() if self.log.exists() else ""):
-            if not self.bg.alive() or time.monotonic() > deadline:
-                self.bg.stop()
-                raise TestbedError(f"tcpdump did not start: {self.bg.tail()}")
-            time.sleep(0.02)
+        try:
+            self.bg.wait_for_log("listening on", "tcpdump")
+        except TestbedError:
+            self.bg.stop()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
