@@ -151,3 +151,23 @@ def test_from_environ_loads_the_named_recording(recording, tmp_path):
                                 "TESTBED_REPLAY_SUMMARY": str(tmp_path / "s.json")})
     assert len(app.responses) == len(recording.exchanges)
     assert (tmp_path / "s.json").exists()
+
+
+def test_summary_written_in_the_background(tmp_path):
+    """Under uWSGI the file is written by a thread, soon after each request."""
+    import time
+
+    path = tmp_path / "summary.json"
+    s = summary.Summary(path, "uwsgi", "1", in_background=True)
+    assert summary.read(path)["requests"] == 0
+    for i in range(50):
+        s.record(url=f"https://a.test/{i}", hit=i % 10 != 0, nbytes=10, connection=i % 3)
+    deadline = time.monotonic() + 5
+    while summary.read(path)["requests"] != 50 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    after = summary.read(path)
+    assert (after["requests"], after["misses"], after["bytes"], after["connections"]) == (
+        50, 5, 500, 3)
+    s.record(url="https://a.test/x", hit=True, nbytes=1)
+    s.flush()
+    assert summary.read(path)["requests"] == 51

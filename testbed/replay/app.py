@@ -57,7 +57,8 @@ NOT_FOUND = Response("404 Not Found", [("content-type", "text/plain"),
 class ReplayApp:
     """WSGI callable serving `recording` from memory."""
 
-    def __init__(self, recording: rec.Recording, summary_path: Path | None = None):
+    def __init__(self, recording: rec.Recording, summary_path: Path | None = None, *,
+                 summary_in_background: bool = False):
         self.recording = recording
         self.matcher = Matcher(recording.exchanges)
         bodies: dict[str | None, bytes] = {None: b""}
@@ -65,7 +66,8 @@ class ReplayApp:
             if x.body not in bodies:
                 bodies[x.body] = recording.body(x)
         self.responses = [prepare(x, bodies[x.body]) for x in recording.exchanges]
-        self.summary = Summary(summary_path, "uwsgi", testbed.__version__)
+        self.summary = Summary(summary_path, "uwsgi", testbed.__version__,
+                               in_background=summary_in_background)
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         scheme = environ.get("wsgi.url_scheme", "http")
@@ -84,7 +86,9 @@ class ReplayApp:
 
 class _Counted:
     """The response body; counted in the summary once the server has sent it (WSGI calls
-    close() then), so writing the summary file is not in the response's path."""
+    close() then). uWSGI closes the connection to nginx only after close() returns, and
+    nginx ends the response at that EOF, so under uWSGI the summary is written by a
+    thread (ReplayApp(summary_in_background=True)), not here."""
 
     def __init__(self, body: bytes, on_close: Callable[[], None]):
         self.body = body
@@ -111,6 +115,6 @@ def _target_from(environ: dict) -> str:
 
 def from_environ(env=os.environ) -> ReplayApp:
     """The app uWSGI loads: TESTBED_REPLAY_RECORDING and TESTBED_REPLAY_SUMMARY name the
-    recording folder and the summary file."""
+    recording folder and the summary file, written off the response path."""
     return ReplayApp(rec.load(env["TESTBED_REPLAY_RECORDING"]),
-                     Path(env["TESTBED_REPLAY_SUMMARY"]))
+                     Path(env["TESTBED_REPLAY_SUMMARY"]), summary_in_background=True)
