@@ -221,7 +221,12 @@ def test_validate_servers_runs_through_both_stacks():
         assert cp.returncode == 0, cp.stdout + cp.stderr
         data = json.loads(out.read_text())
     assert "gap (quic vs tcp)" in cp.stdout
+    assert "Lost on the path: tcp: " in cp.stdout
+    assert data["rate_mbit"] == 400
     assert [r["stack"] for r in data["results"]] == ["tcp", "quic"]
     for r in data["results"]:
         assert len(r["times_ms"]["10000"]) == 2 and r["misses"] == 0
         assert all(t > 0 for t in r["times_ms"]["10000"])
+        assert set(r["lost"]) == {"tun_drops", "udp_rcvbuf_drops", "tcp_retransmits"}
+        # 2 downloads of 10 KB: nothing to drop in a 10,000-packet TUN queue
+        assert r["lost"]["tun_drops"] == 0

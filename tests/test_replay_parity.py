@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from testbed import recording as rec
@@ -64,8 +66,43 @@ def test_table_fails_above_the_allowed_gap():
     assert not ok
 
 
-def test_h3server_gets_the_same_window_and_packet_size_as_tcp():
-    args = parity.h3server_args(32)
-    assert args[args.index("--initial-cwnd-packets") + 1] == "32"
-    assert args[args.index("--cc") + 1] == "cubic"
-    assert args[args.index("--max-udp-payload") + 1] == "1472"  # 1500-byte IP packets
+def test_both_stacks_get_the_same_window_pacing_and_packet_size():
+    for pacing in (False, True):
+        opts = parity.settings(32, pacing=pacing)
+        args = opts["quic"].h3server_args
+        assert args[args.index("--initial-cwnd-packets") + 1] == "32"
+        assert args[args.index("--cc") + 1] == "cubic"
+        assert args[args.index("--max-udp-payload") + 1] == "1472"  # 1500-byte IP packets
+        assert args[args.index("--gso") + 1] == "on"
+        assert args[args.index("--pacing") + 1] == ("on" if pacing else "off")
+        tcp = opts["tcp"]
+        assert tcp.route["initcwnd"] == 32
+        assert tcp.sysctls["net.ipv4.tcp_congestion_control"] == "cubic"
+        assert (tcp.pacing_method != "none") == pacing
+
+
+def test_link_in_front_of_the_delay(tmp_path):
+    assert parity.shells(10, 0, tmp_path) == ["mm-delay", "5"]
+    wrap = parity.shells(10, 400, tmp_path)
+    assert wrap[0] == "mm-link" and wrap[3:] == ["--", "mm-delay", "5"]
+    assert wrap[1] == wrap[2]
+    lines = Path(wrap[1]).read_text().split()
+    # 400 Mbit/s in 1500-byte opportunities: 100/3 per ms
+    assert len(lines) / int(lines[-1]) == pytest.approx(400 / 12)
+
+
+def test_snmp_counters_parse():
+    text = ("Ip: Forwarding DefaultTTL\nIp: 1 64\n"
+            "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\n"
+            "Udp: 10 0 3 4 3\n")
+    assert parity.parse_snmp(text)["Udp"]["RcvbufErrors"] == 3
+
+
+def test_loss_report_names_what_each_stack_lost():
+    tcp = parity.StackResult("tcp", {10_000: [1.0]})
+    quic = parity.StackResult("quic", {10_000: [1.0]})
+    line, lost = parity.loss_report({"tcp": tcp, "quic": quic})
+    assert not lost and "tcp: 0 TUN queue drops, 0 TCP retransmissions" in line
+    quic.lost["udp_rcvbuf_drops"] = 7
+    line, lost = parity.loss_report({"tcp": tcp, "quic": quic})
+    assert lost and "7 UDP receive-buffer drops" in line

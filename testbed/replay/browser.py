@@ -126,6 +126,27 @@ class Chromium:
     def netns_pid(self) -> int:
         """A pid in the network namespace the browser runs in (inside Mahimahi's
         shells when wrapped): the first `chromium` process below this one."""
+        for pid, comm in self._below():
+            if comm == "chromium":
+                return pid
+        raise CDPError("no chromium process found below the launcher")
+
+    def shell_netns_pids(self) -> list[int]:
+        """One pid in each network namespace from the launcher's down to the
+        browser's (each Mahimahi shell makes one), outermost first."""
+        seen: dict[int, int] = {}
+        for pid, comm in [(self.proc.pid, ""), *self._below()]:
+            try:
+                ns = os.stat(f"/proc/{pid}/ns/net").st_ino
+            except OSError:
+                continue
+            seen.setdefault(ns, pid)
+            if comm == "chromium":
+                break
+        return list(seen.values())
+
+    def _below(self):
+        """(pid, comm) of the launcher's descendants, breadth first."""
         todo = [self.proc.pid]
         while todo:
             pid = todo.pop(0)
@@ -135,12 +156,11 @@ class Chromium:
                 continue
             for child in map(int, children):
                 try:
-                    if Path(f"/proc/{child}/comm").read_text().strip() == "chromium":
-                        return child
+                    comm = Path(f"/proc/{child}/comm").read_text().strip()
                 except OSError:
                     continue
+                yield child, comm
                 todo.append(child)
-        raise CDPError("no chromium process found below the launcher")
 
     # --- protocol ----------------------------------------------------------------
     def _read_loop(self) -> None:
