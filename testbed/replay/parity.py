@@ -262,6 +262,7 @@ def _round(recording, topo, result: StackResult, sizes, n: int, wrap: list[str],
             started = time.monotonic()
             open_receive_window(browser)
             deepen_tun_queues(browser)
+            lost_before = path_losses(browser)  # e.g. packets sent while a shell started
             d = _Downloader(browser, env, stack, tag, result, sizes,
                             per_size=(len(recording.origins) - 1) // len(sizes))
             for _ in range(WARM_PASSES):  # uncounted: the new browser warms up
@@ -276,7 +277,7 @@ def _round(recording, topo, result: StackResult, sizes, n: int, wrap: list[str],
                         progress(stack)
             # Mahimahi's devices and the browser's namespace end with the browser.
             for key, value in path_losses(browser).items():
-                result.lost[key] += value
+                result.lost[key] += value - lost_before[key]
         env.check_alive()
         time.sleep(0.1)  # h3server writes its summary at most every 50 ms
         after = env.summary()
@@ -350,7 +351,7 @@ def tun_drops(argv_prefix: list[str]) -> int:
 
 
 def path_losses(browser: Chromium) -> dict[str, int]:
-    """Drops so far in this browser's Mahimahi shells (new with each browser): in the
+    """Drops so far in this browser's Mahimahi shells (made with the browser): in the
     TUN devices of every shell's namespace (the client namespace holds the outermost
     shell's), and in the browser's UDP sockets. The server's TCP retransmissions are
     counted around the round."""
