@@ -28,7 +28,16 @@ answering within the same tick as another looks just as fast. nginx+uWSGI
 answers a request ~0.3 ms later than h3server (0.67 against 0.39 ms median,
 request to first response byte at the server's veth); without the link that
 is 2-3 % of a 10 KB download at 10 ms RTT, with it mostly invisible, as it is
-in every shaped network profile. Either way the check
+in every shaped network profile.
+
+What remains at 100 KB is the client's: QUIC is ~1 ms (~3.5 %) slower there
+on this machine, within 5 % in most runs but not all (+5.0 and +5.3 % in 2
+of 7 full runs). The 32-packet first flight reaches Chromium in one burst;
+its QUIC stack reads, decrypts and acknowledges ~20 us per packet, so its
+ACKs leave over ~0.65 ms (qlog: every 2 packets, 40 us apart), and the
+second flight leaves that much later, while TCP's ACKs come from the
+client's kernel at once. The server answers each ACK within ~60 us.
+Either way the check
 counts what the path dropped (TUN queue drops, the browser's UDP
 receive-buffer drops; server TCP retransmissions are shown too) and says so
 when the "no loss" condition did not hold.
