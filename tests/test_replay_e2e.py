@@ -17,6 +17,7 @@ import replay_site
 from testbed import proc
 from testbed import recording as rec
 from testbed.replay import env as env_mod
+from testbed.replay import parity
 from testbed.replay.browser import Chromium
 from testbed.replay.env import ReplayEnv
 
@@ -222,7 +223,7 @@ def test_validate_servers_runs_through_both_stacks():
         data = json.loads(out.read_text())
     assert "gap (quic vs tcp)" in cp.stdout
     assert "Lost on the path: tcp: " in cp.stdout
-    assert data["rate_mbit"] == 400
+    assert data["rate_mbit"] == parity.RATE_MBIT == 100
     assert [r["stack"] for r in data["results"]] == ["tcp", "quic"]
     for r in data["results"]:
         assert len(r["times_ms"]["10000"]) == 2 and r["misses"] == 0
