@@ -19,8 +19,8 @@ shows: it reads, decrypts and acknowledges ~20 us per packet (~50,000
 packets/s, ~600 Mbit/s), so a 32-packet flight arriving at once is
 acknowledged over ~0.65 ms (qlog: an ACK every 2 packets, 40 us apart),
 while TCP's ACKs come from the client's kernel at once; each slow-start
-round of QUIC then takes longer (+7 % at 1 MB without a rate limit, +2 to
-+5 % at 100 KB behind a 400 Mbit/s link). The server answers each ACK within
+round of QUIC then takes longer (+7 % at 1 MB without a rate limit, up to
++5.3 % at 100 KB behind a 400 Mbit/s link). The server answers each ACK within
 ~60 us.
 
 So the check puts a link of RATE Mbit/s in front of the delay: by default
