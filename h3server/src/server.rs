@@ -324,17 +324,27 @@ impl Server {
                     return;
                 }
             };
-            self.handle_datagram(i, from, &mut buf[..len]);
+            // Answer each datagram as it is read, as a TCP stack answers each ACK:
+            // when a burst of ACKs arrives (Mahimahi's links release them on 1 ms
+            // ticks), the first ones open the window for new data at once instead
+            // of after the whole burst has been read (qlog: ACK to next packet
+            // 5-7 us, against a median of up to ~330 us).
+            if let Some(id) = self.handle_datagram(i, from, &mut buf[..len]) {
+                self.serve(id);
+                self.flush(id, false);
+            }
         }
     }
 
-    fn handle_datagram(&mut self, sock: usize, from: SocketAddr, pkt: &mut [u8]) {
+    /// Feed a datagram to its connection (accepting a new one for an Initial);
+    /// the connection's id, or None if the datagram was dropped.
+    fn handle_datagram(&mut self, sock: usize, from: SocketAddr, pkt: &mut [u8]) -> Option<u64> {
         let local = self.sockets[sock].local;
         let hdr = match quiche::Header::from_slice(pkt, CID_LEN) {
             Ok(h) => h,
             Err(e) => {
                 debug!("{SERVER} unparsable packet from {from}: {e}");
-                return;
+                return None;
             }
         };
         let id = match self.routes.get(hdr.dcid.as_ref()) {
@@ -342,7 +352,7 @@ impl Server {
             None => {
                 if hdr.ty != quiche::Type::Initial {
                     debug!("{SERVER} {:?} packet for unknown connection from {from}", hdr.ty);
-                    return;
+                    return None;
                 }
                 if !quiche::version_is_supported(hdr.version) {
                     let mut out = [0u8; 1350];
@@ -350,12 +360,9 @@ impl Server {
                         debug!("{SERVER} version negotiation with {from} (version {:#x})", hdr.version);
                         let _ = self.sockets[sock].io.send_to(&out[..n], from);
                     }
-                    return;
+                    return None;
                 }
-                match self.accept(sock, &hdr.dcid, from) {
-                    Some(id) => id,
-                    None => return,
-                }
+                self.accept(sock, &hdr.dcid, from)?
             }
         };
         let client = self.clients.get_mut(&id).expect("routed client exists");
@@ -363,6 +370,7 @@ impl Server {
         if let Err(e) = client.conn.recv(pkt, quiche::RecvInfo { from, to: local }) {
             debug!("{} recv failed: {e}", client.conn.trace_id());
         }
+        Some(id)
     }
 
     fn accept(&mut self, sock: usize, odcid: &[u8], from: SocketAddr) -> Option<u64> {
