@@ -226,15 +226,6 @@ class StackResult:
         return statistics.median(self.times_ms[size])
 
 
-def check_congestion_control() -> None:
-    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
-    if TCP_CONGESTION_CONTROL not in allowed:
-        raise TestbedError(
-            f"{TCP_CONGESTION_CONTROL} is not an allowed congestion control ({' '.join(allowed)}),"
-            f" so the server namespace cannot use it; run `make setup` (or sysctl -w "
-            f"net.ipv4.tcp_allowed_congestion_control='reno cubic bbr')")
-
-
 def rounds_of(runs: int, rounds: int) -> list[int]:
     """Downloads per size in each round: `runs` spread as evenly as possible."""
     rounds = max(1, min(rounds, runs))
@@ -321,7 +312,7 @@ def open_receive_window(browser: Chromium) -> None:
     initial receive window route metric in the namespace Chromium runs in (the
     innermost Mahimahi shell's, made by this run and gone when the shell exits;
     it copied the host's defaults, which start TCP at a 64 KB window)."""
-    ns = ["nsenter", f"--net=/proc/{browser.netns_pid()}/ns/net"]
+    ns = in_netns_of(browser.netns_pid())
     proc.run([*ns, "sysctl", "-q", "-w", f"net.ipv4.tcp_rmem={CLIENT_TCP_RMEM}"])
     for route in proc.output([*ns, "ip", "-4", "route", "show", "default"]).splitlines():
         proc.run([*ns, "ip", "route", "change", *route.split(), "initrwnd",
@@ -331,6 +322,17 @@ def open_receive_window(browser: Chromium) -> None:
 TUN_QUEUE = 10_000
 
 
+def in_netns_of(pid: int) -> list[str]:
+    """argv prefix running a command in the network namespace of process pid."""
+    return ["nsenter", f"--net=/proc/{pid}/ns/net"]
+
+
+def tun_links(ns: list[str], stats: bool = False) -> list[dict]:
+    """The TUN devices (Mahimahi's) in a namespace, as `ip -j link` describes them."""
+    return json.loads(proc.output([*ns, "ip", *(["-s"] if stats else []), "-j", "link",
+                                   "show", "type", "tun"]) or "[]")
+
+
 def deepen_tun_queues(browser: Chromium) -> None:
     """Let Mahimahi's TUN devices hold a 10 MB flight (10,000 packets instead of 500).
     A shell reads its TUN one packet per system call; a sender's burst at memory
@@ -338,15 +340,20 @@ def deepen_tun_queues(browser: Chromium) -> None:
     rate limit): loss the check's conditions rule out. The devices live in the shells'
     namespaces, made by this run and gone with the browser."""
     for pid in browser.shell_netns_pids():
-        ns = ["nsenter", f"--net=/proc/{pid}/ns/net"]
-        for link in json.loads(proc.output([*ns, "ip", "-j", "link", "show", "type", "tun"])
-                               or "[]"):
+        ns = in_netns_of(pid)
+        for link in tun_links(ns):
             proc.run([*ns, "ip", "link", "set", link["ifname"], "txqueuelen", str(TUN_QUEUE)])
 
 
-LOSS_COUNTERS = ("tun_drops", "udp_rcvbuf_drops", "tcp_retransmits")
+LOSS_LABELS = {"tun_drops": "TUN queue drops", "udp_rcvbuf_drops": "UDP receive-buffer drops",
+               "tcp_retransmits": "TCP retransmissions"}
 """Mahimahi's TUN devices dropped (queue full), the browser's namespace dropped as
-its UDP receive buffers were full, the servers' TCP retransmitted (any loss)."""
+its UDP receive buffers were full, the servers' TCP retransmitted."""
+LOSS_COUNTERS = tuple(LOSS_LABELS)
+DROPS = ("tun_drops", "udp_rcvbuf_drops")
+"""The counters that are loss for sure (a TCP retransmission may be a tail loss
+probe or a spurious timeout)."""
+SHOWN = {"tcp": ("tun_drops", "tcp_retransmits"), "quic": DROPS}
 
 
 def snmp(argv: list[str]) -> dict[str, dict[str, int]]:
@@ -364,22 +371,21 @@ def parse_snmp(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def tun_drops(argv_prefix: list[str]) -> int:
-    """TX drops of the TUN devices (Mahimahi's) in a namespace: queue overflows."""
-    links = json.loads(proc.output([*argv_prefix, "ip", "-s", "-j", "link", "show", "type",
-                                    "tun"]) or "[]")
-    return sum(link.get("stats64", {}).get("tx", {}).get("dropped", 0) for link in links)
+def tun_drops(ns: list[str]) -> int:
+    """TX drops of the TUN devices in a namespace: queue overflows."""
+    return sum(link.get("stats64", {}).get("tx", {}).get("dropped", 0)
+               for link in tun_links(ns, stats=True))
 
 
 def path_losses(browser: Chromium) -> dict[str, int]:
     """Drops so far in this browser's Mahimahi shells (made with the browser): in the
     TUN devices of every shell's namespace (the client namespace holds the outermost
-    shell's), and in the browser's UDP sockets. The server's TCP retransmissions are
-    counted around the round."""
-    shells = [["nsenter", f"--net=/proc/{pid}/ns/net"] for pid in browser.shell_netns_pids()]
-    inner = ["nsenter", f"--net=/proc/{browser.netns_pid()}/ns/net"]
+    shell's), and in the browser's UDP sockets (its namespace is the innermost). The
+    server's TCP retransmissions are counted around the round."""
+    shells = [in_netns_of(pid) for pid in browser.shell_netns_pids()]
+    udp = snmp([*shells[-1], "cat", "/proc/net/snmp"])["Udp"]
     return {"tun_drops": sum(tun_drops(ns) for ns in shells),
-            "udp_rcvbuf_drops": snmp([*inner, "cat", "/proc/net/snmp"])["Udp"]["RcvbufErrors"]}
+            "udp_rcvbuf_drops": udp["RcvbufErrors"]}
 
 
 NETWORK_ERRORS = ("ERR_NETWORK_CHANGED", "Failed to fetch")
@@ -474,17 +480,10 @@ def table(results: dict[str, StackResult], sizes, max_gap: float,
 
 def loss_report(results: dict[str, StackResult]) -> tuple[str, bool]:
     """One line of what was lost on the path per stack, and whether anything was."""
-    parts = []
-    for stack, r in results.items():
-        shown = {"tun_drops": "TUN queue drops", "udp_rcvbuf_drops": "UDP receive-buffer drops",
-                 "tcp_retransmits": "TCP retransmissions"}
-        keys = ("tun_drops", "tcp_retransmits") if stack == "tcp" else ("tun_drops",
-                                                                       "udp_rcvbuf_drops")
-        parts.append(f"{stack}: " + ", ".join(f"{r.lost[k]} {shown[k]}" for k in keys))
-    # A TCP retransmission is not always a loss (a tail loss probe, a spurious
-    # timeout): shown, but only drops count.
+    parts = [f"{stack}: " + ", ".join(f"{r.lost[k]} {LOSS_LABELS[k]}" for k in SHOWN[stack])
+             for stack, r in results.items()]
     return "Lost on the path: " + "; ".join(parts), any(
-        r.lost[k] for r in results.values() for k in ("tun_drops", "udp_rcvbuf_drops"))
+        r.lost[k] for r in results.values() for k in DROPS)
 
 
 def runs_label(results) -> str:
@@ -521,7 +520,6 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
     more than 5 %."""
     sizes = tuple(sizes) or SIZES
     stacks = tuple(dict.fromkeys(stacks)) or ("tcp", "quic")
-    check_congestion_control()
     console = Console(stderr=False)
     work = Path(tempfile.mkdtemp(prefix="parity-", dir=current().dir))
     work.chmod(0o755)
