@@ -15,11 +15,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-import replay_site  # noqa: E402
+import replay_site
 
-from testbed import recording as rec  # noqa: E402
-from testbed import runstate  # noqa: E402
-from testbed.replay.env import H3SERVER, ReplayEnv  # noqa: E402
+from testbed import recording as rec
+from testbed import runstate
+from testbed.replay.env import H3SERVER, ReplayEnv
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from needs import need
 
 from testbed import recording as rec
 
@@ -30,8 +31,7 @@ H3SERVER = ROOT / "h3server" / "target" / "release" / "h3server"
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    if not H3SERVER.exists():
-        pytest.skip(f"{H3SERVER} not built (make setup)")
+    need(None if H3SERVER.exists() else f"{H3SERVER} not built (make setup)")
 
 
 def exchange(target: str, body: bytes, status: int = 200, method: str = "GET",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from needs import need
 
 from testbed import enter
 from testbed import recording as rec
@@ -144,8 +145,7 @@ def load_and_capture(site: Path, pacing: str) -> list[float]:
 
 @pytest.mark.e2e
 def test_pacing_spaces_the_first_flight_and_off_sends_it_back_to_back(big_site):
-    if not H3SERVER.exists():
-        pytest.skip(f"{H3SERVER} not built (make setup)")
+    need(None if H3SERVER.exists() else f"{H3SERVER} not built (make setup)")
     on = load_and_capture(big_site, "on")
     off = load_and_capture(big_site, "off")
     assert len(on) == FLIGHT and len(off) == FLIGHT

@@ -152,7 +152,6 @@ def test_cli_show_and_har_on_a_path(rec, tmp_path):
     assert har_validator().is_valid(json.loads(har_file.read_text()))
 
 
-@pytest.mark.skipif(not BUNDLED.is_dir(), reason="bundled recording not present")
 def test_bundled_recording_show_and_har(tmp_path):
     runner = CliRunner()
     out = runner.invoke(recording_cli, ["show", "local-news"])
@@ -171,8 +170,6 @@ def test_bundled_recording_show_and_har(tmp_path):
 
 
 def test_bundled_recording_is_small_and_multi_origin():
-    if not BUNDLED.is_dir():
-        pytest.skip("bundled recording not present")
     rec = recording.load("local-news")
     size = sum(p.stat().st_size for p in BUNDLED.rglob("*") if p.is_file())
     assert size < 5 * 1024 * 1024

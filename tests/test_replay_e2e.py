@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from needs import need
 
 sys.path.insert(0, str(Path(__file__).parent))
 import replay_site
@@ -31,7 +32,7 @@ ENTRIES = """JSON.stringify([...performance.getEntriesByType('navigation'),
 
 def needs(stack):
     if stack == "quic" and not env_mod.H3SERVER.exists():
-        pytest.skip(f"{env_mod.H3SERVER} not built (make setup)")
+        need(f"{env_mod.H3SERVER} not built (make setup)")
 
 
 @pytest.fixture(scope="module")

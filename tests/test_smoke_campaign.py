@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from needs import need
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTBED = [str(ROOT / ".venv/bin/testbed")]
@@ -28,14 +29,13 @@ pytestmark = pytest.mark.e2e
 def needs_parts():
     from testbed.measure import browsertime
     problem = browsertime.missing()
-    if problem:
-        pytest.skip(problem)
+    need(problem)
     from testbed.campaign import settings
     from testbed.errors import TestbedError
     try:
         settings.load("tcp")
     except TestbedError as e:
-        pytest.skip(str(e))
+        need(str(e))
 
 
 def rows(out: Path) -> list[dict]:

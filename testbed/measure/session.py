@@ -271,7 +271,10 @@ class Session:
 
     def _exit_reason(self, bt: proc.Background) -> str:
         code = bt.proc.poll() if bt.proc else None
-        tail = [line for line in bt.tail(40).splitlines() if "ERROR" in line]
+        # Browsertime's own errors, or the phase gate's (on sparse links) when no start
+        # of the shells came out in phase
+        tail = [line for line in bt.tail(40).splitlines()
+                if "ERROR" in line or line.startswith("phasegate:")]
         detail = tail[-1].split("ERROR:", 1)[-1].strip()[:200] if tail else ""
         return f"Browsertime exited with status {code}" + (f" ({detail})" if detail else "")
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
+from needs import need
 from test_host_unchanged_e2e import host_state
 
 from testbed.replay import certs
@@ -171,8 +172,7 @@ class Observed:
 def campaign(tmp_path_factory) -> Observed:
     from testbed.measure import browsertime
     problem = browsertime.missing()
-    if problem:
-        pytest.skip(problem)
+    need(problem)
     tmp = tmp_path_factory.mktemp("isolation")
     toml = tmp / "isolation.toml"
     toml.write_text('sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp", "quic"]\n'

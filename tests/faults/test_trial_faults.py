@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from needs import need
 
 from testbed.campaign import plan
 from testbed.replay.synthetic import exchange, write
@@ -50,8 +51,7 @@ def svg(color: str) -> bytes:
 def needs_parts():
     from testbed.measure import browsertime
     problem = browsertime.missing()
-    if problem:
-        pytest.skip(problem)
+    need(problem)
 
 
 @pytest.fixture
