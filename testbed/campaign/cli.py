@@ -24,8 +24,12 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume."""
+    import os
+
     from testbed.campaign import config, runner
 
+    if os.geteuid() != 0:
+        raise InputError("testbed run: needs root (namespaces, Mahimahi); run it with sudo")
     campaign = config.load(campaign_file)
     n = None
     if runs is not None:

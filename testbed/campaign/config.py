@@ -89,8 +89,11 @@ def _locate(path: str | Path) -> Path:
 
 def load(path: str | Path, check_names: bool = True) -> Campaign:
     """Load and validate a campaign file (a path, or a name in profiles/campaigns/)."""
-    p = _locate(path)
-    raw = p.read_bytes()
+    try:
+        p = _locate(path)
+        raw = p.read_bytes()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the campaign file: {e.strerror}") from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:

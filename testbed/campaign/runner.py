@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -284,6 +285,7 @@ class Runner:
         runs = self.campaign.runs if runs is None else runs
         config_mod.check_size(self.campaign, runs)
         self.check_settings()
+        self._check_labels()
         with outdir.claim(self.out), outdir.writing(self.out):
             return self._run_claimed(runs, retry_failed)
 
@@ -294,7 +296,6 @@ class Runner:
         work.mkdir(parents=True, exist_ok=True)
         os.chmod(work, 0o755)
         with Store(self.out / "trials.sqlite") as store:
-            self._check_labels(store)
             if retry_failed:  # rows first: a folder without a row is removed below
                 store.forget_failed()
             removed = outdir.reconcile(self.out / "trials", store.finished())
@@ -312,12 +313,15 @@ class Runner:
             self._run_plan(plan, store, work)
         return dict(self.stats)
 
-    def _check_labels(self, store: Store) -> None:
+    def _check_labels(self) -> None:
         """A label keeps its meaning in one results folder: trials stored under it were
         measured with the content it names now (the manifest's earlier sessions say)."""
+        db = self.out / "trials.sqlite"
         try:
             sessions = json.loads((self.out / "manifest.json").read_text()).get("sessions", [])
-        except (FileNotFoundError, json.JSONDecodeError, AttributeError):
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            return
+        if not db.is_file() or not isinstance(sessions, list):
             return
         for kind, column, digest_key in (("sites", "site", "manifest_sha256"),
                                          ("networks", "network", "sha256"),
@@ -329,8 +333,7 @@ class Runner:
                 earlier = {b.get(digest_key) for b in before if isinstance(b, dict)} - {None}
                 if not earlier - {entry.digest}:
                     continue
-                stored = store.db.execute(f"SELECT COUNT(*) FROM trials WHERE {column} = ?",
-                                          (label,)).fetchone()[0]
+                stored = _count(db, column, label)
                 if stored:
                     raise InputError(
                         f"{entry.file}: {kind} {label} has other content than the one "
@@ -555,6 +558,22 @@ class Runner:
                 if isinstance(content, Path):
                     content.unlink(missing_ok=True)
             raise
+
+def _count(db: Path, column: str, value: str) -> int:
+    """Stored trials with column = value (read-only; 0 if the store cannot be read).
+    Without a WAL file every row is in the database file: opened immutable, so that
+    SQLite creates no -wal and -shm files beside it."""
+    wal = db.with_name(db.name + "-wal").exists()
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
+        try:
+            return con.execute(f"SELECT COUNT(*) FROM trials WHERE {column} = ?",
+                               (value,)).fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
 
 def default_out(campaign: Campaign) -> Path:
     return Path("results") / campaign.name
