@@ -89,11 +89,25 @@ class Store:
 
     def __enter__(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        cols = ", ".join(f"{n} {t}" for n, t in COLUMNS)
+        if not self.path.exists():
+            # made beside and renamed into place: a reader never sees a store without
+            # its table
+            new = self.path.with_name(self.path.name + ".new")
+            new.unlink(missing_ok=True)
+            try:
+                db = sqlite3.connect(new, isolation_level=None)
+                try:
+                    db.execute(f"CREATE TABLE trials ({cols})")
+                finally:
+                    db.close()
+                new.rename(self.path)
+            finally:
+                new.unlink(missing_ok=True)
         # autocommit mode: transactions are explicit (BEGIN IMMEDIATE ... COMMIT)
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
-        cols = ", ".join(f"{n} {t}" for n, t in COLUMNS)
         self.db.execute(f"CREATE TABLE IF NOT EXISTS trials ({cols})")
         return self
 
