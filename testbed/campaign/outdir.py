@@ -34,6 +34,7 @@ DISK_ERRORS = {errno.ENOSPC: "no space left on the device",
                errno.EROFS: "read-only file system",
                errno.EACCES: "permission denied",
                errno.EPERM: "operation not permitted"}
+FULL_OR_READ_ONLY = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 
 def _disk_error(out: Path, e: OSError) -> InputError:
@@ -100,7 +101,7 @@ def writing(out: Path) -> Iterator[None]:
     try:
         yield
     except OSError as e:
-        if e.errno in DISK_ERRORS:
+        if e.errno in FULL_OR_READ_ONLY:
             raise _disk_error(out, e) from None
         raise
     except sqlite3.OperationalError as e:
