@@ -113,9 +113,22 @@ def orphaned_user_processes() -> list[int]:
     return orphans
 
 
+def _lineage() -> set[int]:
+    """This process and its ancestors (never killed by a sweep, whoever they run as)."""
+    mine, pid = set(), os.getpid()
+    while pid > 1 and pid not in mine:
+        mine.add(pid)
+        st = _stat(str(pid))
+        if st is None:
+            break
+        pid = st[0]
+    return mine
+
+
 def sweep() -> Swept:
     """Remove namespaces, processes and state of every dead run."""
     swept = Swept()
+    mine = _lineage()
     dead: set[str] = set()
     if runstate.STATE_ROOT.is_dir():
         dead |= {d.name for d in runstate.STATE_ROOT.iterdir() if d.is_dir() and not _alive(d.name)}
@@ -125,6 +138,8 @@ def sweep() -> Swept:
             dead.add(m.group(1))
     dead.discard(str(os.getpid()))
     for pid in orphaned_user_processes():
+        if pid in mine:
+            continue
         try:
             os.kill(pid, signal.SIGKILL)
             swept.processes.append(pid)
@@ -133,6 +148,8 @@ def sweep() -> Swept:
     if not dead:
         return swept
     for pid in tagged_processes(dead):
+        if pid in mine:
+            continue
         try:
             os.kill(pid, signal.SIGKILL)
             swept.processes.append(pid)
@@ -152,9 +169,15 @@ def sweep() -> Swept:
 
 
 @click.command("cleanup")
-@click.option("--check", is_flag=True, help="Only list leftovers; exit 1 if there are any.")
+@click.option("--check", is_flag=True,
+              help="Only list leftovers (changes nothing); exit 1 if there are any.")
 def cleanup_command(check: bool) -> None:
     """Remove namespaces, processes and files left by testbed runs that died."""
+    if os.geteuid() != 0:
+        from testbed.errors import InputError
+
+        raise InputError("testbed cleanup: needs root (namespaces, other users' processes); "
+                         "run it with sudo")
     if check:
         from testbed import leftovers
 

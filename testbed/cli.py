@@ -56,9 +56,15 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
+def _reads_only(args: list[str]) -> bool:
+    """Whether the command only looks (`cleanup --check`, help, version): no sweep first."""
+    return (bool({"-h", "--help", "--version"} & set(args))
+            or (args[:1] == ["cleanup"] and "--check" in args[1:]))
+
+
 def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _terminate)
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 and not _reads_only(sys.argv[1:] if argv is None else list(argv)):
         from testbed.cleanup import sweep
 
         sweep()

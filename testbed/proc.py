@@ -77,6 +77,7 @@ class Background:
             return None
         if self.proc.poll() is None:
             _signal_group(self.proc.pid, signal.SIGTERM)
+            _signal_group(self.proc.pid, signal.SIGCONT)  # a stopped process acts on it too
             try:
                 self.proc.wait(self.grace)
             except subprocess.TimeoutExpired:

@@ -96,7 +96,28 @@ class NetworkProfile(_Profile):
                                               "downlink_trace)")
         if self.buffer_ms is not None and not up:
             raise _KeyError("buffer_ms", "a buffer needs a shaped link (uplink_mbit/downlink_mbit)")
+        self._buildable()
         return self
+
+    def _buildable(self) -> None:
+        """Each rate has an exact trace of reasonable size; a buffer holds a packet."""
+        from fractions import Fraction
+
+        from testbed.emulate import traces
+
+        for d in ("uplink", "downlink"):
+            mbit = getattr(self, f"{d}_mbit")
+            if mbit is None:
+                continue
+            try:
+                per_ms = traces.check_rate(mbit)
+            except traces.TraceError as e:
+                raise _KeyError(f"{d}_mbit", str(e)) from None
+            if self.buffer_ms is not None and Fraction(str(self.buffer_ms)) * per_ms < 1:
+                least = float(1 / per_ms)
+                raise _KeyError("buffer_ms", f"expected at least one 1500-byte packet of queue "
+                                             f"(>= {least:.4g} ms at {d}_mbit = {mbit:g}), "
+                                             f"got {self.buffer_ms:g}")
 
     @property
     def uplink_shaped(self) -> bool:

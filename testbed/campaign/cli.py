@@ -12,22 +12,36 @@ from testbed.errors import InputError
 
 @click.command()
 @click.argument("campaign_file", metavar="CAMPAIGN")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
-              help="Results folder (default: results/<campaign name>/).")
-@click.option("--runs", type=click.IntRange(min=1),
-              help="Run this many runs instead of the campaign's (for quick checks).")
+@click.option("--out", "out", type=click.Path(path_type=Path),
+              help="Results folder (default: results/<campaign name>/); one runner at a "
+                   "time (its run.lock).")
+@click.option("--runs", metavar="N",
+              help="Run this many runs instead of the campaign's (for quick checks; "
+                   "at most 10000).")
 @click.option("--retry-failed", is_flag=True,
               help="Run the trials stored as failed again (their rows are replaced).")
-def run(campaign_file: str, out: Path | None, runs: int | None, retry_failed: bool):
+def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume."""
+    import os
+
     from testbed.campaign import config, runner
 
+    if os.geteuid() != 0:
+        raise InputError("testbed run: needs root (namespaces, Mahimahi); run it with sudo")
     campaign = config.load(campaign_file)
+    n = None
+    if runs is not None:
+        try:
+            n = int(runs)
+        except ValueError:
+            raise InputError(f"--runs: expected a whole number from 1 to {config.MAX_RUNS}, "
+                             f"got {runs!r}") from None
+        config.check_size(campaign, n)
     runner.owner_check()
     out = out or runner.default_out(campaign)
-    stats = runner.Runner(campaign, out).run(runs=runs, retry_failed=retry_failed)
+    stats = runner.Runner(campaign, out).run(runs=n, retry_failed=retry_failed)
     click.echo(f"testbed: {stats['ok']} ok, {stats['failed']} failed this session; "
                f"results in {out}", err=True)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -46,7 +47,7 @@ class Campaign(BaseModel):
     """Network profiles (profiles/networks/NAME or a path to a TOML file)."""
     protocols: tuple[str, ...] = Field(min_length=1)
     """Protocol settings (profiles/protocols/NAME or a path to a TOML file)."""
-    runs: int = Field(default=31, ge=1, le=10_000)
+    runs: int = Field(default=31, ge=1, le=10_000)  # MAX_RUNS
     """Page loads per site, network and protocol setting."""
     timeout_s: float = Field(default=120, gt=0, le=3600)
     """Longest a page load may take; a slower one fails as `timeout`."""
@@ -88,8 +89,11 @@ def _locate(path: str | Path) -> Path:
 
 def load(path: str | Path, check_names: bool = True) -> Campaign:
     """Load and validate a campaign file (a path, or a name in profiles/campaigns/)."""
-    p = _locate(path)
-    raw = p.read_bytes()
+    try:
+        p = _locate(path)
+        raw = p.read_bytes()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the campaign file: {e.strerror}") from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
@@ -111,20 +115,112 @@ def load(path: str | Path, check_names: bool = True) -> Campaign:
         elif err["type"] == "missing":
             msg = "missing (required)"
         raise InputError(f"{p}: key {key}: {msg}") from None
+    check_size(c, c.runs, "key runs")
     if check_names:
         _check_names(c, p)
     return c
 
 
-def _check_names(c: Campaign, p: Path) -> None:
-    for i, site in enumerate(c.sites):
-        try:
-            rec.resolve(site)
-        except InputError as e:
-            raise InputError(f"{p}: key sites.{i}: {e}") from None
-    for key, loader in (("networks", profiles.load_network), ("protocols", profiles.load_protocol)):
-        for i, name in enumerate(getattr(c, key)):
+MAX_RUNS = 10_000
+"""The most runs a campaign (or --runs) may ask for."""
+MAX_TRIALS = 200_000
+"""The most trials a plan may hold (sites x networks x protocols x runs); the plan is
+built in memory, and at a minute a trial this is months of measuring."""
+
+
+def check_size(c: Campaign, runs: int, what: str = "--runs") -> None:
+    """InputError unless `runs` runs of the campaign are within the caps."""
+    if not 1 <= runs <= MAX_RUNS:
+        raise InputError(f"{what}: expected a whole number from 1 to {MAX_RUNS}, got {runs}")
+    total = len(c.sites) * len(c.networks) * len(c.protocols) * runs
+    if total > MAX_TRIALS:
+        raise InputError(f"{c.source}: {what}: {len(c.sites)} sites x {len(c.networks)} "
+                         f"networks x {len(c.protocols)} protocols x {runs} runs = {total} "
+                         f"trials; expected at most {MAX_TRIALS}")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a label of the campaign (a site, network or protocol name) stands for."""
+
+    label: str
+    """The name its trials are stored under (a profile's file name, a recording's name)."""
+    file: Path
+    """The file behind it, resolved (a profile's TOML file, a recording's folder)."""
+    digest: str
+    """sha256 of the content (a profile's bytes, a recording's manifest.json)."""
+    listed: tuple[str, ...]
+    """How the campaign listed it (a name, a path, a symlink: one or more)."""
+
+
+def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
+    """Every label of the campaign by kind (sites, networks, protocols), each once.
+
+    Entries that resolve to the same label and the same content (one file listed
+    by name, path and symlink, or a copy) are one label; two entries with one
+    label but different content are refused: their trials could not be told apart.
+    """
+    out: dict[str, dict[str, Entry]] = {}
+    for key, ident in (("sites", _site), ("networks", _network), ("protocols", _protocol)):
+        seen: dict[str, tuple[int, Entry]] = {}
+        for i, listed in enumerate(getattr(c, key)):
             try:
-                loader(name)
+                label, file, digest = ident(listed)
             except InputError as e:
-                raise InputError(f"{p}: key {key}.{i}: {e}") from None
+                raise InputError(f"{c.source}: key {key}.{i}: {e}") from None
+            if label in seen:
+                j, first = seen[label]
+                if first.digest != digest:
+                    raise InputError(
+                        f"{c.source}: key {key}.{i}: {listed} ({file}) is named {label} like "
+                        f"{key}.{j} ({first.file}) but differs from it; give one another name")
+                seen[label] = (j, Entry(label, first.file, digest, (*first.listed, listed)))
+            else:
+                seen[label] = (i, Entry(label, file, digest, (listed,)))
+        out[key] = {label: e for label, (_, e) in seen.items()}
+    return out
+
+
+def _site(listed: str) -> tuple[str, Path, str]:
+    r = rec.load(listed, check_bodies=False)
+    manifest = r.path / "manifest.json"
+    return r.name, r.path.resolve(), hashlib.sha256(manifest.read_bytes()).hexdigest()
+
+
+def _network(listed: str) -> tuple[str, Path, str]:
+    p = profiles.load_network(listed)
+    _check_trace_buffer(p)
+    return p.name, Path(p.source).resolve(), p.digest
+
+
+def _protocol(listed: str) -> tuple[str, Path, str]:
+    p = profiles.load_protocol(listed)
+    return p.name, Path(p.source).resolve(), p.digest
+
+
+def _check_trace_buffer(p: profiles.NetworkProfile) -> None:
+    """A trace-driven link's buffer holds at least one packet at the trace's mean rate
+    (a rate-driven one is checked when its profile loads)."""
+    if p.buffer_ms is None:
+        return
+    from fractions import Fraction
+
+    from testbed.emulate import traces
+
+    for d in ("uplink", "downlink"):
+        path = p.trace_path(d)
+        if path is None:
+            continue
+        try:
+            trace = traces.read_trace(path)
+        except (OSError, ValueError) as e:
+            raise InputError(f"{p.source}: key {d}_trace: expected a Mahimahi trace file, "
+                             f"got {path}: {e}") from None
+        if Fraction(str(p.buffer_ms)) * trace.per_ms < 1:
+            raise InputError(f"{p.source}: key buffer_ms: expected at least one 1500-byte "
+                             f"packet of queue (>= {float(1 / trace.per_ms):.4g} ms at "
+                             f"{d}_trace's mean rate), got {p.buffer_ms:g}")
+
+
+def _check_names(c: Campaign, p: Path) -> None:
+    resolve(c)

@@ -6,7 +6,8 @@ new session) in `sessions`: versions of the kernel, Chromium, chromedriver,
 Browsertime, Node, nginx, uWSGI, the HTTP/3 server and Mahimahi; the host's
 TCP/UDP/core sysctls; sha256 of the campaign, profile and recording files;
 the network calibrations; what each protocol setting changed in the server
-namespace.
+namespace; the file behind every site, network and protocol label and how the
+campaign listed it (`file`, `listed_as`).
 """
 
 from __future__ import annotations
@@ -68,7 +69,15 @@ def file_hash(path: Path) -> str:
 
 
 def session_record(campaign, recordings: dict, networks: dict, settings: dict,
-                   calibrations: dict, runs: int) -> dict:
+                   calibrations: dict, runs: int, entries: dict | None = None) -> dict:
+    """This session's record. entries (testbed.campaign.config.resolve): the file
+    behind every label and how the campaign listed it."""
+    entries = entries or {}
+
+    def files(kind: str, label: str) -> dict:
+        e = entries.get(kind, {}).get(label)
+        return {} if e is None else {"file": str(e.file), "listed_as": list(e.listed)}
+
     return {
         "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "host": platform.node(),
@@ -77,14 +86,15 @@ def session_record(campaign, recordings: dict, networks: dict, settings: dict,
                      "settings": campaign.model_dump(mode="json")},
         "versions": versions(),
         "sysctls": sysctls(),
-        "recordings": {name: {"path": str(r.path), "url": r.url,
+        "recordings": {name: {"path": str(r.path), **files("sites", name), "url": r.url,
                               "manifest_sha256": file_hash(r.path / "manifest.json"),
                               "origins": len(r.hosts), "requests": len(r.exchanges)}
                        for name, r in recordings.items()},
-        "networks": {name: {"source": p.source, "sha256": p.digest,
+        "networks": {name: {"source": p.source, **files("networks", name), "sha256": p.digest,
                             "profile": p.model_dump(mode="json")}
                      for name, p in networks.items()},
-        "protocols": {name: {"source": s.source, "sha256": s.digest, "stack": s.stack,
+        "protocols": {name: {"source": s.source, **files("protocols", name),
+                             "sha256": s.digest, "stack": s.stack,
                              "h3server_args": list(s.h3server_args),
                              "nginx_env": dict(s.nginx_env),
                              "chromium_flags": list(s.chromium_flags)}
@@ -108,5 +118,9 @@ def write(path: Path, record: dict) -> dict:
 
 def save(path: Path, doc: dict) -> None:
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # no half-written file on a full disk
+        raise

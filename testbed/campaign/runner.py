@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -48,12 +49,14 @@ from rich.progress import (
 
 from testbed import proc
 from testbed import recording as rec
+from testbed.campaign import config as config_mod
 from testbed.campaign import manifest as manifest_mod
+from testbed.campaign import outdir
 from testbed.campaign import plan as plan_mod
 from testbed.campaign import settings as settings_mod
 from testbed.campaign.config import Campaign
 from testbed.campaign.store import Row, Store
-from testbed.errors import TestbedError
+from testbed.errors import InputError, TestbedError
 from testbed.measure import browsertime, metrics
 from testbed.measure import har as harlib
 from testbed.measure.session import Outcome, Session
@@ -71,6 +74,23 @@ def _utc(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds")
 
 
+def stopped_in_group(pgid: int) -> list[int]:
+    """Processes of process group `pgid` that are stopped (SIGSTOP, SIGTSTP) or traced:
+    alive to waitpid, but answering nothing."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] in ("T", "t"):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
 class Servers:
     """The servers of one topology, switched between settings with as few restarts
     as correctness allows."""
@@ -85,11 +105,31 @@ class Servers:
         """Setting name -> the sysctls it changed, its congestion control and the route
         to the client, as first applied (for the manifest)."""
 
+    def problem(self) -> str | None:
+        """The health check: why the running servers cannot serve (one line: a server
+        exited, or one of its processes is stopped), or None."""
+        env = self.env
+        if env is None:
+            return None
+        try:
+            env.check_alive()
+        except TestbedError as e:
+            return str(e).splitlines()[0]
+        for name, bg in env.servers.items():
+            pids = stopped_in_group(bg.pid)
+            if pids:
+                return (f"replay server {name} ({env.stack} stack) stopped answering: "
+                        f"process {pids[0]} is stopped")
+        return None
+
     def use(self, setting: settings_mod.Setting) -> ReplayEnv:
-        """Servers ready for a trial of `setting`."""
+        """Servers ready for a trial of `setting` (started again if the health check
+        finds them dead)."""
         if self.env is not None:
-            alive = all(bg.alive() for bg in self.env.servers.values())
-            if self.key != setting.server_key or not alive:
+            problem = self.problem()
+            if problem is not None:
+                log.warning("%s; starting the servers again", problem)
+            if self.key != setting.server_key or problem is not None:
                 self.close()
         self._reset()
         if setting.apply is not None:
@@ -170,10 +210,7 @@ class BlockDriver:
         if env is None:
             return
         r.after = env.summary()
-        try:
-            env.check_alive()
-        except TestbedError as e:
-            r.server_error = str(e).splitlines()[0]
+        r.server_error = self.servers.problem()
 
 
 class Runner:
@@ -192,27 +229,40 @@ class Runner:
         self._in_a_row = 0  # failed trials stored one after the other
         self.applied: dict[str, dict] = {}
         """Protocol setting -> what it set in the server namespace (for the manifest)."""
+        self.entries: dict[str, dict[str, config_mod.Entry]] = {}
 
     # --- setup -----------------------------------------------------------------------
     def preconditions(self) -> None:
         if os.geteuid() != 0:
-            raise TestbedError("a campaign needs root (namespaces, Mahimahi); run with sudo")
+            raise InputError("testbed run: needs root (namespaces, Mahimahi); run it with sudo")
         problem = browsertime.missing()
         if problem:
             raise TestbedError(problem)
 
     def load(self) -> None:
-        c = self.campaign
-        for site in c.sites:
-            r = rec.load(site)
-            self.recordings[r.name] = r
-            self.site_keys[site] = r.name
-        for name in c.networks:
-            p = load_network(name)
-            self.networks[p.name] = p
-        for name in c.protocols:
-            s = settings_mod.load(name)
-            self.settings[s.name] = s
+        """Every site, network and protocol setting once, by its label (see
+        config.resolve: one label, one file's content)."""
+        self.entries = config_mod.resolve(self.campaign)
+        for label, e in self.entries["sites"].items():
+            r = rec.load(e.file)
+            self.recordings[label] = r
+            for listed in e.listed:
+                self.site_keys[listed] = label
+        for label, e in self.entries["networks"].items():
+            self.networks[label] = load_network(e.listed[0])
+        for label, e in self.entries["protocols"].items():
+            self.settings[label] = settings_mod.load(e.listed[0])
+        for kind, loaded in (("networks", self.networks), ("protocols", self.settings)):
+            for label, x in loaded.items():
+                if x.digest != self.entries[kind][label].digest:
+                    raise InputError(f"{x.source}: changed while the campaign was loaded")
+
+    def check_settings(self) -> None:
+        """The kernel takes every setting's sysctls (tried in a scratch namespace)."""
+        from testbed.protocols import apply as apply_mod
+
+        apply_mod.check_sysctls(apply_mod.server_options(e.listed[0])
+                                for e in self.entries["protocols"].values())
 
     def calibrate(self, workdir: Path) -> None:
         from testbed.emulate import calibrate
@@ -226,28 +276,80 @@ class Runner:
 
     # --- the run --------------------------------------------------------------------------
     def run(self, runs: int | None = None, retry_failed: bool = False) -> dict[str, int]:
-        """Run what is not stored yet; retry_failed: forget stored failed trials first."""
+        """Run what is not stored yet; retry_failed: forget stored failed trials first.
+
+        Everything is checked before the results folder is touched; then the folder
+        is held (a second runner stops at once) while this one writes into it."""
         self.preconditions()
         self.load()
-        runs = runs or self.campaign.runs
-        self.out.mkdir(parents=True, exist_ok=True)
+        runs = self.campaign.runs if runs is None else runs
+        config_mod.check_size(self.campaign, runs)
+        self.check_settings()
+        self._check_labels()
+        with outdir.claim(self.out), outdir.writing(self.out):
+            return self._run_claimed(runs, retry_failed)
+
+    def _run_claimed(self, runs: int, retry_failed: bool) -> dict[str, int]:
         (self.out / "trials").mkdir(exist_ok=True)
         (self.out / "logs").mkdir(exist_ok=True)
         work = current().path("campaign")
         work.mkdir(parents=True, exist_ok=True)
         os.chmod(work, 0o755)
-        self.calibrate(work)
-        plan = plan_mod.blocks(list(self.recordings), list(self.networks), list(self.settings),
-                               runs, self.campaign.seed,
-                               groups={n: s.server_key for n, s in self.settings.items()})
-        self.manifest = manifest_mod.write(
-            self.out / "manifest.json",
-            manifest_mod.session_record(self.campaign, self.recordings, self.networks,
-                                        self.settings, self.calibrations, runs))
-        with Store(self.out / "trials.sqlite") as store, ExitStack() as stack:
-            if retry_failed:
-                for trial_id in store.forget_failed():
-                    shutil.rmtree(self.out / "trials" / trial_id, ignore_errors=True)
+        with Store(self.out / "trials.sqlite") as store:
+            if retry_failed:  # rows first: a folder without a row is removed below
+                store.forget_failed()
+            removed = outdir.reconcile(self.out / "trials", store.finished())
+            if removed:
+                log.info("removed %d trial folders without a stored row", len(removed))
+            self.calibrate(work)
+            plan = plan_mod.blocks(list(self.recordings), list(self.networks),
+                                   list(self.settings), runs, self.campaign.seed,
+                                   groups={n: s.server_key for n, s in self.settings.items()})
+            self.manifest = manifest_mod.write(
+                self.out / "manifest.json",
+                manifest_mod.session_record(self.campaign, self.recordings, self.networks,
+                                            self.settings, self.calibrations, runs,
+                                            self.entries))
+            self._run_plan(plan, store, work)
+        return dict(self.stats)
+
+    def _check_labels(self) -> None:
+        """A label keeps its meaning in one results folder: trials stored under it were
+        measured with the content it names now (the manifest's earlier sessions say)."""
+        db = self.out / "trials.sqlite"
+        try:
+            sessions = json.loads((self.out / "manifest.json").read_text()).get("sessions", [])
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            return
+        if not db.is_file() or not isinstance(sessions, list):
+            return
+        for kind, column, digest_key in (("sites", "site", "manifest_sha256"),
+                                         ("networks", "network", "sha256"),
+                                         ("protocols", "protocol", "sha256")):
+            section = "recordings" if kind == "sites" else kind
+            for label, entry in self.entries[kind].items():
+                before = [s.get(section, {}).get(label) for s in sessions
+                          if isinstance(s, dict) and isinstance(s.get(section), dict)]
+                earlier = {b.get(digest_key) for b in before if isinstance(b, dict)} - {None}
+                if not earlier - {entry.digest}:
+                    continue
+                stored = _count(db, column, label)
+                if stored:
+                    raise InputError(
+                        f"{entry.file}: {kind} {label} has other content than the one "
+                        f"{stored} trials in {self.out} were measured with (sha256 "
+                        f"{min(earlier - {entry.digest})[:12]}..., now "
+                        f"{entry.digest[:12]}...); give it another name or another --out")
+
+    def _open_site(self, r: rec.Recording, stack: ExitStack) -> Servers:
+        """The replay topology of a site and its servers, closed with `stack`."""
+        topo = stack.enter_context(ReplayTopology(r.ips))
+        servers = Servers(r, topo)
+        stack.callback(servers.close)
+        return servers
+
+    def _run_plan(self, plan: list[plan_mod.Block], store: Store, work: Path) -> None:
+        with ExitStack() as stack:
             todo = plan_mod.pending(plan, store.finished())
             total = sum(len(b.trials) for b in todo)
             planned = sum(len(b.trials) for b in plan)
@@ -270,10 +372,7 @@ class Runner:
                             self.applied.update(servers.applied)
                         site_stack.close()
                         site_stack = ExitStack()
-                        r = self.recordings[block.site]
-                        topo = site_stack.enter_context(ReplayTopology(r.ips))
-                        servers = Servers(r, topo)
-                        site_stack.callback(servers.close)
+                        servers = self._open_site(self.recordings[block.site], site_stack)
                         topo_site = block.site
                     self._run_block(block, servers, store, work, progress, task)
             finally:
@@ -281,9 +380,11 @@ class Runner:
                 if servers is not None:
                     self.applied.update(servers.applied)
                 self.manifest["server_sysctls"] = self.applied
-                manifest_mod.save(self.out / "manifest.json", self.manifest)
+                try:
+                    manifest_mod.save(self.out / "manifest.json", self.manifest)
+                except OSError as e:  # a full disk: the error that stopped the run counts
+                    log.error("manifest not updated: %s", e)
             progress.update(task, description="done")
-        return dict(self.stats)
 
     def _run_block(self, block: plan_mod.Block, servers: Servers, store: Store, work: Path,
                    progress: Progress, task) -> None:
@@ -342,7 +443,12 @@ class Runner:
             t_end = time.monotonic()
             logname = f"run{block.run}-{block.site}-{block.network}-{int(time.time())}.log"
             if session.log_path.exists():
-                shutil.copyfile(session.log_path, self.out / "logs" / logname)
+                copy = self.out / "logs" / logname
+                try:
+                    shutil.copyfile(session.log_path, copy)
+                except BaseException:
+                    copy.unlink(missing_ok=True)  # no half-copied log on a full disk
+                    raise
             self._walls(outcomes, t0, t_end)
             out = []
             for trial, outcome, record in zip(block.trials, outcomes, driver.records):
@@ -424,20 +530,49 @@ class Runner:
         return row, files
 
     def _store(self, store: Store, row: Row, files: dict) -> None:
-        """The trial's files, then its row (the commit point: a trial is finished when
-        its row is stored)."""
+        """The trial's files into a temporary folder, then, in the transaction that
+        stores its row, renamed into trials/<trial_id>: the row and the folder are
+        stored together or not at all (a failure removes both; a process killed
+        between rename and commit leaves a folder without a row, which the next
+        run's reconcile removes)."""
         final = self.out / "trials" / row.trial_id
         tmp = final.with_name(f".{row.trial_id}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        for name, content in files.items():
-            if isinstance(content, Path):
-                shutil.move(str(content), tmp / name)
-            else:
-                (tmp / name).write_bytes(content)
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
-        store.add(row)
+        placed = False
+        try:
+            outdir.remove(tmp)
+            tmp.mkdir()
+            for name, content in files.items():
+                if isinstance(content, Path):
+                    shutil.move(str(content), tmp / name)
+                else:
+                    (tmp / name).write_bytes(content)
+            with store.adding(row):  # IntegrityError (nothing touched) if already stored
+                outdir.remove(final)  # no row: what a killed run left
+                tmp.rename(final)
+                placed = True
+        except BaseException:
+            if placed:
+                outdir.remove(final)
+            outdir.remove(tmp)
+            for content in files.values():
+                if isinstance(content, Path):
+                    content.unlink(missing_ok=True)
+            raise
+
+def _count(db: Path, column: str, value: str) -> int:
+    """Stored trials with column = value (read-only; 0 if the store cannot be read).
+    Without a WAL file every row is in the database file: opened immutable, so that
+    SQLite creates no -wal and -shm files beside it."""
+    wal = db.with_name(db.name + "-wal").exists()
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
+        try:
+            return con.execute(f"SELECT COUNT(*) FROM trials WHERE {column} = ?",
+                               (value,)).fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
 
 
 def default_out(campaign: Campaign) -> Path:

@@ -3,6 +3,7 @@
     with Store(results / "trials.sqlite") as store:
         store.finished()               # trial ids already stored (resume skips them)
         store.add(row)                 # one transaction: the whole row or nothing
+        with store.adding(row): ...    # ... with what the block does (the trial's files)
 
 WAL journal, so a reader (the analysis, `testbed results`) never blocks the
 runner and a killed runner never leaves a half-written row. The trial id is
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Self
@@ -86,11 +89,25 @@ class Store:
 
     def __enter__(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        cols = ", ".join(f"{n} {t}" for n, t in COLUMNS)
+        if not self.path.exists():
+            # made beside and renamed into place: a reader never sees a store without
+            # its table
+            new = self.path.with_name(self.path.name + ".new")
+            new.unlink(missing_ok=True)
+            try:
+                db = sqlite3.connect(new, isolation_level=None)
+                try:
+                    db.execute(f"CREATE TABLE trials ({cols})")
+                finally:
+                    db.close()
+                new.rename(self.path)
+            finally:
+                new.unlink(missing_ok=True)
         # autocommit mode: transactions are explicit (BEGIN IMMEDIATE ... COMMIT)
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
-        cols = ", ".join(f"{n} {t}" for n, t in COLUMNS)
         self.db.execute(f"CREATE TABLE IF NOT EXISTS trials ({cols})")
         return self
 
@@ -105,6 +122,15 @@ class Store:
 
     def add(self, row: Row) -> None:
         """Store one trial in one transaction (IntegrityError if already stored)."""
+        with self.adding(row):
+            pass
+
+    @contextmanager
+    def adding(self, row: Row) -> Iterator[None]:
+        """Insert the row, run the block, commit; roll back if the block (or the insert:
+        IntegrityError if already stored) fails. What the block does is thus done
+        exactly when the row is stored, unless the process dies between the block's
+        end and the commit (the runner's reconcile covers that)."""
         assert self.db is not None
         values = asdict(row)
         marks = ", ".join("?" for _ in NAMES)
@@ -112,10 +138,12 @@ class Store:
         try:
             self.db.execute(f"INSERT INTO trials ({', '.join(NAMES)}) VALUES ({marks})",
                             [values[n] for n in NAMES])
+            yield
+            self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
 
     def forget_failed(self) -> list[str]:
         """Delete the failed trials (one transaction), so that they run again; their ids."""

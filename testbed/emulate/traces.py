@@ -28,6 +28,11 @@ MM_OPPORTUNITY_BYTES = 1504
 UDP_PAYLOAD = 1472
 """UDP payload of a 1500-byte IPv4 packet."""
 MAX_PERIOD_MS = 60_000
+MAX_OPPORTUNITIES = 1_000_000
+"""Most opportunities in one period of a fixed-rate trace (a typo in a rate's decimals
+would otherwise build a trace of millions of lines in memory)."""
+MIN_MBIT = 0.0002
+"""The smallest rate with an exact trace: one opportunity in MAX_PERIOD_MS."""
 
 
 class TraceError(ValueError):
@@ -76,6 +81,24 @@ def opportunities_per_ms(mbit: float) -> Fraction:
     return rate * 1000 / (OPPORTUNITY_BYTES * 8)
 
 
+def check_rate(mbit: float) -> Fraction:
+    """Opportunities per ms of a rate whose exact trace is of reasonable size;
+    TraceError (saying what is expected) otherwise."""
+    per_ms = opportunities_per_ms(mbit)
+    if per_ms.denominator > MAX_PERIOD_MS:
+        if per_ms < Fraction(1, MAX_PERIOD_MS):
+            raise TraceError(f"expected a rate >= {MIN_MBIT} Mbit/s (one packet in "
+                             f"{MAX_PERIOD_MS // 1000} s), got {mbit}")
+        raise TraceError(f"{mbit} Mbit/s needs a trace period of {per_ms.denominator} ms to "
+                         f"be exact (at most {MAX_PERIOD_MS}); give the rate with at most "
+                         "3 decimals")
+    if per_ms.numerator > MAX_OPPORTUNITIES:
+        raise TraceError(f"{mbit} Mbit/s needs {per_ms.numerator} packets in one trace period "
+                         f"to be exact (at most {MAX_OPPORTUNITIES}); give the rate with "
+                         "fewer decimals")
+    return per_ms
+
+
 def fixed_rate(mbit: float, offset: Fraction = Fraction(0), min_period_ms: int = 0) -> Trace:
     """The shortest exact trace for a fixed rate, opportunities spread evenly.
 
@@ -85,11 +108,8 @@ def fixed_rate(mbit: float, offset: Fraction = Fraction(0), min_period_ms: int =
     late by `offset` gaps; min_period_ms repeats the pattern until the period
     is at least that long, so this happens rarely.
     """
-    per_ms = opportunities_per_ms(mbit)
+    per_ms = check_rate(mbit)
     count, period = per_ms.numerator, per_ms.denominator
-    if period > MAX_PERIOD_MS:
-        raise TraceError(f"{mbit} Mbit/s needs a trace period of {period} ms to be exact; "
-                         "give the rate with at most 3 decimals")
     if not 0 <= offset < 1:
         raise TraceError(f"offset must be in [0, 1) gaps, got {offset}")
     repeat = max(1, -(-min_period_ms // period))

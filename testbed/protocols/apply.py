@@ -27,12 +27,13 @@ Chromium: --disable-quic, or --enable-quic --origin-to-force-quic-on=*.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from testbed import proc
-from testbed.errors import TestbedError
+from testbed.errors import InputError, TestbedError
 from testbed.profiles import ProtocolProfile, load_protocol
 from testbed.topology import ReplayTopology
 
@@ -40,6 +41,10 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 PACING_PRELOAD = ROOT / ".tools/lib/tcp-pacing-preload.so"
 MANAGED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle",
                    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
+PROFILE_KEYS = {"net.ipv4.tcp_congestion_control": "congestion_control",
+                "net.ipv4.tcp_slow_start_after_idle": "slow_start_after_idle",
+                "net.ipv4.tcp_rmem": "tcp_rmem", "net.ipv4.tcp_wmem": "tcp_wmem"}
+"""The protocol profile's key behind each managed sysctl (for messages)."""
 CHROMIUM_FLAGS = {"tcp": ("--disable-quic",),
                   "quic": ("--enable-quic", "--origin-to-force-quic-on=*")}
 
@@ -157,3 +162,34 @@ def apply(opts: ServerOptions, topology: ReplayTopology) -> dict:
     proc.run(ns.exec(["ip", "tcp_metrics", "flush", "all"]), check=False)
     done["pacing"] = opts.pacing_method
     return done
+
+
+def check_sysctls(settings: Iterable[ServerOptions], ns=None) -> None:
+    """Write every TCP setting's sysctls once in a scratch namespace (or `ns`), before
+    any trial: InputError naming the profile file and key of a value the kernel
+    refuses (a buffer size beyond its range, a congestion control it lacks or
+    does not allow namespaces to use)."""
+    tcp = [o for o in settings if o.stack == "tcp"]
+    if not tcp:
+        return
+    if ns is None:
+        from testbed.netns import NetNS
+
+        with NetNS("sysctl-check") as scratch:
+            check_sysctls(tcp, scratch)
+        return
+    allowed = ns.read_sysctl("net.ipv4.tcp_allowed_congestion_control").split()
+    for o in tcp:
+        for key, value in o.sysctls.items():
+            where = f"{o.setting.source}: key {PROFILE_KEYS.get(key, key)}"
+            if key == "net.ipv4.tcp_congestion_control" and value not in allowed:
+                raise InputError(f"{where}: expected a congestion control this kernel lets "
+                                 f"namespaces use ({' '.join(allowed)}), got {value!r}")
+            cp = proc.run(ns.exec(["sysctl", "-q", "-w", f"{key}={value}"]), check=False)
+            if cp.returncode != 0:
+                why = (cp.stderr.strip().splitlines() or ["refused"])[-1].rsplit(": ", 1)[-1]
+                raise InputError(f"{where}: the kernel refuses {key} = {value!r} ({why})")
+            got = " ".join(ns.read_sysctl(key).split())
+            if got != value:
+                raise InputError(f"{where}: the kernel set {key} to {got!r} when given "
+                                 f"{value!r}")

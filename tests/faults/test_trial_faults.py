@@ -3,9 +3,9 @@ the campaign goes on.
 
 - A page that never finishes loading (its inline script never ends): the trial
   is stored `failed` with reason `timeout`; the next trial (another site) is ok.
-- The HTTP/3 server or uWSGI killed with SIGKILL while a page load is under way:
-  that trial is stored `failed`, its reason naming the server; the next trial
-  (servers started again) is ok.
+- The HTTP/3 server or uWSGI killed with SIGKILL, or stopped with SIGSTOP, while a
+  page load is under way: that trial is stored `failed`, its reason naming the
+  server; the next trial (servers started again) is ok.
 """
 
 from __future__ import annotations
@@ -169,5 +169,60 @@ def test_a_server_killed_mid_trial_fails_that_trial_and_the_next_works(sites, tm
     assert evidence(out, first["trial_id"])["server_error"] == died
     assert (second["status"], second["reason"]) == ("ok", None), second
     assert second["started_at"] > first["started_at"]
+    want = "h3" if protocol == "quic" else "h2"
+    assert list(json.loads(second["protocols"])) == [want], second
+
+
+def stop_during_first_load(runner: subprocess.Popen, server: str) -> int:
+    """As kill_during_first_load, with SIGSTOP: the server stays, answering nothing."""
+    run_dir = Path("/run/testbed") / str(runner.pid)
+    deadline = time.monotonic() + 240
+    go: list[Path] = []
+    while not go:
+        assert runner.poll() is None, "the campaign ended before a page load was seen"
+        assert time.monotonic() < deadline, "no page load started within 240 s"
+        go = sorted(run_dir.glob("campaign/block-*/ctl/go-*.json"))
+        time.sleep(0.05)
+    time.sleep(1.5)  # the page's HTML is in; its script holds the load for 5 s
+    pids = server_pids(run_dir, server)
+    assert len(pids) == 1, f"{server} processes of the run: {pids}"
+    done = go[0].with_name(go[0].name.replace("go-", "done-"))
+    assert not done.exists(), "the load ended before the server could be stopped"
+    os.kill(pids[0], signal.SIGSTOP)
+    return pids[0]
+
+
+@pytest.mark.parametrize(("protocol", "server"), [("quic", "h3server"), ("tcp", "uwsgi")])
+def test_a_server_stopped_mid_trial_is_found_dead_and_started_again(sites, tmp_path,
+                                                                     protocol, server):
+    """A SIGSTOPped server is alive to waitpid but answers nothing: the health check
+    after the load finds it stopped, the trial fails with that reason, and the servers
+    are started again before the next trial."""
+    needs_parts()
+    slow = write(sites, "slow", "https://www.slow.test/", [
+        exchange("https://www.slow.test/", IP, SLOW, "text/html; charset=utf-8"),
+        exchange("https://www.slow.test/a.svg", IP, svg("navy"), "image/svg+xml"),
+        exchange("https://www.slow.test/b.svg", IP, svg("olive"), "image/svg+xml")])
+    toml = campaign(tmp_path / "stop.toml", sites=[str(slow)], networks=["none"],
+                    protocols=[protocol], runs=2, retries=0, timeout_s=15, seed=3)
+    out = tmp_path / "results"
+    runner = subprocess.Popen([TESTBED, "run", str(toml), "--out", str(out)], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        stopped = stop_during_first_load(runner, server)
+        _, err = runner.communicate(timeout=400)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    assert runner.returncode == 0, err[-3000:]
+    assert not Path(f"/proc/{stopped}").exists()  # the stopped server was ended
+    got = rows(out)
+    first, second = got[f"slow|none|{protocol}|0"], got[f"slow|none|{protocol}|1"]
+    why = f"replay server {server} ({protocol} stack) stopped answering: process {stopped} " \
+          "is stopped"
+    assert (first["status"], first["reason"]) == ("failed", f"server-died: {why}"), first
+    assert evidence(out, first["trial_id"])["server_error"] == why
+    assert (second["status"], second["reason"]) == ("ok", None), second
     want = "h3" if protocol == "quic" else "h2"
     assert list(json.loads(second["protocols"])) == [want], second

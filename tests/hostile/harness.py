@@ -52,6 +52,8 @@ class Case:
     """The case may leave files in its own scratch folder (never outside it)."""
     env: dict[str, str] = field(default_factory=dict)
     timeout: float = 120.0
+    user: str | None = None
+    """Run the command as this user (runuser) instead of root."""
 
     def __str__(self) -> str:
         return self.name
@@ -95,7 +97,8 @@ def run_case(case: Case, tmp: Path) -> subprocess.CompletedProcess:
     argv = [a.replace("{dir}", str(d)).replace("{secret}", str(host.secret)) for a in case.argv]
     outside = [ROOT / "results", ROOT / "reports", ROOT / "recordings", host.secret.parent]
     before_out, before_in, runs = snapshot(*outside), snapshot(d), _runs()
-    cp = subprocess.run([TESTBED, *argv], check=False, capture_output=True, text=True,
+    prefix = ["runuser", "-u", case.user, "--"] if case.user else []
+    cp = subprocess.run([*prefix, TESTBED, *argv], check=False, capture_output=True, text=True,
                         timeout=case.timeout, cwd=d, stdin=subprocess.DEVNULL,
                         env={**os.environ, "COLUMNS": "200", **case.env})
     lines = [line for line in cp.stderr.splitlines() if line.strip()]

@@ -1,0 +1,90 @@
+"""A campaign runner with everything real but the page loads: the campaign file, its
+labels, the results folder (lock, store, trial folders, manifest) are the runner's
+own; each block's loads return made-up ok outcomes, without namespaces, servers or
+a browser.
+
+    python tests/scripted_campaign.py CAMPAIGN OUT [GATE]
+
+GATE (a folder): before the second block's loads, create GATE/waiting and wait
+for GATE/go, so a test can act while the runner holds its results folder.
+Exit status and error line as `testbed run`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from testbed import runstate
+from testbed.campaign import config
+from testbed.campaign.runner import Runner, TrialRecord
+from testbed.errors import TestbedError
+from testbed.measure.session import Outcome
+
+
+def outcome(k: int, stack: str) -> Outcome:
+    proto = "h3" if stack == "quic" else "h2"
+    return Outcome(
+        index=k, measured=True, began=0.0, ended=1.0, browser_error=None,
+        result=[{"browserScripts": {"timings": {"pageTimings": {"pageLoadTime": 500},
+                                                "loadEventEnd": 500, "ttfb": 40}}}],
+        har={"log": {"pages": [], "entries": [
+            {"request": {"url": "https://a.test/"}, "response": {"httpVersion": proto}}]}},
+        visual={"FirstVisualChange": 100, "LastVisualChange": 400, "VisualComplete85": 300,
+                "SpeedIndex": 250})
+
+
+class ScriptedRunner(Runner):
+    """Runner.run as it is, but no sysctl check, calibration, topology or browser."""
+
+    def __init__(self, campaign, out, gate: Path | None = None, before_block=None):
+        super().__init__(campaign, out)
+        self.gate = gate
+        self.before_block = before_block
+        self.blocks = 0
+
+    def check_settings(self) -> None:
+        pass
+
+    def calibrate(self, workdir: Path) -> None:
+        self.calibrations = {name: {} for name in self.networks}
+
+    def _open_site(self, r, stack):
+        return SimpleNamespace(applied={}, close=lambda: None)
+
+    def _session(self, block, servers, work, progress, task):
+        self.blocks += 1
+        if self.before_block is not None:
+            self.before_block(self.blocks)
+        if self.gate is not None and self.blocks == 2:
+            (self.gate / "waiting").touch()
+            while not (self.gate / "go").exists():
+                time.sleep(0.05)
+        out = []
+        for k, t in enumerate(block.trials):
+            setting = self.settings[t.protocol]
+            o = outcome(k, setting.stack)
+            o.extra["files"] = self._collect_files(o)
+            out.append((t, o, TrialRecord(setting, before={}, after={})))
+        return out
+
+
+def main(argv: list[str]) -> None:
+    campaign, out = argv[0], Path(argv[1])
+    gate = Path(argv[2]) if len(argv) > 2 else None
+    try:
+        stats = ScriptedRunner(config.load(campaign), out, gate).run()
+    except TestbedError as e:
+        print(f"testbed: error: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    finally:
+        runstate.release()
+    print(f"{stats['ok']} ok, {stats['failed']} failed", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,158 @@
+"""The results folder: one runner at a time, store rows and trial folders that agree,
+a disk that fills up mid-campaign. The runner is the real one with scripted page
+loads (tests/scripted_campaign.py); the second runner is the real `testbed run`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed.campaign import config, outdir
+from testbed.campaign.store import Row, Store
+from testbed.errors import InputError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scripted_campaign import ScriptedRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTBED = str(ROOT / ".venv/bin/testbed")
+SCRIPTED = str(ROOT / "tests/scripted_campaign.py")
+
+
+def write_campaign(tmp_path: Path, runs: int = 2) -> Path:
+    p = tmp_path / "c.toml"
+    p.write_text(f'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp", "quic"]\n'
+                 f"runs = {runs}\nretries = 0\n")
+    return p
+
+
+def stored(out: Path) -> set[str]:
+    db = sqlite3.connect(f"file:{out / 'trials.sqlite'}?mode=ro", uri=True)
+    try:
+        return {r[0] for r in db.execute("SELECT trial_id FROM trials")}
+    finally:
+        db.close()
+
+
+def assert_consistent(out: Path) -> set[str]:
+    """Every stored row has its complete folder, every folder its row, nothing else."""
+    rows = stored(out)
+    folders = {p.name for p in (out / "trials").iterdir()}
+    assert folders == rows
+    for trial_id in rows:
+        doc = json.loads((out / "trials" / trial_id / "trial.json").read_text())
+        assert doc["row"]["trial_id"] == trial_id
+    json.loads((out / "manifest.json").read_text())
+    assert not list(out.glob("*.tmp"))
+    return rows
+
+
+PLANNED = {f"local-news|dsl|{p}|{r}" for p in ("tcp", "quic") for r in (0, 1)}
+
+
+def test_a_second_runner_into_the_same_folder_stops_at_once(tmp_path):
+    campaign, out, gate = write_campaign(tmp_path), tmp_path / "out", tmp_path / "gate"
+    gate.mkdir()
+    first = subprocess.Popen([sys.executable, SCRIPTED, str(campaign), str(out), str(gate)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        while not (gate / "waiting").exists():  # the first block is stored; the lock held
+            assert first.poll() is None, first.stderr.read()
+            time.sleep(0.05)
+        before = {p: p.stat().st_mtime_ns for p in (out / "trials").iterdir()}
+        second = subprocess.run([TESTBED, "run", str(campaign), "--out", str(out)],
+                                capture_output=True, text=True, timeout=120, check=False)
+        lines = second.stderr.strip().splitlines()
+        assert second.returncode == 2, second.stderr
+        assert lines == [f"testbed: error: {out}: locked by testbed run pid {first.pid}"]
+        assert {p: p.stat().st_mtime_ns for p in (out / "trials").iterdir()} == before
+        (gate / "go").touch()
+        _, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 0, err
+    assert assert_consistent(out) == PLANNED
+    # the lock went with its holder: the next runner gets in (nothing left to run)
+    again = subprocess.Popen([sys.executable, SCRIPTED, str(campaign), str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 0 and "0 ok" in err, err
+    assert (out / outdir.LOCK).read_text().strip() == str(again.pid)
+
+
+def test_a_trial_already_stored_is_refused_without_touching_its_folder(tmp_path):
+    r = ScriptedRunner(config.load(write_campaign(tmp_path)), tmp_path / "out")
+    (tmp_path / "out" / "trials").mkdir(parents=True)
+    row = Row("local-news|dsl|tcp|0", "c", "local-news", "dsl", "tcp", 0, "ok", None, 1,
+              "2026-01-01T00:00:00+00:00", 1.0, *[1.0] * 6, 1, 1, 0, None, 24.0, 4)
+    with Store(tmp_path / "out" / "trials.sqlite") as store:
+        r._store(store, row, {"trial.json": b"first"})
+        with pytest.raises(sqlite3.IntegrityError):
+            r._store(store, row, {"trial.json": b"second"})
+        assert store.finished() == {row.trial_id}
+    folder = tmp_path / "out" / "trials" / row.trial_id
+    assert (folder / "trial.json").read_bytes() == b"first"
+    assert [p.name for p in folder.parent.iterdir()] == [row.trial_id]
+
+
+def test_reconcile_removes_folders_without_rows_and_refuses_rows_without_folders(tmp_path):
+    trials = tmp_path / "trials"
+    (trials / "a").mkdir(parents=True)
+    (trials / "b").mkdir()
+    (trials / ".c.tmp").mkdir()
+    (trials / ".video-1-2.mp4").write_bytes(b"x")
+    assert outdir.reconcile(trials, {"a"}) == [".c.tmp", ".video-1-2.mp4", "b"]
+    assert [p.name for p in trials.iterdir()] == ["a"]
+    with pytest.raises(InputError, match="1 stored trials have no folder"):
+        outdir.reconcile(trials, {"a", "z"})
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 2 MB tmpfs (root only), unmounted after the test."""
+    m = tmp_path / "fs"
+    m.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(m)], check=True)
+    try:
+        yield m
+    finally:
+        subprocess.run(["umount", "-l", str(m)], check=False)
+
+
+def fill(path: Path) -> None:
+    with open(path, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+
+
+def test_a_disk_full_mid_campaign_stops_cleanly_and_resumes(tmp_path, small_fs):
+    campaign = config.load(write_campaign(tmp_path))
+    out, filler = small_fs / "out", small_fs / "filler"
+
+    def fill_before_second_block(n: int) -> None:
+        if n == 2:
+            fill(filler)
+
+    r = ScriptedRunner(campaign, out, before_block=fill_before_second_block)
+    with pytest.raises(InputError) as e:
+        r.run()
+    assert "no space left" in str(e.value) and "resume" in str(e.value)
+    assert len(str(e.value).splitlines()) == 1
+    first = assert_consistent(out)
+    assert len(first) == 2  # the first block's trials; the failed one left nothing behind
+    filler.unlink()
+    r = ScriptedRunner(campaign, out)
+    assert r.run() == {"ok": 2, "failed": 0}
+    assert assert_consistent(out) == PLANNED
