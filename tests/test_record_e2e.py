@@ -20,8 +20,6 @@ from testbed import recording
 
 sys.path.insert(0, str(Path(__file__).parent / "site"))
 import sitegen
-
-sys.modules.pop("harness", None)  # tests/hostile/harness.py may be imported under this name
 from harness import LocalSite
 
 pytestmark = pytest.mark.e2e
