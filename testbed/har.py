@@ -7,7 +7,9 @@ order. A recording keeps no timings, so every entry starts at the recording
 time and its timings are 0; the HTTP version is not recorded
 (`unknown`). Response content is given decoded (HAR's
 `content.text`, base64), as the spec asks; `bodySize` is the size on the
-wire and `content.compression` the difference. `serverIPAddress` is the IP
+wire and `content.compression` the difference. Decoding stops at
+testbed.decoding.MAX_DECODED bytes a body (an InputError naming the body);
+a body that does not decode is given as stored. `serverIPAddress` is the IP
 that answered.
 """
 
@@ -17,7 +19,8 @@ import base64
 from http import HTTPStatus
 from urllib.parse import parse_qsl, urlsplit
 
-from testbed import __version__
+from testbed import __version__, decoding
+from testbed.errors import InputError
 from testbed.recording import Exchange, Recording
 
 PAGE_ID = "page_1"
@@ -40,17 +43,15 @@ def _headers(headers) -> list[dict]:
     return [{"name": k, "value": v} for k, v in headers]
 
 
-def _decoded(body: bytes, encoding: str | None) -> bytes:
-    """The body with its content-encoding undone; as stored if that fails."""
-    if not encoding or encoding.strip().lower() in ("identity", ""):
-        return body
-    from mitmproxy.net import encoding as mitm_encoding
-
+def _decoded(body: bytes, encoding: str | None, where: str) -> bytes:
+    """The body with its content-encoding undone (at most decoding.MAX_DECODED bytes);
+    as stored if it does not decode."""
     try:
-        out = mitm_encoding.decode(body, encoding.strip().lower())
-    except (ValueError, KeyError):
+        return decoding.decode(body, encoding)
+    except decoding.DecodedTooLarge as e:
+        raise InputError(f"{where}: {e}; HAR export stops there") from None
+    except ValueError:
         return body
-    return out if isinstance(out, bytes) else body
 
 
 def _cookies(headers, name: str) -> list[dict]:
@@ -66,10 +67,13 @@ def _cookies(headers, name: str) -> list[dict]:
     return out
 
 
-def entry(rec: Recording, x: Exchange, bodies: bool = True) -> dict:
+def entry(rec: Recording, x: Exchange, bodies: bool = True, index: int | None = None) -> dict:
+    """The HAR entry of exchange x (index: its place in the recording, for messages)."""
     body = rec.body(x) if bodies else b""
     encoding = _header(x.response_headers, "content-encoding")
-    decoded = _decoded(body, encoding) if bodies else b""
+    i = rec.exchanges.index(x) if index is None and bodies and body else index
+    where = f"{rec.path / 'manifest.json'}: key exchanges/{i}/body"
+    decoded = _decoded(body, encoding, where) if bodies else b""
     size = len(decoded) if bodies else x.body_size
     content: dict = {
         "size": size,
@@ -127,7 +131,7 @@ def to_har(rec: Recording, bodies: bool = True) -> dict:
             "title": rec.url,
             "pageTimings": {"onContentLoad": -1, "onLoad": -1},
         }],
-        "entries": [entry(rec, x, bodies) for x in rec.exchanges],
+        "entries": [entry(rec, x, bodies, i) for i, x in enumerate(rec.exchanges)],
         "comment": f"testbed recording {rec.name}: {rec.loads} load(s) merged, "
                    "no timings recorded",
     }

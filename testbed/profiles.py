@@ -64,7 +64,9 @@ class NetworkProfile(_Profile):
     uplink_trace: str | None = None
     """Instead of uplink_mbit: a Mahimahi trace file (one line per 1500-byte
     delivery opportunity, in ms), relative to this file's folder, or to
-    /usr/share/mahimahi/traces, or absolute."""
+    /usr/share/mahimahi/traces, or absolute. Symbolic links resolved, it must
+    lie in /usr/share/mahimahi/traces or in this file's folder (or below), and
+    parse as a trace."""
     downlink_trace: str | None = None
     """Instead of downlink_mbit: a Mahimahi trace file, as uplink_trace."""
     trace_start_ms: int = Field(default=0, ge=0)
@@ -132,11 +134,14 @@ class NetworkProfile(_Profile):
         return self.uplink_shaped
 
     def trace_path(self, direction: Literal["uplink", "downlink"]) -> Path | None:
-        """The trace file of a trace-driven direction, resolved."""
+        """The trace file of a trace-driven direction, symbolic links resolved."""
         name = getattr(self, f"{direction}_trace")
         if name is None:
             return None
-        return _resolve_trace(name, Path(self.source).parent if self.source else None)
+        return _resolve_trace(name, self._folder()).resolve()
+
+    def _folder(self) -> Path | None:
+        return Path(self.source).parent if self.source else None
 
 
 class ProtocolProfile(_Profile):
@@ -215,14 +220,29 @@ class _KeyError(ValueError):
 def load_network(profile: str | Path) -> NetworkProfile:
     p = _load(NetworkProfile, profile, NETWORKS_DIR)
     for d in ("uplink", "downlink"):
-        name = getattr(p, f"{d}_trace")
-        if name is not None:
-            path = p.trace_path(d)
-            if path is None or not path.is_file():
-                raise InputError(f"{_shown(Path(p.source))}: key {d}_trace: expected a Mahimahi "
-                                 f"trace file (here, or in {MAHIMAHI_TRACES}), got {name!r}: "
-                                 "no such file")
+        if getattr(p, f"{d}_trace") is not None:
+            _check_trace(p, d)
     return p
+
+
+def _check_trace(p: NetworkProfile, d: str) -> None:
+    """A trace path resolves into Mahimahi's traces or the profile's folder, and parses."""
+    from testbed.emulate import traces
+
+    name = getattr(p, f"{d}_trace")
+    where = f"{_shown(Path(p.source))}: key {d}_trace"
+    expected = f"expected a Mahimahi trace file (here, or in {MAHIMAHI_TRACES})"
+    path = p.trace_path(d)
+    folders = [f.resolve() for f in (p._folder(), MAHIMAHI_TRACES) if f is not None]
+    if not any(path.is_relative_to(f) for f in folders):
+        raise InputError(f"{where}: {expected}, got {name!r}, which resolves to {path}, "
+                         "outside both folders")
+    if not path.exists():
+        raise InputError(f"{where}: {expected}, got {name!r}: no such file")
+    try:
+        traces.read_trace(path)
+    except traces.TraceError as e:
+        raise InputError(f"{where}: {e}") from None
 
 
 def load_protocol(profile: str | Path) -> ProtocolProfile:

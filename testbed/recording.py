@@ -6,26 +6,38 @@
 
 `schemas/recording.schema.json` is the format's single definition; the
 recorder writes it, both replay servers validate against it on load.
+
+A recording may come from someone else, so `load` checks all of it before
+anything is served or written: the schema, the rules of
+testbed.recording_rules, and every body: a regular file in bodies/ (opened
+without following a symbolic link), of the manifest's size, whose SHA-256 is
+its name. `Recording.body` opens and checks a body the same way again.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 import jsonschema
 
+from testbed import recording_rules
 from testbed.errors import InputError
 
 FORMAT = "testbed-recording/1"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "recording.schema.json"
 RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "recordings"
+MAX_MANIFEST_BYTES = 256 * 1024 * 1024
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -90,9 +102,12 @@ class Recording:
         return self.path / "bodies" / sha
 
     def body(self, exchange: Exchange) -> bytes:
+        """The body's bytes, checked again as on load (regular file, size, hash)."""
         if exchange.body is None:
             return b""
-        return self.body_path(exchange.body).read_bytes()
+        i = next(i for i, x in enumerate(self.exchanges) if x.body == exchange.body)
+        with _bodies_dir(self.path) as bodies:
+            return _read_body(bodies, self.path / "manifest.json", i, exchange, keep=True)
 
 
 def _ip_key(ip: str) -> tuple[int, ...]:
@@ -118,21 +133,19 @@ def resolve(name_or_path: str | os.PathLike) -> Path:
     raise InputError(f"{name_or_path}: no such recording (looked in {RECORDINGS_DIR} and as a path)")
 
 
-def load(name_or_path: str | os.PathLike, check_bodies: bool = True) -> Recording:
-    """Load and validate a recording; InputError names the file and what is wrong."""
+def load(name_or_path: str | os.PathLike) -> Recording:
+    """Load and check a recording; InputError names the file, the key and what is wrong."""
     root = resolve(name_or_path)
     manifest = root / "manifest.json"
-    try:
-        data = json.loads(manifest.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{manifest}: missing (not a recording folder)") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{manifest}: not valid JSON: {e.msg} at line {e.lineno}") from None
+    data = _read_manifest(root, manifest)
     try:
         jsonschema.validate(data, schema())
     except jsonschema.ValidationError as e:
-        where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise InputError(f"{manifest}: key {where}: {e.message}") from None
+        raise InputError(f"{manifest}: {_schema_message(e)}") from None
+    try:
+        recording_rules.check(data)
+    except recording_rules.RuleError as e:
+        raise InputError(f"{manifest}: {e}") from None
     origins = tuple(Origin(**o) for o in data["origins"])
     exchanges = tuple(
         Exchange(
@@ -144,10 +157,7 @@ def load(name_or_path: str | os.PathLike, check_bodies: bool = True) -> Recordin
         )
         for x in data["exchanges"]
     )
-    if check_bodies:
-        for i, x in enumerate(exchanges):
-            if x.body is not None and not (root / "bodies" / x.body).is_file():
-                raise InputError(f"{manifest}: key exchanges/{i}/body: bodies/{x.body} is missing")
+    _check_bodies(root, exchanges)
     known = {"format", "name", "url", "recorded_at", "loads", "origins", "exchanges",
              "requests", "bytes", "chromium_version", "mitmproxy_version"}
     return Recording(
@@ -164,6 +174,115 @@ def load(name_or_path: str | os.PathLike, check_bodies: bool = True) -> Recordin
     )
 
 
+def _read_manifest(root: Path, manifest: Path) -> dict:
+    """manifest.json: a regular file (not followed if a symbolic link), parsed."""
+    try:
+        dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        raise InputError(f"{root}: cannot open the recording folder: {e.strerror}") from None
+    try:
+        if not os.path.lexists(manifest):
+            raise InputError(f"{manifest}: missing (not a recording folder)")
+        fd = _open_regular(dir_fd, "manifest.json", f"{manifest}: the manifest")
+    finally:
+        os.close(dir_fd)
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_MANIFEST_BYTES:
+            raise InputError(f"{manifest}: {size} bytes, expected at most {MAX_MANIFEST_BYTES}")
+        raw = f.read(MAX_MANIFEST_BYTES + 1)
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError:
+        raise InputError(f"{manifest}: not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{manifest}: not valid JSON: {e.msg} at line {e.lineno}") from None
+    return data
+
+
+def _schema_message(e: jsonschema.ValidationError) -> str:
+    where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+    if e.validator == "pattern" and "description" in e.schema:
+        return (f"key {where}: expected {e.schema['description']}, "
+                f"got {recording_rules.short(e.instance)}")
+    return f"key {where}: {_one_line(e.message)}"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _open_regular(dir_fd: int, name: str, what: str) -> int:
+    """A descriptor of `name` in dir_fd if it is a regular file: a symbolic link is not
+    followed, and a FIFO or device is not waited on. InputError("WHAT is ...") if not."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    except OSError as e:
+        why = {errno.ENOENT: "missing", errno.ELOOP: "a symbolic link, expected a regular file"}
+        raise InputError(f"{what} is {why.get(e.errno, f'unreadable: {e.strerror}')}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{what} is not a regular file")
+    return fd
+
+
+@contextmanager
+def _bodies_dir(root: Path) -> Iterator[int]:
+    """A descriptor of root/bodies, not followed if a symbolic link."""
+    try:
+        fd = os.open(root / "bodies", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        link = os.path.islink(root / "bodies")  # O_NOFOLLOW|O_DIRECTORY: ENOTDIR or ELOOP
+        what = "a symbolic link, expected a folder" if link else {
+            errno.ENOENT: "missing", errno.ENOTDIR: "not a folder"}.get(e.errno, e.strerror)
+        raise InputError(f"{root / 'manifest.json'}: key exchanges: bodies/ is {what}") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _read_body(bodies_fd: int, manifest: Path, i: int, x: Exchange, keep: bool) -> bytes:
+    """Check exchange i's body: a regular file in bodies/ of body_size bytes whose SHA-256
+    is its name. Its bytes if keep (else b"")."""
+    key = f"{manifest}: key exchanges/{i}/body"
+    fd = _open_regular(bodies_fd, x.body, f"{key}: bodies/{x.body}")
+    with os.fdopen(fd, "rb") as f:
+        actual = os.fstat(f.fileno()).st_size
+        if actual != x.body_size:
+            raise InputError(f"{key}_size: {x.body_size}, but bodies/{x.body} has {actual} bytes")
+        h, chunks, got = hashlib.sha256(), [], 0
+        while got <= x.body_size and (chunk := f.read(1 << 20)):
+            got += len(chunk)
+            h.update(chunk)
+            if keep:
+                chunks.append(chunk)
+    if got != x.body_size or h.hexdigest() != x.body:
+        raise InputError(f"{key}: bodies/{x.body} does not hash to its name "
+                         "(expected the SHA-256 of its bytes)")
+    return b"".join(chunks)
+
+
+def _check_bodies(root: Path, exchanges: tuple[Exchange, ...]) -> None:
+    """Every body once, and every exchange that shares it with the same size."""
+    manifest = root / "manifest.json"
+    first: dict[str, int] = {}
+    for i, x in enumerate(exchanges):
+        if x.body is None:
+            continue
+        j = first.setdefault(x.body, i)
+        if x.body_size != exchanges[j].body_size:
+            raise InputError(f"{manifest}: key exchanges/{i}/body_size: {x.body_size}, but "
+                             f"exchanges/{j} has {exchanges[j].body_size} for the same body")
+    if not first:
+        return
+    with _bodies_dir(root) as bodies:
+        for i in first.values():
+            _read_body(bodies, manifest, i, exchanges[i], keep=False)
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -177,7 +296,10 @@ def write(out_dir: Path, meta: dict, exchanges: list[tuple[dict, bytes]]) -> Pat
 
     meta: name, url, recorded_at, loads and optional versions.
     exchanges: (exchange dict without body/body_size, body bytes) pairs.
-    Origins, counts and sizes are derived here, in a deterministic order.
+    Origins, counts and sizes are derived here, in a deterministic order; an
+    origin answered from several IPs (DNS round robin between loads) keeps the
+    first one, since a replay resolves a host to one IP. The manifest is checked
+    as `load` checks it, so a recording that would not load is not written.
     """
     out_dir = Path(out_dir)
     final = out_dir / meta["name"]
@@ -187,12 +309,13 @@ def write(out_dir: Path, meta: dict, exchanges: list[tuple[dict, bytes]]) -> Pat
     tmp = Path(tempfile.mkdtemp(prefix=f".{meta['name']}.", dir=out_dir))
     try:
         (tmp / "bodies").mkdir()
-        rows, seen = [], set()
+        rows, seen, ips = [], set(), {}
         for x, body in exchanges:
             digest = sha256(body) if body else None
             if digest is not None and not (tmp / "bodies" / digest).exists():
                 (tmp / "bodies" / digest).write_bytes(body)
-            row = {**x, "body": digest, "body_size": len(body)}
+            ip = ips.setdefault((x["scheme"], x["host"], x["port"]), x["ip"])
+            row = {**x, "ip": ip, "body": digest, "body_size": len(body)}
             key = json.dumps(row, sort_keys=True)
             if key not in seen:
                 seen.add(key)
@@ -209,7 +332,13 @@ def write(out_dir: Path, meta: dict, exchanges: list[tuple[dict, bytes]]) -> Pat
             "bytes": sum(r["body_size"] for r in rows),
             "exchanges": rows,
         }
-        jsonschema.validate(manifest, schema())
+        try:
+            jsonschema.validate(manifest, schema())
+            recording_rules.check(manifest)
+        except jsonschema.ValidationError as e:
+            raise InputError(f"{final / 'manifest.json'}: {_schema_message(e)}") from None
+        except recording_rules.RuleError as e:
+            raise InputError(f"{final / 'manifest.json'}: {e}") from None
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
         os.chmod(tmp, 0o755)
         tmp.rename(final)

@@ -18,6 +18,7 @@ reserves for benchmarking.
 
 from __future__ import annotations
 
+import ipaddress
 from contextlib import ExitStack
 from typing import Self
 
@@ -28,6 +29,11 @@ from testbed.runstate import Run, current
 SERVER_LINK_IP = "198.18.0.1"
 CLIENT_LINK_IP = "198.18.0.2"
 LINK_PREFIX = 30
+OWN_NETWORKS = (
+    ipaddress.IPv4Network("198.18.0.0/15"),  # the link above, the probe site (emulate.probesite)
+    ipaddress.IPv4Network("100.64.0.0/10"),  # Mahimahi's shells, masqueraded to the link
+)
+"""Address ranges the testbed uses itself: a recorded server IP is never one of them."""
 
 
 class ReplayTopology:

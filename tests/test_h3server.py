@@ -36,7 +36,7 @@ def built():
 
 def exchange(target: str, body: bytes, status: int = 200, method: str = "GET",
              headers: list | None = None) -> tuple[dict, bytes]:
-    return ({"scheme": "https", "host": "a.test", "port": 443, "ip": "127.0.0.1",
+    return ({"scheme": "https", "host": "a.test", "port": 443, "ip": "192.0.2.1",
              "method": method, "target": target, "request_headers": [], "status": status,
              "response_headers": headers or [["content-type", "text/plain"]]}, body)
 

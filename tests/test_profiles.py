@@ -182,3 +182,71 @@ def test_shipped_files_are_all_valid():
     for name in available(PROTOCOLS_DIR):
         load_protocol(name)
     assert Path(NETWORKS_DIR / "dsl.toml").exists()
+
+
+# --- trace paths: Mahimahi's folder or the profile's own, and a real trace ----------------
+
+def _trace_profile(tmp_path, up="ok.trace", down="ok.trace", sub="profiles"):
+    folder = tmp_path / sub
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ok.trace").write_text("5\n10\n10\n20\n")
+    (tmp_path / "outside.trace").write_text("5\n10\n")
+    f = folder / "net.toml"
+    f.write_text(f'min_rtt_ms = 10\nuplink_trace = "{up}"\ndownlink_trace = "{down}"\n')
+    return f
+
+
+def test_trace_next_to_the_profile_or_in_mahimahis_folder(tmp_path):
+    f = _trace_profile(tmp_path)
+    (f.parent / "traces").mkdir()
+    (f.parent / "traces" / "t.down").write_text("1\n2\n")
+    (f.parent / "alias.trace").symlink_to(f.parent / "ok.trace")  # a link that stays inside
+    f.write_text(f.read_text().replace('downlink_trace = "ok.trace"',
+                                       'downlink_trace = "traces/t.down"'))
+    p = load_network(f)
+    assert p.trace_path("uplink") == (f.parent / "ok.trace").resolve()
+    assert p.trace_path("downlink") == (f.parent / "traces" / "t.down").resolve()
+    f.write_text(f.read_text().replace('"ok.trace"', '"alias.trace"'))
+    assert load_network(f).trace_path("uplink") == (f.parent / "ok.trace").resolve()
+    mm = "/usr/share/mahimahi/traces/Verizon-LTE-driving"
+    if Path(mm + ".up").is_file():
+        f.write_text(f'uplink_trace = "{mm}.up"\ndownlink_trace = "Verizon-LTE-driving.down"\n')
+        assert load_network(f).trace_path("uplink") == Path(mm + ".up")
+
+
+@pytest.mark.parametrize("down", [
+    "../outside.trace", "{tmp}/outside.trace", "link.trace", "/etc/passwd",
+    "/usr/share/mahimahi/traces/../../../../etc/passwd", "../../../../../../../../etc/passwd",
+])
+def test_trace_outside_both_folders_is_refused(tmp_path, down):
+    f = _trace_profile(tmp_path, down=down.replace("{tmp}", str(tmp_path)))
+    (f.parent / "link.trace").symlink_to(tmp_path / "outside.trace")
+    with pytest.raises(InputError, match=r"net.toml: key downlink_trace: expected a Mahimahi "
+                                         r"trace file .*outside both folders"):
+        load_network(f)
+
+
+@pytest.mark.parametrize("text,why", [
+    ("", "empty"), ("\n \n", "empty"), ("root:x:0:0\n", "line 1: expected one whole number"),
+    ("5\n10\n-3\n", "line 3: expected one whole number"), ("5\n1e3\n", "line 2"),
+    ("5\n" + "9" * 30 + "\n", "line 2: expected at most 2147483647 ms"),
+    ("5\n2147483648\n", "at most 2147483647"), ("10\n5\n", "nondecreasing"), ("0\n0\n", "last > 0"),
+    ("5\n\u0663\n", "line 2"),
+])
+def test_trace_that_is_not_a_trace(tmp_path, text, why):
+    f = _trace_profile(tmp_path, down="bad.trace")
+    (f.parent / "bad.trace").write_text(text)
+    with pytest.raises(InputError, match=rf"net.toml: key downlink_trace: .*bad.trace: not a "
+                                         rf"Mahimahi trace \(.*{why}") as e:
+        load_network(f)
+    assert "root:x" not in str(e.value)
+
+
+def test_trace_largest_value_and_folder(tmp_path):
+    f = _trace_profile(tmp_path, down="big.trace")
+    (f.parent / "big.trace").write_text("5\n2147483647\n")
+    assert load_network(f).downlink_trace == "big.trace"
+    (f.parent / "big.trace").unlink()
+    (f.parent / "big.trace").mkdir()
+    with pytest.raises(InputError, match=r"not a regular file"):
+        load_network(f)

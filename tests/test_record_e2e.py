@@ -16,11 +16,24 @@ from pathlib import Path
 
 import pytest
 
-from testbed import recording
+from testbed import recording, topology
 
 sys.path.insert(0, str(Path(__file__).parent / "site"))
 import sitegen
-from harness import LocalSite
+
+
+def _site_harness():
+    """tests/site/harness.py, by its path: tests/hostile has a `harness` module too."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "site_harness", Path(__file__).parent / "site" / "harness.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LocalSite = _site_harness().LocalSite
 
 pytestmark = pytest.mark.e2e
 
@@ -181,14 +194,34 @@ def test_errors_give_one_line_and_write_nothing(site, tmp_path, url, extra, caus
     assert not out.exists() or not any(out.iterdir())
 
 
+def _own_address() -> str | None:
+    """An IPv4 address of this machine a replay could serve (not loopback): packets to it
+    stay on the machine as loopback's do."""
+    import ipaddress
+
+    out = subprocess.run(["ip", "-4", "-j", "addr", "show", "scope", "global"], check=True,
+                         capture_output=True, text=True).stdout
+    for link in json.loads(out):
+        for a in link.get("addr_info", []):
+            ip = ipaddress.IPv4Address(a["local"])
+            if not any(ip in n for n in topology.OWN_NETWORKS):
+                return str(ip)
+    return None
+
+
 def test_records_without_a_namespace_through_host_loopback(tmp_path):
     """The path real sites take (no --netns): proxy and browser in the host's namespace.
 
-    The only server is on 127.0.0.1; --resolve sends the site's name there, so
-    nothing but loopback traffic is made.
+    The only server is on one of this machine's own addresses (not 127.0.0.1,
+    which a recording may not hold: a replay cannot serve it); --resolve sends
+    the site's name there, so no packet leaves the machine.
     """
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    own = _own_address()
+    if own is None:
+        pytest.skip("no global IPv4 address on this machine")
 
     pages = {"/": (b"text/html", b"<!doctype html><title>t</title><img src='/pic.png'>"),
              "/pic.png": (b"image/png", sitegen._png(40, 20, (0, 128, 0)))}
@@ -208,12 +241,12 @@ def test_records_without_a_namespace_through_host_loopback(tmp_path):
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer((own, 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     try:
         cp = subprocess.run([str(TESTBED), "record", f"http://loop.test:{port}/", "--loads", "1",
-                             "--out", str(tmp_path), "--resolve", "loop.test=127.0.0.1"],
+                             "--out", str(tmp_path), "--resolve", f"loop.test={own}"],
                             check=False, capture_output=True, text=True, timeout=300)
     finally:
         server.shutdown()
@@ -221,7 +254,7 @@ def test_records_without_a_namespace_through_host_loopback(tmp_path):
     assert cp.returncode == 0, cp.stderr
     rec = recording.load(tmp_path / f"loop.test-{port}")
     assert [(o.scheme, o.host, o.port, o.ip) for o in rec.origins] == [
-        ("http", "loop.test", port, "127.0.0.1")]
+        ("http", "loop.test", port, own)]
     by_target = {x.target: x for x in rec.exchanges}
     assert rec.body(by_target["/pic.png"]) == pages["/pic.png"][1]
     assert all("alt-svc" not in dict(x.response_headers) for x in rec.exchanges)

@@ -175,3 +175,32 @@ def test_bundled_recording_is_small_and_multi_origin():
     assert size < 5 * 1024 * 1024
     assert len(rec.origins) >= 3 and len(rec.ips) >= 2
     assert 20 <= len(rec.exchanges) <= 60
+
+
+def test_har_decoding_is_bounded(tmp_path, monkeypatch):
+    from testbed import decoding
+    from testbed.errors import InputError
+
+    big = gzip.compress(bytes(4096), mtime=0)
+    path = recording.write(tmp_path, {"name": "bomb", "url": "https://www.site.test/",
+                                      "recorded_at": "2024-01-02T03:04:05Z", "loads": 1}, [
+        (exchange("www.site.test", "/", "10.0.0.1", 200, [["content-type", "text/html"]]), HTML),
+        (exchange("www.site.test", "/z", "10.0.0.1", 200,
+                  [["content-type", "text/plain"], ["content-encoding", "gzip"]]), big)])
+    rec = recording.load(path)
+    assert to_har(rec)["log"]["entries"][1]["response"]["content"]["size"] == 4096
+    monkeypatch.setattr(decoding, "MAX_DECODED", 4095)
+    monkeypatch.setattr(decoding.decode, "__defaults__", (4095,))
+    with pytest.raises(InputError, match=r"bomb/manifest.json: key exchanges/1/body: decodes "
+                                         r"\(gzip\) to more than 4095 bytes"):
+        to_har(rec)
+    assert len(to_har(rec, bodies=False)["log"]["entries"]) == 2
+
+
+def test_har_keeps_a_body_that_does_not_decode(tmp_path):
+    path = recording.write(tmp_path, {"name": "odd", "url": "https://www.site.test/",
+                                      "recorded_at": "2024-01-02T03:04:05Z", "loads": 1}, [
+        (exchange("www.site.test", "/", "10.0.0.1", 200,
+                  [["content-type", "text/html"], ["content-encoding", "gzip"]]), HTML)])
+    entry = to_har(recording.load(path))["log"]["entries"][0]
+    assert base64.b64decode(entry["response"]["content"]["text"]) == HTML

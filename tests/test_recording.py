@@ -83,3 +83,267 @@ def test_schema_violation_names_file_and_key(tmp_path):
 def test_unknown_recording_name():
     with pytest.raises(InputError, match="no such recording"):
         recording.load("no-such-recording-anywhere")
+
+
+# --- a recording from someone else: every rule of the loader -------------------------------
+
+def _edited(tmp_path, change):
+    """The small recording of _write, its manifest edited by change(data)."""
+    path = _write(tmp_path)
+    data = json.loads((path / "manifest.json").read_text())
+    change(data)
+    (path / "manifest.json").write_text(json.dumps(data))
+    return path
+
+
+def _all_rows(**values):
+    """Set values on every origin and exchange, the two origins made one first."""
+    def change(data):
+        data["origins"] = data["origins"][:1]
+        first = data["origins"][0]
+        for row in [*data["origins"], *data["exchanges"]]:
+            row.update({"host": first["host"], "ip": first["ip"], **values})
+    return change
+
+
+def _first_exchange(**values):
+    def change(data):
+        data["exchanges"][0].update(values)
+    return change
+
+
+def _body_of(path, target):
+    data = json.loads((path / "manifest.json").read_text())
+    return path / "bodies" / next(x["body"] for x in data["exchanges"] if x["target"] == target)
+
+
+def test_bundled_recording_loads():
+    rec = recording.load("local-news")
+    assert len(rec.exchanges) == 31 and rec.ips == ["10.78.0.1", "10.78.0.2", "10.78.0.3"]
+
+
+@pytest.mark.parametrize("host", ["www.a.test", "a-b.c_d.test", "xn--bcher-kva.test", "intranet",
+                                  "192.0.2.1", "x" * 63 + ".test"])
+def test_good_host_names(tmp_path, host):
+    recording.load(_edited(tmp_path, _all_rows(host=host)))
+
+
+@pytest.mark.parametrize("host,why", [
+    ("www..a.test", "DNS name"), ("-a.test", "DNS name"), ("a-.test", "DNS name"),
+    ("x" * 64 + ".test", "DNS name"), ("a." * 127 + "test", "DNS name"),
+    ("xn--zz.test", "A-label"), ("a.test.123", "last label"),
+    ("WWW.a.test", "host name"), ("bücher.test", "host name"), ("a.test:443", "host name"),
+    ("a.test,map", "host name"), ("a.test\n", "DNS name"), ("127.0.0.1", "loopback"),
+])
+def test_bad_host_names(tmp_path, host, why):
+    with pytest.raises(InputError, match=rf"manifest.json: key origins/0/host: .*{why}"):
+        recording.load(_edited(tmp_path, _all_rows(host=host)))
+
+
+@pytest.mark.parametrize("ip,why", [
+    ("100.64.0.1", "100.64.0.0/10"), ("100.127.255.254", "100.64.0.0/10"),
+    ("198.18.0.1", "198.18.0.0/15"), ("198.19.3.4", "198.18.0.0/15"),
+    ("127.0.0.1", "loopback"), ("127.1.2.3", "loopback"), ("0.0.0.0", "this network"),
+    ("169.254.1.1", "link-local"), ("224.0.0.1", "multicast"), ("239.1.1.1", "multicast"),
+    ("255.255.255.255", "reserved"), ("240.0.0.1", "reserved"),
+    ("::1", "IPv4"), ("10.0.0.01", "IPv4"), ("10.0.0.1\n", "IPv4"), ("a.b.c.d", "IPv4"),
+])
+def test_unservable_ips(tmp_path, ip, why):
+    with pytest.raises(InputError, match=rf"manifest.json: key origins/0/ip: .*{why}"):
+        recording.load(_edited(tmp_path, _all_rows(ip=ip)))
+
+
+def test_private_and_public_ips_load(tmp_path):
+    for i, ip in enumerate(["10.1.2.3", "172.16.0.1", "192.168.1.1", "203.0.113.9", "8.8.8.8"]):
+        recording.load(_edited(tmp_path / str(i), _all_rows(ip=ip)))
+
+
+def test_origin_listed_twice(tmp_path):
+    def change(data):
+        data["origins"].append({**data["origins"][0], "ip": "10.0.0.9"})
+    with pytest.raises(InputError, match=r"key origins/2/host: https://static.a.test:443 is listed twice"):
+        recording.load(_edited(tmp_path, change))
+
+
+def test_exchange_must_match_its_origin(tmp_path):
+    with pytest.raises(InputError, match=r"key exchanges/0/ip: expected 10.0.0.2"):
+        recording.load(_edited(tmp_path, _first_exchange(ip="10.0.0.7")))
+    with pytest.raises(InputError, match=r"key exchanges/0/host: https://other.test:443 is not"):
+        recording.load(_edited(tmp_path / "2", _first_exchange(host="other.test")))
+
+
+@pytest.mark.parametrize("scheme,port", [("http", 443), ("https", 80), ("http", 8443)])
+def test_one_scheme_per_ip_and_port(tmp_path, scheme, port):
+    def change(data):
+        for o in data["origins"]:
+            o["port"] = 8443 if port == 8443 else o["port"]
+        data["origins"].append({"scheme": scheme, "host": "c.a.test", "port": port,
+                                "ip": data["origins"][0]["ip"]})
+        if port == 8443:
+            for x in data["exchanges"]:
+                x["port"] = 8443
+    with pytest.raises(InputError, match=rf"key origins/\d/scheme: .*:{port} is recorded as "
+                                         r".*expected one scheme per IP:port"):
+        recording.load(_edited(tmp_path, change))
+
+
+def test_http_and_https_on_their_own_ports_load(tmp_path):
+    def change(data):
+        data["origins"].append({"scheme": "http", "host": "www.a.test", "port": 80,
+                                "ip": data["origins"][1]["ip"]})
+    recording.load(_edited(tmp_path, change))
+
+
+@pytest.mark.parametrize("part,header,key", [
+    ("response_headers", ["x-a\r\nset-cookie", "1"], "0"),
+    ("response_headers", ["x a", "1"], "0"),
+    ("response_headers", ["x-a:", "1"], "0"),
+    ("response_headers", ["x-a\n", "1"], "0"),
+    ("response_headers", ["", "1"], "0"),
+    ("response_headers", ["X-A", "1"], "0"),
+    ("response_headers", ["x-a", "1\r\nset-cookie: a=b"], "1"),
+    ("response_headers", ["x-a", "1\r"], "1"),
+    ("response_headers", ["x-a", "1\n"], "1"),
+    ("request_headers", ["x-a", "a\x00b"], "1"),
+])
+def test_header_names_and_values(tmp_path, part, header, key):
+    with pytest.raises(InputError, match=rf"key exchanges/0/{part}/0/{key}: expected a header"):
+        recording.load(_edited(tmp_path, _first_exchange(**{part: [header]})))
+
+
+@pytest.mark.parametrize("values,key", [
+    ({"method": "GET\r\n"}, "method"), ({"method": "G T"}, "method"),
+    ({"target": "/a\r\nHost: b"}, "target"), ({"target": "/a\n"}, "target"),
+    ({"target": "/\x00"}, "target"),
+])
+def test_method_and_target(tmp_path, values, key):
+    with pytest.raises(InputError, match=rf"key exchanges/0/{key}: expected"):
+        recording.load(_edited(tmp_path, _first_exchange(**values)))
+
+
+@pytest.mark.parametrize("status", [99, 600, 0, -1])
+def test_status_out_of_range(tmp_path, status):
+    with pytest.raises(InputError, match=r"key exchanges/0/status: "):
+        recording.load(_edited(tmp_path, _first_exchange(status=status)))
+
+
+@pytest.mark.parametrize("values,why", [
+    ({"status": 204}, "204 response has no body"), ({"status": 304}, "304 response has no body"),
+    ({"status": 101}, "101 response has no body"), ({"status": 100}, "100 response"),
+    ({"method": "HEAD"}, "HEAD has no body"),
+])
+def test_no_body_where_http_has_none(tmp_path, values, why):
+    with pytest.raises(InputError, match=rf"key exchanges/0/body: a .*{why}"):
+        recording.load(_edited(tmp_path, _first_exchange(**values)))
+
+
+def test_bodiless_statuses_without_a_body_load(tmp_path):
+    def change(data):
+        x = next(x for x in data["exchanges"] if x["target"] == "/empty")
+        x["status"] = 304
+        data["exchanges"].append({**x, "target": "/head", "method": "HEAD", "status": 200})
+        data["exchanges"].append({**x, "target": "/nc", "status": 204})
+    recording.load(_edited(tmp_path, change))
+
+
+def test_body_size_agrees_with_a_null_body(tmp_path):
+    def change(data):
+        next(x for x in data["exchanges"] if x["body"] is None)["body_size"] = 3
+    with pytest.raises(InputError, match=r"body_size: 3, but the exchange has no body"):
+        recording.load(_edited(tmp_path, change))
+
+
+def test_body_size_required_with_a_body(tmp_path):
+    with pytest.raises(InputError, match=r"key exchanges/0/body_size: missing"):
+        recording.load(_edited(tmp_path, lambda d: d["exchanges"][0].pop("body_size")))
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "A" * 64, "a" * 63, "a" * 64 + "\n"])
+def test_body_names_are_hashes(tmp_path, name):
+    with pytest.raises(InputError, match=r"key exchanges/0/body: expected null or"):
+        recording.load(_edited(tmp_path, _first_exchange(body=name)))
+
+
+def test_symlinked_body_is_refused(tmp_path):
+    path = _write(tmp_path / "r")
+    body = _body_of(path, "/app.js")
+    outside = tmp_path / "outside"
+    outside.write_bytes(body.read_bytes())  # even the right bytes: a link is not followed
+    body.unlink()
+    body.symlink_to(outside)
+    with pytest.raises(InputError, match=r"key exchanges/\d/body: bodies/[0-9a-f]{64} is a "
+                                         r"symbolic link, expected a regular file"):
+        recording.load(path)
+
+
+def test_tampered_body_is_refused(tmp_path):
+    path = _write(tmp_path)
+    _body_of(path, "/app.js").write_bytes(b"var b;")
+    with pytest.raises(InputError, match=r"key exchanges/\d/body: bodies/.* does not hash"):
+        recording.load(path)
+
+
+def test_body_of_another_size_is_refused(tmp_path):
+    path = _write(tmp_path)
+    _body_of(path, "/app.js").write_bytes(b"var a; evil();")
+    with pytest.raises(InputError, match=r"key exchanges/\d/body_size: 6, but bodies/.* has 14"):
+        recording.load(path)
+
+
+def test_body_that_is_not_a_regular_file(tmp_path):
+    import os
+    path = _write(tmp_path)
+    body = _body_of(path, "/app.js")
+    body.unlink()
+    os.mkfifo(body)  # opening it for reading would wait for a writer
+    with pytest.raises(InputError, match=r"is not a regular file"):
+        recording.load(path)
+
+
+def test_bodies_folder_and_manifest_are_not_followed(tmp_path):
+    path = _write(tmp_path / "a")
+    (path / "bodies").rename(tmp_path / "real-bodies")
+    (path / "bodies").symlink_to(tmp_path / "real-bodies")
+    with pytest.raises(InputError, match=r"key exchanges: bodies/ is a symbolic link"):
+        recording.load(path)
+    other = _write(tmp_path / "b")
+    (other / "manifest.json").rename(tmp_path / "m.json")
+    (other / "manifest.json").symlink_to(tmp_path / "m.json")
+    with pytest.raises(InputError, match=r"manifest.json: the manifest is a symbolic link"):
+        recording.load(other)
+
+
+def test_body_changed_after_load_is_refused_when_read(tmp_path):
+    path = _write(tmp_path)
+    rec = recording.load(path)
+    js = next(x for x in rec.exchanges if x.target == "/app.js")
+    _body_of(path, "/app.js").write_bytes(b"var b;")
+    with pytest.raises(InputError, match=r"does not hash"):
+        rec.body(js)
+
+
+def test_exchanges_sharing_a_body_share_its_size(tmp_path):
+    def change(data):
+        data["exchanges"].append({**data["exchanges"][0], "target": "/copy", "body_size": 99})
+    with pytest.raises(InputError, match=r"key exchanges/3/body_size: 99, but exchanges/0 has"):
+        recording.load(_edited(tmp_path, change))
+
+
+def test_write_keeps_one_ip_per_origin(tmp_path):
+    meta = {"name": "rr", "url": "https://www.a.test/", "recorded_at": "2026-01-01T00:00:00Z",
+            "loads": 2}
+    path = recording.write(tmp_path, meta, [
+        (_exchange(ip="10.0.0.1"), b"a"), (_exchange(target="/2", ip="10.0.0.5"), b"b")])
+    rec = recording.load(path)
+    assert [o.ip for o in rec.origins] == ["10.0.0.1"]
+    assert {x.ip for x in rec.exchanges} == {"10.0.0.1"}
+
+
+def test_write_refuses_what_load_would_refuse(tmp_path):
+    meta = {"name": "lo", "url": "https://www.a.test/", "recorded_at": "2026-01-01T00:00:00Z",
+            "loads": 1}
+    with pytest.raises(InputError, match=r"lo/manifest.json: key origins/0/ip: .*loopback"):
+        recording.write(tmp_path, meta, [(_exchange(ip="127.0.0.1"), b"a")])
+    with pytest.raises(InputError, match=r"response_headers/0/1: expected a header value"):
+        recording.write(tmp_path, meta, [(_exchange(headers=[["x", "a\r\nb"]]), b"a")])
+    assert list(tmp_path.iterdir()) == []

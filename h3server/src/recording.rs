@@ -1,8 +1,12 @@
 //! A recording loaded into memory (format: schemas/recording.schema.json).
 //!
 //! Same checks and messages as testbed/recording.py: the manifest is
-//! validated against the schema, then every referenced body must exist in
-//! bodies/ (and have the recorded size). Errors name the file and the key.
+//! validated against the schema, then every referenced body must be a
+//! regular file in bodies/ (neither bodies/ nor the body followed if a
+//! symbolic link), have the recorded size and hash to its name (SHA-256).
+//! Errors name the file and the key. The testbed's Python loader checks a
+//! recording (and more rules) before it starts this server; these checks
+//! keep the server safe when it is started by hand.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -98,13 +102,21 @@ pub fn load(dir: &Path) -> Result<Recording, LoadError> {
             Some(sha) => match bodies.get(sha) {
                 Some(b) => b.clone(),
                 None => {
-                    let file = dir.join("bodies").join(sha);
-                    let data = std::fs::read(&file).map_err(|e| match e.kind() {
-                        std::io::ErrorKind::NotFound => LoadError(format!(
-                            "{m}: key exchanges/{i}/body: bodies/{sha} is missing"
-                        )),
-                        _ => LoadError(format!("{}: cannot read: {e}", file.display())),
-                    })?;
+                    let key = format!("{m}: key exchanges/{i}/body: bodies/{sha}");
+                    let data = read_body(dir, sha).map_err(|why| LoadError(format!("{key} {why}")))?;
+                    if let Some(size) = x.body_size {
+                        if size != data.len() as u64 {
+                            return Err(LoadError(format!(
+                                "{m}: key exchanges/{i}/body_size: {size}, but bodies/{sha} has {} bytes",
+                                data.len()
+                            )));
+                        }
+                    }
+                    if hex(&boring::sha::sha256(&data)) != *sha {
+                        return Err(LoadError(format!(
+                            "{key} does not hash to its name (expected the SHA-256 of its bytes)"
+                        )));
+                    }
                     let b: Arc<[u8]> = Arc::from(data);
                     bodies.insert(sha.clone(), b.clone());
                     b
@@ -142,6 +154,42 @@ pub fn load(dir: &Path) -> Result<Recording, LoadError> {
     })
 }
 
+/// A body's bytes: bodies/ and the file itself must not be symbolic links, the
+/// file must be regular (a FIFO is not waited on). Err: why not, after "bodies/SHA".
+fn read_body(dir: &Path, sha: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
+    let bodies = dir.join("bodies");
+    match std::fs::symlink_metadata(&bodies) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err("is in a bodies/ that is a symbolic link, expected a folder".into())
+        }
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(bodies.join(sha))
+        .map_err(|e| match (e.kind(), e.raw_os_error()) {
+            (std::io::ErrorKind::NotFound, _) => "is missing".to_string(),
+            (_, Some(libc::ELOOP)) => "is a symbolic link, expected a regular file".to_string(),
+            _ => format!("cannot be read: {e}"),
+        })?;
+    let meta = file.metadata().map_err(|e| format!("cannot be read: {e}"))?;
+    let kind = meta.file_type();
+    if !kind.is_file() || kind.is_fifo() {
+        return Err("is not a regular file".into());
+    }
+    let mut data = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut data).map_err(|e| format!("cannot be read: {e}"))?;
+    Ok(data)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Validate a manifest against the schema: Err((key, message)) for the first
 /// violation, the key as a slash-separated path like the Python loader's.
 pub fn validate(manifest: &serde_json::Value) -> Result<(), (String, String)> {
@@ -163,6 +211,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// SHA-256 of b"hello", the test body.
+    const HELLO: &str = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+
     fn manifest() -> serde_json::Value {
         json!({
             "format": "testbed-recording/1",
@@ -170,12 +221,12 @@ mod tests {
             "url": "https://a.test/",
             "recorded_at": "2024-01-01T00:00:00Z",
             "loads": 1,
-            "origins": [{"scheme": "https", "host": "a.test", "port": 443, "ip": "127.0.0.1"}],
+            "origins": [{"scheme": "https", "host": "a.test", "port": 443, "ip": "192.0.2.1"}],
             "exchanges": [{
-                "scheme": "https", "host": "a.test", "port": 443, "ip": "127.0.0.1",
+                "scheme": "https", "host": "a.test", "port": 443, "ip": "192.0.2.1",
                 "method": "GET", "target": "/", "request_headers": [],
                 "status": 200, "response_headers": [["content-type", "text/html"]],
-                "body": "a".repeat(64), "body_size": 5
+                "body": HELLO, "body_size": 5
             }],
             "requests": 1,
             "bytes": 5
@@ -186,7 +237,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("bodies")).unwrap();
         std::fs::write(dir.join("manifest.json"), m.to_string()).unwrap();
         if let Some(b) = body {
-            std::fs::write(dir.join("bodies").join("a".repeat(64)), b).unwrap();
+            std::fs::write(dir.join("bodies").join(HELLO), b).unwrap();
         }
     }
 
@@ -233,7 +284,7 @@ mod tests {
         let d = tmp("missing");
         write(&d, &manifest(), None);
         let e = load(&d).unwrap_err().0;
-        assert!(e.ends_with(&format!("key exchanges/0/body: bodies/{} is missing", "a".repeat(64))), "{e}");
+        assert!(e.ends_with(&format!("key exchanges/0/body: bodies/{HELLO} is missing")), "{e}");
         assert!(e.starts_with(&d.join("manifest.json").display().to_string()), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
     }
@@ -244,6 +295,44 @@ mod tests {
         write(&d, &manifest(), Some(b"hello!"));
         let e = load(&d).unwrap_err().0;
         assert!(e.contains("key exchanges/0/body_size"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn tampered_body_is_refused() {
+        let d = tmp("tampered");
+        write(&d, &manifest(), Some(b"HELLO"));
+        let e = load(&d).unwrap_err().0;
+        assert!(e.contains("key exchanges/0/body: bodies/") && e.contains("does not hash"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn symlinked_body_and_bodies_are_not_followed() {
+        let d = tmp("symlink");
+        write(&d, &manifest(), None);
+        let outside = d.join("outside");
+        std::fs::write(&outside, b"hello").unwrap(); // even the right bytes
+        std::os::unix::fs::symlink(&outside, d.join("bodies").join(HELLO)).unwrap();
+        let e = load(&d).unwrap_err().0;
+        assert!(e.ends_with(&format!("bodies/{HELLO} is a symbolic link, expected a regular file")), "{e}");
+        std::fs::remove_dir_all(d.join("bodies")).unwrap();
+        std::fs::create_dir_all(d.join("real")).unwrap();
+        std::fs::write(d.join("real").join(HELLO), b"hello").unwrap();
+        std::os::unix::fs::symlink(d.join("real"), d.join("bodies")).unwrap();
+        let e = load(&d).unwrap_err().0;
+        assert!(e.contains("bodies/ that is a symbolic link"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn fifo_body_is_not_waited_on() {
+        let d = tmp("fifo");
+        write(&d, &manifest(), None);
+        let path = std::ffi::CString::new(d.join("bodies").join(HELLO).as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let e = load(&d).unwrap_err().0;
+        assert!(e.ends_with("is not a regular file"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

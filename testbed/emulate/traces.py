@@ -13,8 +13,11 @@ Pure functions: no I/O except write_trace/read_trace.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import math
+import os
+import stat
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -33,6 +36,10 @@ MAX_OPPORTUNITIES = 1_000_000
 would otherwise build a trace of millions of lines in memory)."""
 MIN_MBIT = 0.0002
 """The smallest rate with an exact trace: one opportunity in MAX_PERIOD_MS."""
+MAX_TRACE_MS = 2**31 - 1
+"""Largest timestamp a trace file may hold (about 24.8 days)."""
+MAX_TRACE_BYTES = 64 * 1024 * 1024
+"""Largest trace file read (Mahimahi's largest, Verizon-LTE-driving.down, is 7.8 MB)."""
 
 
 class TraceError(ValueError):
@@ -121,9 +128,39 @@ def fixed_rate(mbit: float, offset: Fraction = Fraction(0), min_period_ms: int =
 
 
 def read_trace(path: Path) -> Trace:
-    times = tuple(int(line) for line in Path(path).read_text().split())
-    if not times or times[-1] <= 0 or any(b < a for a, b in itertools.pairwise(times)):
-        raise TraceError(f"{path}: not a Mahimahi trace (nondecreasing ms, last > 0)")
+    """A trace file: whole ms (at most MAX_TRACE_MS), nondecreasing, the last > 0.
+
+    Opened without following a symbolic link; a FIFO or device is refused, not
+    waited on; at most MAX_TRACE_BYTES. No error quotes the file's content.
+    """
+    where = f"{path}: not a Mahimahi trace"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        why = "a symbolic link" if e.errno == errno.ELOOP else e.strerror
+        raise TraceError(f"{where} ({why})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise TraceError(f"{where} (not a regular file)")
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_TRACE_BYTES:
+            raise TraceError(f"{where} ({st.st_size} bytes, expected at most {MAX_TRACE_BYTES})")
+        raw = f.read(MAX_TRACE_BYTES + 1)
+    stray = raw.translate(None, b"0123456789 \t\r\n")
+    if stray:
+        line = raw.count(b"\n", 0, raw.index(stray[:1])) + 1
+        raise TraceError(f"{where} (line {line}: expected one whole number of ms a line)")
+    tokens = raw.split()
+    if not tokens:
+        raise TraceError(f"{where} (empty)")
+    longest = max(tokens, key=len)
+    if len(longest) > len(str(MAX_TRACE_MS)) or int(longest) > MAX_TRACE_MS:
+        line = raw.count(b"\n", 0, raw.index(longest)) + 1
+        raise TraceError(f"{where} (line {line}: expected at most {MAX_TRACE_MS} ms)")
+    times = tuple(map(int, tokens))
+    if times[-1] <= 0 or any(b < a for a, b in itertools.pairwise(times)):
+        raise TraceError(f"{where} (expected nondecreasing ms, the last > 0)")
     return Trace(times)
 
 
