@@ -20,20 +20,7 @@ from testbed import recording, topology
 
 sys.path.insert(0, str(Path(__file__).parent / "site"))
 import sitegen
-
-
-def _site_harness():
-    """tests/site/harness.py, by its path: tests/hostile has a `harness` module too."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "site_harness", Path(__file__).parent / "site" / "harness.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-LocalSite = _site_harness().LocalSite
+from harness import LocalSite
 
 pytestmark = pytest.mark.e2e
 

@@ -182,7 +182,7 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
 
 
 def _site(listed: str) -> tuple[str, Path, str]:
-    r = rec.load(listed, check_bodies=False)
+    r = rec.load(listed)
     manifest = r.path / "manifest.json"
     return r.name, r.path.resolve(), hashlib.sha256(manifest.read_bytes()).hexdigest()
 

@@ -50,6 +50,7 @@ def other_news(d: Path, host) -> None:
     manifest = json.loads((NEWS / "manifest.json").read_text())
     manifest["url"] = "https://www.other-news.test/"
     (d / "copy" / "manifest.json").write_text(json.dumps(manifest))
+    shutil.copytree(NEWS / "bodies", d / "copy" / "bodies")
 
 
 def mount_tmpfs(d: Path, size: str = "2m") -> Path:
