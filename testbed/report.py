@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from testbed import safefs
 from testbed.errors import InputError
 
 DEFAULT_REPORTS = Path("reports")
@@ -60,7 +61,7 @@ def report(source: Path, out: Path | None, baseline: str, alpha: float, pairs: t
     in_store = source.is_dir() or source.name.startswith("trials.")
     folder = source if source.is_dir() else source.parent
     name = folder.resolve().name if in_store else source.name.split(".")[0]
-    out = out or DEFAULT_REPORTS / name
+    out = safefs.check_out_dir(out or DEFAULT_REPORTS / name, "--out")
     manifest = _manifest(folder / "manifest.json") if in_store else None
     config = Config(baseline=baseline, alpha=alpha, pairs=tuple(wanted) or None,
                     plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()))

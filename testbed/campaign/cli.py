@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from testbed import safefs
 from testbed.errors import InputError
 
 
@@ -41,7 +42,8 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
         config.check_size(campaign, n)
     runner.owner_check()
     out = out or runner.default_out(campaign)
-    stats = runner.Runner(campaign, out).run(runs=n, retry_failed=retry_failed)
+    checked = safefs.check_out_dir(out, "--out")  # root writes the results there
+    stats = runner.Runner(campaign, checked).run(runs=n, retry_failed=retry_failed)
     click.echo(f"testbed: {stats['ok']} ok, {stats['failed']} failed this session; "
                f"results in {out}", err=True)
 
@@ -70,9 +72,9 @@ def results(results_dir: Path, csv_out: str | None, parquet_out: str | None):
         if csv_out == "-":
             df.to_csv(sys.stdout, index=False)
         else:
-            df.to_csv(csv_out, index=False)
+            safefs.write_out_file(Path(csv_out), df.to_csv(index=False))
     else:
         if parquet_out == "-":
             df.to_parquet(sys.stdout.buffer, index=False)
         else:
-            df.to_parquet(parquet_out, index=False)
+            safefs.write_out_file(Path(parquet_out), df.to_parquet(index=False))

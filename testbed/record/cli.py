@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from testbed import recording as recording_mod
+from testbed import safefs
 
 
 @click.command()
@@ -112,9 +113,7 @@ def har(name, output, bodies):
     if output is None:
         sys.stdout.write(text)
         return
-    tmp = output.with_name(f".{output.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(output)
+    safefs.write_out_file(output, text)
     click.echo(f"{output}: {len(doc['log']['entries'])} entries", err=True)
 
 

@@ -110,7 +110,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from testbed import proc
+from testbed import proc, safefs
 from testbed import recording as rec
 from testbed.emulate.traces import fixed_rate, write_trace
 from testbed.errors import TestbedError
@@ -551,7 +551,7 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
                       "not the link, was the bottleneck somewhere; a lower --rate avoids it."
                       "[/yellow]")
     if json_out:
-        json_out.write_text(json.dumps({"rtt_ms": rtt_ms, "rate_mbit": rate_mbit, "runs": runs,
+        safefs.write_out_file(json_out, json.dumps({"rtt_ms": rtt_ms, "rate_mbit": rate_mbit, "runs": runs,
                                         "max_gap": max_gap,
                                         "results": [asdict(r) for r in results.values()]},
                                        indent=1))
