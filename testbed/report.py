@@ -45,6 +45,8 @@ def report(source: Path, out: Path | None, baseline: str, alpha: float, pairs: t
     from analysis import Config, ResultsError, analyse, load, write_report
     from analysis.schema import PLOTTED_METRICS
 
+    if out is not None:  # root may write the report: checked before anything is read
+        out = safefs.check_out_dir(out, "--out")
     try:
         trials = load(source)
     except ResultsError as e:

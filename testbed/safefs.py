@@ -29,6 +29,7 @@ isolation, leaving nothing behind").
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
 import secrets
@@ -260,8 +261,13 @@ def read_user_text(path: Path, *, beneath: Path | None = None) -> str:
 def open_log(path: Path):
     """Open one of root's log files for appending (a binary file object): created if
     missing, never through a symlink, never a file another user owns."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-                 | os.O_NONBLOCK, 0o644)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+                     | os.O_NONBLOCK, 0o644)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENXIO):  # a symlink; a FIFO nobody reads
+            raise UnsafePath(f"{path}: a symlink or not a regular file; not written") from None
+        raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
         os.close(fd)
@@ -409,9 +415,9 @@ def _check_own_dir_input(folder: Path, what: str, path: Path) -> None:
         raise InputError(f"{what} {path}: {e}") from None
 
 
-def write_out_file(path: Path, data: bytes | str) -> Path:
+def write_out_file(path: Path, data: bytes | str, what: str = "--out") -> Path:
     """Write an output file the user named (checked with check_out_file when root)."""
-    path = check_out_file(path)
+    path = check_out_file(path, what)
     if os.geteuid() != 0:
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)

@@ -62,6 +62,9 @@ def results(results_dir: Path, csv_out: str | None, parquet_out: str | None):
 
     if (csv_out is None) == (parquet_out is None):
         raise InputError("give exactly one of --csv FILE or --parquet FILE")
+    option, target = ("--csv", csv_out) if csv_out is not None else ("--parquet", parquet_out)
+    if target != "-":  # root may write it: checked before anything is read
+        safefs.check_out_file(Path(target), option)
     db = results_dir / "trials.sqlite"
     if not db.is_file():
         raise InputError(f"{db}: no campaign store here (run `testbed run` first)")
@@ -72,9 +75,10 @@ def results(results_dir: Path, csv_out: str | None, parquet_out: str | None):
         if csv_out == "-":
             df.to_csv(sys.stdout, index=False)
         else:
-            safefs.write_out_file(Path(csv_out), df.to_csv(index=False))
+            safefs.write_out_file(Path(csv_out), df.to_csv(index=False), "--csv")
     else:
         if parquet_out == "-":
             df.to_parquet(sys.stdout.buffer, index=False)
         else:
-            safefs.write_out_file(Path(parquet_out), df.to_parquet(index=False))
+            safefs.write_out_file(Path(parquet_out), df.to_parquet(index=False),
+                                  "--parquet")

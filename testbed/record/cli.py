@@ -113,7 +113,7 @@ def har(name, output, bodies):
     if output is None:
         sys.stdout.write(text)
         return
-    safefs.write_out_file(output, text)
+    safefs.write_out_file(output, text, "--output")
     click.echo(f"{output}: {len(doc['log']['entries'])} entries", err=True)
 
 
