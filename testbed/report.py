@@ -22,7 +22,7 @@ def _pair(value: str) -> tuple[str, str]:
 
 @click.command()
 @click.argument("source", type=click.Path(path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
               help="Report folder (default: reports/<name of SOURCE>).")
 @click.option("--baseline", default="tcp", show_default=True,
               help="Setting the relative differences are taken against.")

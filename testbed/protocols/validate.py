@@ -429,7 +429,7 @@ def render(results: list[Result], profile: NetworkProfile, delay_ms: int) -> Tab
 @click.argument("settings", nargs=-1)
 @click.option("--network", default=DEFAULT_NETWORK, show_default=True,
               help="Network profile the replay runs under (a name or a TOML file).")
-@click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--keep", type=click.Path(path_type=Path),
               help="Keep the captures (pcap), qlogs and server logs in this folder.")
 def validate_protocols(settings, network, keep):
     """Prove that each protocol SETTING (a name from profiles/protocols/ or a TOML file;
