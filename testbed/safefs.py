@@ -290,10 +290,43 @@ def read_log(path: Path) -> str:
 
 def rmtree(path: Path) -> None:
     """Remove a tree the testbed user may have written in, never following a symlink
-    out of it (Python's fd-based rmtree)."""
+    out of it (Python's fd-based rmtree). As root, its folders are taken back first
+    (root's, 0700), so a testbed-user process still running cannot refill them."""
     if not shutil.rmtree.avoids_symlink_attacks:  # pragma: no cover - Linux has it
         raise UnsafePath("shutil.rmtree cannot avoid symlink attacks on this platform")
+    if os.geteuid() == 0:
+        try:
+            fd = os.open(path, _DIR_FLAGS)
+        except OSError:
+            fd = None
+        if fd is not None:
+            try:
+                _reclaim(fd)
+            finally:
+                os.close(fd)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _reclaim(dirfd: int, depth: int = 0) -> None:
+    """Make the folder `dirfd` and every folder below it root's, mode 0700 (by fd: a
+    symlink put in a folder's place is skipped, never followed)."""
+    st = os.fstat(dirfd)
+    if st.st_uid != 0 or stat.S_IMODE(st.st_mode) & 0o077:
+        os.fchown(dirfd, 0, 0)
+        os.fchmod(dirfd, 0o700)
+    if depth > 64:
+        return
+    for entry in os.scandir(dirfd):
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            fd = os.open(entry.name, _DIR_FLAGS, dir_fd=dirfd)
+        except OSError:
+            continue
+        try:
+            _reclaim(fd, depth + 1)
+        finally:
+            os.close(fd)
 
 
 # --- results, recordings, reports (--out) ----------------------------------------------
