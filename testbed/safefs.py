@@ -366,7 +366,8 @@ def _walk(path: Path, what: str) -> tuple[Path, list[str]]:
             continue
         if not stat.S_ISDIR(st.st_mode):
             if todo:
-                raise InputError(f"{what} {path}: {nxt} is not a folder")
+                kind = "a file" if stat.S_ISREG(st.st_mode) else "not a folder"
+                raise InputError(f"{what} {path}: {nxt} is {kind}, expected a folder")
             return cur, [name]
         if user_can_write(st) and not (st.st_mode & stat.S_ISVTX and todo):
             raise InputError(f"{what} {path}: {nxt} is writable by the {USER} user; expected "
