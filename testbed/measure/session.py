@@ -322,11 +322,18 @@ class Session:
         except (OSError, safefs.UnsafePath) as e:
             o.visual_error = f"video not usable: {e}"
             return
-        o.video = self.visual_dir / f"video-{it}.mp4"
+        video = self.visual_dir / f"video-{it}.mp4"
         try:
-            os.link(f"/proc/self/fd/{fd}", o.video)
+            want = os.fstat(fd)
+            os.link(videos[0], video, follow_symlinks=False)
+            got = video.lstat()  # in root's folder: what was linked, whatever the user did
+            if (got.st_dev, got.st_ino) != (want.st_dev, want.st_ino):
+                video.unlink()
+                o.visual_error = "video not usable: replaced while it was linked"
+                return
         finally:
             os.close(fd)
+        o.video = video
 
         def work():
             try:
