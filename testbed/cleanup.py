@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import pwd
 import re
-import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
-from testbed import netns, runstate
+from testbed import netns, runstate, safefs
 
 NS_RE = re.compile(rf"^{re.escape(runstate.PREFIX)}(\d+)-")
 
@@ -163,7 +162,7 @@ def sweep() -> Swept:
     for run_id in sorted(dead):
         d = runstate.STATE_ROOT / run_id
         if d.exists():
-            shutil.rmtree(d, ignore_errors=True)
+            safefs.rmtree(d)  # trees the testbed user wrote in: never follows a symlink
             swept.state_dirs.append(str(d))
     return swept
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
+from testbed import safefs
 from testbed.errors import CommandFailed
 
 
@@ -52,7 +53,8 @@ class Background:
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> Self:
-        out = open(self.log, "ab") if self.log else subprocess.DEVNULL
+        # The log is root's own file, never opened through a symlink (see testbed.safefs).
+        out = safefs.open_log(self.log) if self.log else subprocess.DEVNULL
         try:
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=self.env,
@@ -99,16 +101,15 @@ class Background:
         from testbed.errors import TestbedError
 
         deadline = time.monotonic() + timeout
-        while text not in (Path(self.log).read_text(errors="replace")
-                           if self.log and Path(self.log).exists() else ""):
+        while text not in (safefs.read_log(self.log) if self.log else ""):
             if not self.alive() or time.monotonic() > deadline:
                 raise TestbedError(f"{what} did not start: {self.tail()}")
             time.sleep(0.02)
 
     def tail(self, lines: int = 20) -> str:
-        if not self.log or not Path(self.log).exists():
+        if not self.log:
             return ""
-        return "\n".join(Path(self.log).read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(safefs.read_log(self.log).splitlines()[-lines:])
 
 
 def _signal_group(pgid: int, sig: int) -> None:

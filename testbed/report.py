@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from testbed import safefs
 from testbed.errors import InputError
 
 DEFAULT_REPORTS = Path("reports")
@@ -21,7 +22,7 @@ def _pair(value: str) -> tuple[str, str]:
 
 @click.command()
 @click.argument("source", type=click.Path(path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
               help="Report folder (default: reports/<name of SOURCE>).")
 @click.option("--baseline", default="tcp", show_default=True,
               help="Setting the relative differences are taken against.")
@@ -44,6 +45,8 @@ def report(source: Path, out: Path | None, baseline: str, alpha: float, pairs: t
     from analysis import Config, ResultsError, analyse, load, write_report
     from analysis.schema import PLOTTED_METRICS
 
+    if out is not None:  # root may write the report: checked before anything is read
+        out = safefs.check_out_dir(out, "--out")
     try:
         trials = load(source)
     except ResultsError as e:
@@ -60,7 +63,7 @@ def report(source: Path, out: Path | None, baseline: str, alpha: float, pairs: t
     in_store = source.is_dir() or source.name.startswith("trials.")
     folder = source if source.is_dir() else source.parent
     name = folder.resolve().name if in_store else source.name.split(".")[0]
-    out = out or DEFAULT_REPORTS / name
+    out = safefs.check_out_dir(out or DEFAULT_REPORTS / name, "--out")
     manifest = _manifest(folder / "manifest.json") if in_store else None
     config = Config(baseline=baseline, alpha=alpha, pairs=tuple(wanted) or None,
                     plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()))

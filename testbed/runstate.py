@@ -11,13 +11,27 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from testbed import safefs
+from testbed.safefs import USER
+
+__all__ = [
+    "PREFIX",
+    "STATE_ROOT",
+    "USER",
+    "Run",
+    "current",
+    "owner_alive",
+    "release",
+    "start_time",
+]
+
 STATE_ROOT = Path(os.environ.get("TESTBED_STATE_DIR", "/run/testbed"))
 PREFIX = "tb-"
-USER = os.environ.get("TESTBED_USER", "testbed")
 
 
 def start_time(pid: int) -> str | None:
@@ -79,16 +93,25 @@ def current() -> Run:
     """This process's run; created on first use."""
     pid = os.getpid()
     d = STATE_ROOT / str(pid)
+    _state_root()
     if d.exists() and not owner_alive(d):
-        shutil.rmtree(d, ignore_errors=True)
-    d.mkdir(parents=True, exist_ok=True)
-    os.chmod(STATE_ROOT, 0o755)
-    (d / "owner").write_text(f"{pid} {start_time(pid)}\n")
+        safefs.rmtree(d)
+    safefs.root_dir(d, exist_ok=True)
+    safefs.write_file(d / "owner", f"{pid} {start_time(pid)}\n")
     return Run(id=str(pid), dir=d)
+
+
+def _state_root() -> None:
+    """STATE_ROOT exists, root's alone (0755): every run folder is made in it."""
+    STATE_ROOT.mkdir(mode=0o755, parents=True, exist_ok=True)
+    st = os.lstat(STATE_ROOT)
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+        os.chmod(STATE_ROOT, 0o755)
+    safefs.check_root_dir(STATE_ROOT)
 
 
 def release() -> None:
     """Remove this run's state folder (its namespaces are removed by their owners)."""
     if current.cache_info().currsize:
-        shutil.rmtree(current().dir, ignore_errors=True)
+        safefs.rmtree(current().dir)
         current.cache_clear()

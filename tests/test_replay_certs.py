@@ -75,11 +75,31 @@ def test_each_replay_gets_a_new_key(tmp_path, ca):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
-def test_leaf_key_owned_by_the_server_user(tmp_path, ca):
+def test_leaf_key_readable_by_the_server_user_not_owned(tmp_path, ca):
     import pwd
 
-    leaf = certs.issue_leaf(["a.test"], tmp_path, ca=ca, owner="testbed")
-    assert leaf.key_path.stat().st_uid == pwd.getpwnam("testbed").pw_uid
+    leaf = certs.issue_leaf(["a.test"], tmp_path, ca=ca, group=True)
+    st = leaf.key_path.stat()
+    assert st.st_uid == 0
+    assert st.st_gid == pwd.getpwnam("testbed").pw_gid
+    assert st.st_mode & 0o777 == 0o640
+    assert leaf.chain_path.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root and the testbed user")
+def test_leaf_refuses_a_folder_the_server_user_can_write(tmp_path, ca):
+    import pwd
+
+    d = tmp_path / "server"
+    d.mkdir()
+    pw = pwd.getpwnam("testbed")
+    os.chown(d, pw.pw_uid, pw.pw_gid)
+    canary = tmp_path / "canary"
+    canary.write_text("root only")
+    (d / "leaf.key").symlink_to(canary)
+    with pytest.raises(errors.TestbedError, match="only root can write"):
+        certs.issue_leaf(["a.test"], d, ca=ca, group=True)
+    assert canary.read_text() == "root only"
 
 
 def test_leaf_needs_a_name(tmp_path, ca):

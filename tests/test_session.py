@@ -116,3 +116,43 @@ def test_browsertime_keeps_its_temporary_files_in_the_block_folder(tmp_path, mon
     s._prepare()
     assert (tmp_path / "block" / "tmp").is_dir()
     assert f"TMPDIR={tmp_path / 'block' / 'tmp'}" in s.argv()
+
+
+def _video_session(tmp_path, monkeypatch):
+    from testbed.measure import session as session_mod
+
+    monkeypatch.setattr(session_mod.visual, "run", lambda video, log: {"SpeedIndex": 1})
+    opts = browsertime.BrowsertimeOptions(iterations=1, video=True)
+    s = Session("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
+                driver=Recorder(["tcp"]))
+    s._prepare()
+    (s.out / "pages" / "video").mkdir(parents=True)
+    return s
+
+
+def test_the_video_is_linked_into_root_s_folder(tmp_path, monkeypatch):
+    from testbed.measure.session import Outcome
+
+    s = _video_session(tmp_path, monkeypatch)
+    (s.out / "pages" / "video" / "1.mp4").write_bytes(b"video")
+    o = Outcome(index=0)
+    s._start_visual(o, 1)
+    s._join_visual()
+    assert o.video == s.visual_dir / "video-1.mp4" and o.video.read_bytes() == b"video"
+    assert o.visual == {"SpeedIndex": 1}
+    s.remove()
+
+
+def test_a_video_that_is_a_symlink_is_neither_linked_nor_analysed(tmp_path, monkeypatch):
+    from testbed.measure.session import Outcome
+
+    canary = tmp_path / "canary"
+    canary.write_text("root only")
+    s = _video_session(tmp_path, monkeypatch)
+    (s.out / "pages" / "video" / "1.mp4").symlink_to(canary)
+    o = Outcome(index=0)
+    s._start_visual(o, 1)
+    assert o.video is None and o.visual is None
+    assert "video not usable" in o.visual_error
+    assert list(s.visual_dir.iterdir()) == []
+    s.remove()

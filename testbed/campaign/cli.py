@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from testbed import safefs
 from testbed.errors import InputError
 
 
@@ -41,7 +42,8 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
         config.check_size(campaign, n)
     runner.owner_check()
     out = out or runner.default_out(campaign)
-    stats = runner.Runner(campaign, out).run(runs=n, retry_failed=retry_failed)
+    checked = safefs.check_out_dir(out, "--out")  # root writes the results there
+    stats = runner.Runner(campaign, checked).run(runs=n, retry_failed=retry_failed)
     click.echo(f"testbed: {stats['ok']} ok, {stats['failed']} failed this session; "
                f"results in {out}", err=True)
 
@@ -60,6 +62,9 @@ def results(results_dir: Path, csv_out: str | None, parquet_out: str | None):
 
     if (csv_out is None) == (parquet_out is None):
         raise InputError("give exactly one of --csv FILE or --parquet FILE")
+    option, target = ("--csv", csv_out) if csv_out is not None else ("--parquet", parquet_out)
+    if target != "-":  # root may write it: checked before anything is read
+        safefs.check_out_file(Path(target), option)
     db = results_dir / "trials.sqlite"
     if not db.is_file():
         raise InputError(f"{db}: no campaign store here (run `testbed run` first)")
@@ -70,9 +75,10 @@ def results(results_dir: Path, csv_out: str | None, parquet_out: str | None):
         if csv_out == "-":
             df.to_csv(sys.stdout, index=False)
         else:
-            df.to_csv(csv_out, index=False)
+            safefs.write_out_file(Path(csv_out), df.to_csv(index=False), "--csv")
     else:
         if parquet_out == "-":
             df.to_parquet(sys.stdout.buffer, index=False)
         else:
-            df.to_parquet(parquet_out, index=False)
+            safefs.write_out_file(Path(parquet_out), df.to_parquet(index=False),
+                                  "--parquet")

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from testbed import proc
+from testbed import proc, safefs
 from testbed.emulate import figures, traces
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import (
@@ -196,10 +196,7 @@ def cached(profile: NetworkProfile) -> Calibration | None:
 def store(c: Calibration, profile: NetworkProfile) -> Path:
     path = cache_path(profile)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(c.model_dump(), indent=2) + "\n")
-    tmp.replace(path)
-    return path
+    return safefs.write_file(path, json.dumps(c.model_dump(), indent=2) + "\n")
 
 
 def for_profile(profile: NetworkProfile, site: ProbeSite | None = None,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import sys
 import tempfile
@@ -23,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from testbed import enter, proc
+from testbed import enter, proc, safefs
 from testbed.emulate.shells import ShellChain
 from testbed.errors import TestbedError
-from testbed.runstate import USER, current
+from testbed.runstate import current
 from testbed.topology import ReplayTopology
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -66,12 +65,9 @@ class ProbeSite:
         with ExitStack() as stack:
             stack.enter_context(self.topology)
             self.dir = Path(tempfile.mkdtemp(prefix="emulate-", dir=current().dir))
-            stack.callback(shutil.rmtree, self.dir, True)
-            pw = pwd.getpwnam(USER)
+            stack.callback(safefs.rmtree, self.dir)
             os.chmod(self.dir, 0o755)
-            self.userdir = self.dir / "user"
-            self.userdir.mkdir()
-            os.chown(self.userdir, pw.pw_uid, pw.pw_gid)
+            self.userdir = safefs.user_dir(self.dir / "user")  # mm-link's logs
             # iperf3's TCP measures the link, not the congestion control: BBR, named
             # explicitly (the namespace would inherit the host's default).
             self.topology.server.sysctl("net.ipv4.tcp_congestion_control", "bbr")

@@ -29,6 +29,7 @@ Exit status 1 when anything is outside its tolerance.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from testbed import safefs
 from testbed.emulate import calibrate, figures
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import ShellChain, build_chain, link_traces
@@ -89,10 +91,10 @@ def link_phase_ms(uplink_log: Path, downlink_log: Path) -> int | None:
     the `# base timestamp:` line each --*-log begins with)."""
     base = []
     for log in (uplink_log, downlink_log):
-        try:
-            with open(log) as f:
+        try:  # mm-link (the testbed user) wrote it: never read through a symlink
+            with os.fdopen(safefs.open_user(log), errors="replace") as f:
                 head = [next(f, "") for _ in range(8)]
-        except OSError:
+        except (OSError, safefs.UnsafePath):
             return None
         found = [int(line.split()[-1]) for line in head if line.startswith("# base timestamp:")]
         if not found:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pwd
 import shutil
 import statistics
 import subprocess
@@ -29,12 +28,12 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from testbed import enter
+from testbed import enter, safefs
 from testbed import recording as rec
 from testbed.measure import browsertime, metrics
 from testbed.measure.session import Session
 from testbed.replay.env import ReplayEnv
-from testbed.runstate import USER, current
+from testbed.runstate import current
 from testbed.topology import ReplayTopology
 
 ROOT = browsertime.ROOT
@@ -82,10 +81,7 @@ def session_loads(env, chain, url, n, video, work) -> tuple[float, list[float]]:
 
 
 def bare_loads(env, chain, url, n, tuned, work) -> tuple[float, list[float]]:
-    out = work / f"bare-{tuned}"
-    out.mkdir()
-    pw = pwd.getpwnam(USER)
-    os.chown(out, pw.pw_uid, pw.pw_gid)
+    out = safefs.user_dir(work / f"bare-{tuned}")  # Browsertime writes here
     args = [str(browsertime.NODE), str(browsertime.BROWSERTIME), "-n", str(n),
             "--visualMetrics", "true", "--video", "false" if tuned else "true",
             "--resultDir", str(out),
@@ -95,8 +91,8 @@ def bare_loads(env, chain, url, n, tuned, work) -> tuple[float, list[float]]:
             "--xvfbParams.display", "{display}",
             *[f"--chrome.args={f}" for f in env.chromium_flags()]]
     if tuned:
-        check = out / "complete.js"
-        check.write_text(browsertime.complete_check(browsertime.BrowsertimeOptions(1)))
+        check = safefs.write_file(work / "complete.js",
+                                  browsertime.complete_check(browsertime.BrowsertimeOptions(1)))
         args += ["--pageCompleteCheck", str(check), "--pageCompleteCheckStartWait", "1",
                  "--pageCompleteCheckPollTimeout", "100", "--videoParams.convert", "false",
                  "--videoParams.addTimer", "false", "--videoParams.createFilmstrip", "false"]
@@ -108,7 +104,7 @@ def bare_loads(env, chain, url, n, tuned, work) -> tuple[float, list[float]]:
     wall = time.monotonic() - t0
     if cp.returncode != 0:
         raise SystemExit(f"bare Browsertime failed: {cp.stdout[-2000:]}{cp.stderr[-2000:]}")
-    data = json.loads((out / "browsertime.json").read_text())[0]
+    data = json.loads(safefs.read_user(out / "browsertime.json"))[0]
     plts = [float(b["timings"]["pageTimings"]["pageLoadTime"]) for b in data["browserScripts"]]
     if len(plts) != n or not data.get("visualMetrics"):
         raise SystemExit("bare Browsertime: missing iterations or visual metrics")

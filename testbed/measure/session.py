@@ -20,6 +20,13 @@ Browsertime process, shells and X display stay up:
                  result); driver.after_load(k), visual metrics start on the
                  video in the background, while Browsertime stops the browser
 
+Files (see testbed.safefs): the block's folder is root's and holds what
+root writes (complete.js, browsertime.log opened by root, visual/ with the
+video links and visualmetrics logs); ctl/, browsertime/ (Browsertime's
+results) and tmp/ (its TMPDIR) are the testbed user's. Root writes into ctl/
+only with safefs.write_at and reads what the user wrote there and in
+browsertime/ without following a symlink.
+
 An iteration that never reports done (navigation failed, browser crashed) is
 seen at the next launch or when Browsertime exits; a load that takes longer
 than the timeout stops the process. Trials the block never reached come back
@@ -31,8 +38,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pwd
-import shutil
 import threading
 import time
 from collections.abc import Sequence
@@ -40,10 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from testbed import enter, proc
+from testbed import enter, proc, safefs
 from testbed.measure import browsertime, visual
 from testbed.measure import har as harlib
-from testbed.runstate import USER
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +117,9 @@ class Session:
         self.tmp = self.workdir / "tmp"
         """TMPDIR of Browsertime, chromedriver and Chromium (their profiles), removed
         with the block: chromedriver leaves each browser's profile behind."""
+        self.visual_dir = self.workdir / "visual"
+        self.check_path = self.workdir / "complete.js"
+        self._ctl_fd: int | None = None
         self.returncode: int | None = None
         self._visual_thread: threading.Thread | None = None
         self._prepared: dict[int, str | None] = {}
@@ -120,33 +127,38 @@ class Session:
 
     # --- files ------------------------------------------------------------------
     def _prepare(self) -> None:
-        for d in (self.workdir, self.ctl, self.out, self.tmp):
-            d.mkdir(parents=True, exist_ok=True)
-            if os.geteuid() == 0:  # Browsertime runs as the testbed user and writes here
-                pw = pwd.getpwnam(USER)
-                os.chown(d, pw.pw_uid, pw.pw_gid)
-            d.chmod(0o755)
-        check = self.ctl / "complete.js"
-        check.write_text(browsertime.complete_check(self.opts))
-        check.chmod(0o644)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir.chmod(0o755)
+        safefs.check_root_dir(self.workdir)
+        safefs.root_dir(self.visual_dir)
+        for d in (self.ctl, self.out, self.tmp):  # Browsertime (the testbed user) writes here
+            if os.geteuid() == 0:
+                safefs.user_dir(d)
+            else:
+                d.mkdir(mode=0o755)
+        safefs.write_file(self.check_path, browsertime.complete_check(self.opts))
+        self._ctl_fd = safefs.open_dir(
+            self.ctl, owner=safefs.user().pw_uid if os.geteuid() == 0 else os.geteuid())
 
     def _put(self, name: str, data: dict) -> None:
-        tmp = self.ctl / f".{name}.tmp"
-        tmp.write_text(json.dumps(data))
-        tmp.chmod(0o644)
-        tmp.rename(self.ctl / name)
+        assert self._ctl_fd is not None
+        safefs.write_at(self._ctl_fd, name, json.dumps(data))
 
     def _has(self, name: str) -> bool:
         return (self.ctl / name).exists()
 
+    def _read(self, name: str) -> dict:
+        """A JSON file the testbed user's hooks wrote in ctl/ (never through a symlink)."""
+        return json.loads(safefs.read_user(self.ctl / name))
+
     def argv(self) -> list[str]:
-        bt = browsertime.argv(self.opts, self.url, self.out, self.ctl / "complete.js")
+        bt = browsertime.argv(self.opts, self.url, self.out, self.check_path)
         # TMPDIR set inside the shells: setuid Mahimahi shells drop it from the environment
         inner = ["env", f"TMPDIR={self.tmp}",
                  str(browsertime.PYTHON), "-m", "testbed.measure.xvfb", "--", *bt]
         env = {**browsertime.env(self.ctl, self.opts), **self.env}
         return enter.as_user([*self.wrap, *inner], netns=self.netns, env=env,
-                             cwd=str(self.workdir))
+                             cwd=str(self.tmp))
 
     # --- the run ------------------------------------------------------------------
     def run(self) -> list[Outcome | None]:
@@ -154,6 +166,16 @@ class Session:
         n = self.opts.iterations
         outcomes: list[Outcome | None] = [None] * n
         self._prepare_trial(0)
+        try:
+            self._run_browsertime(outcomes)
+        finally:
+            if self._ctl_fd is not None:
+                os.close(self._ctl_fd)
+                self._ctl_fd = None
+        self._attach_har(outcomes)
+        return outcomes
+
+    def _run_browsertime(self, outcomes: list[Outcome | None]) -> None:
         with proc.Background(self.argv(), log=self.log_path, grace=5.0) as bt:
             try:
                 self._steps(bt, outcomes)
@@ -165,8 +187,6 @@ class Session:
             if bt.alive():
                 log.warning("Browsertime did not exit %.0f s after the last trial", EXIT_S)
             self.returncode = bt.stop()
-        self._attach_har(outcomes)
-        return outcomes
 
     def _steps(self, bt: proc.Background, outcomes: list[Outcome | None]) -> None:
         launch = 1  # the next launch number the launcher will claim
@@ -219,7 +239,7 @@ class Session:
                 self._fail_rest(bt, outcomes, k + 1, "block ended early", mark=False)
                 return
             if self._has(f"done-{it}.json"):
-                done = json.loads((self.ctl / f"done-{it}.json").read_text())
+                done = self._read(f"done-{it}.json")
                 o.result = done.get("result")
                 self._start_visual(o, it)
                 self._end(o, measured=True)
@@ -295,13 +315,29 @@ class Session:
         if not videos:
             o.visual_error = "no video recorded"
             return
-        # A link of our own: Browsertime removes its video folder when it ends.
-        o.video = self.ctl / f"video-{it}.mp4"
-        os.link(videos[0], o.video)
+        # A link of our own in root's folder (Browsertime removes its video folder when
+        # it ends), to the file itself, never through a symlink the testbed user made.
+        try:
+            fd = safefs.open_user(videos[0], beneath=self.out)
+        except (OSError, safefs.UnsafePath) as e:
+            o.visual_error = f"video not usable: {e}"
+            return
+        video = self.visual_dir / f"video-{it}.mp4"
+        try:
+            want = os.fstat(fd)
+            os.link(videos[0], video, follow_symlinks=False)
+            got = video.lstat()  # in root's folder: what was linked, whatever the user did
+            if (got.st_dev, got.st_ino) != (want.st_dev, want.st_ino):
+                video.unlink()
+                o.visual_error = "video not usable: replaced while it was linked"
+                return
+        finally:
+            os.close(fd)
+        o.video = video
 
         def work():
             try:
-                o.visual = visual.run(o.video, self.ctl / f"visualmetrics-{it}.log")
+                o.visual = visual.run(o.video, self.visual_dir / f"visualmetrics-{it}.log")
             except visual.VisualMetricsError as e:
                 o.visual_error = str(e)
 
@@ -316,13 +352,16 @@ class Session:
 
     # --- the HAR ---------------------------------------------------------------------
     def _attach_har(self, outcomes: list[Outcome | None]) -> None:
-        path = self.out / "browsertime.har"
-        if not path.exists():
+        try:
+            har = json.loads(safefs.read_user(self.out / "browsertime.har"))
+        except FileNotFoundError:
             return
-        har = json.loads(path.read_text())
         for o in outcomes:
             if o is not None and o.measured:
                 o.har = harlib.iteration(har, o.index + 1)
 
     def remove(self) -> None:
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._ctl_fd is not None:
+            os.close(self._ctl_fd)
+            self._ctl_fd = None
+        safefs.rmtree(self.workdir)

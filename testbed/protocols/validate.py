@@ -27,8 +27,6 @@ Exit status 1 when an observation differs from its expectation.
 from __future__ import annotations
 
 import json
-import os
-import pwd
 import random
 import re
 import shutil
@@ -43,7 +41,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from testbed import proc
+from testbed import proc, safefs
 from testbed import recording as rec
 from testbed.emulate import calibrate
 from testbed.emulate.shells import build_chain
@@ -52,7 +50,7 @@ from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load
 from testbed.protocols import evidence
 from testbed.protocols.apply import ServerOptions, server_options
 from testbed.replay.parity import FETCH_JS  # the fetch-and-time script, shared
-from testbed.runstate import USER, current
+from testbed.runstate import current
 from testbed.topology import ReplayTopology
 
 DEFAULT_SETTINGS = ("tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr")
@@ -183,7 +181,11 @@ class SsWatch:
 
 
 def _qlog_events(path: Path):
-    for raw in path.read_text(errors="replace").split("\x1e"):
+    try:  # h3server (the testbed user) wrote it: never read through a symlink
+        text = safefs.read_user_text(path)
+    except (OSError, safefs.UnsafePath):
+        return
+    for raw in text.split("\x1e"):
         raw = raw.strip()
         if raw:
             try:
@@ -194,8 +196,8 @@ def _qlog_events(path: Path):
 
 def main_qlog(qlog_dir: Path) -> Path | None:
     """The qlog of the connection that carried the most (the file's)."""
-    files = [p for p in qlog_dir.glob("*") if p.is_file()]
-    return max(files, key=lambda p: p.stat().st_size) if files else None
+    files = [p for p in qlog_dir.glob("*") if p.is_file() and not p.is_symlink()]
+    return max(files, key=lambda p: p.lstat().st_size) if files else None
 
 
 def qlog_states(path: Path | None) -> set[str]:
@@ -252,9 +254,7 @@ def _observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopo
     h3args = list(opts.h3server_args)
     qlog_dir = work / f"qlog-{setting.name}-{attempt}"
     if opts.stack == "quic":
-        qlog_dir.mkdir()
-        pw = pwd.getpwnam(USER)
-        os.chown(qlog_dir, pw.pw_uid, pw.pw_gid)
+        safefs.user_dir(qlog_dir)  # h3server writes its qlogs there
         h3args += ["--qlog-dir", str(qlog_dir)]
     pcap = work / f"{setting.name}-{attempt}.pcap"
     url = f"https://{FILE_HOST}{FILE_PATH}"
@@ -429,7 +429,7 @@ def render(results: list[Result], profile: NetworkProfile, delay_ms: int) -> Tab
 @click.argument("settings", nargs=-1)
 @click.option("--network", default=DEFAULT_NETWORK, show_default=True,
               help="Network profile the replay runs under (a name or a TOML file).")
-@click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--keep", type=click.Path(path_type=Path),
               help="Keep the captures (pcap), qlogs and server logs in this folder.")
 def validate_protocols(settings, network, keep):
     """Prove that each protocol SETTING (a name from profiles/protocols/ or a TOML file;
@@ -438,6 +438,8 @@ def validate_protocols(settings, network, keep):
     Chromium's protocol. Exit 1 on any mismatch."""
     loaded = [load_protocol(s) for s in (settings or DEFAULT_SETTINGS)]
     profile = load_network(network)
+    if keep:
+        keep = safefs.check_out_dir(keep, "--keep")
     console = Console()
     cal = calibrate.for_profile(profile)
     work = Path(tempfile.mkdtemp(prefix="protocols-", dir=current().dir))

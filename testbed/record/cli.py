@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from testbed import recording as recording_mod
+from testbed import safefs
 
 
 @click.command()
@@ -16,7 +17,7 @@ from testbed import recording as recording_mod
 @click.option("--name", help="Folder name of the recording [default: from the URL's host].")
 @click.option("--loads", default=3, show_default=True, type=click.IntRange(min=1),
               help="Page loads merged into the recording (catches resources picked at random).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", type=click.Path(path_type=Path),
               default=recording_mod.RECORDINGS_DIR, show_default="recordings/",
               help="Folder the recording is written into.")
 @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=1),
@@ -112,9 +113,7 @@ def har(name, output, bodies):
     if output is None:
         sys.stdout.write(text)
         return
-    tmp = output.with_name(f".{output.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(output)
+    safefs.write_out_file(output, text, "--output")
     click.echo(f"{output}: {len(doc['log']['entries'])} entries", err=True)
 
 

@@ -9,6 +9,11 @@ mitmproxy makes its CA: the CA lives and dies with the recording, and no
 trust store anywhere is touched. mitmproxy signs every leaf certificate with
 one key (its CA key), so the SHA-256 of that key's SubjectPublicKeyInfo is
 all Chromium needs to trust it.
+
+Files (see testbed.safefs): the workdir is root's (the proxy's log, the copy
+of an upstream CA); mitmproxy/ and capture/ are the testbed user's, and root
+reads what the proxy wrote there without following a symlink, bodies only by
+their hex digest.
 """
 
 from __future__ import annotations
@@ -16,9 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
-import pwd
-import shutil
+import re
 import sys
 import time
 from pathlib import Path
@@ -27,12 +30,13 @@ from typing import Self
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from testbed import proc, runstate
+from testbed import proc, runstate, safefs
 from testbed.enter import as_user
-from testbed.errors import TestbedError
+from testbed.errors import InputError, TestbedError
 from testbed.record import addon
 
 MITMDUMP = Path(sys.executable).parent / "mitmdump"
+DIGEST_RE = re.compile(r"[0-9a-f]{64}")
 
 
 def spki_sha256(cert_pem: bytes) -> str:
@@ -71,18 +75,14 @@ class Mitmdump:
         self.start_timeout = start_timeout
 
     def __enter__(self) -> Self:
-        user = pwd.getpwnam(runstate.USER)
-        self.confdir = self.workdir / "mitmproxy"
-        self.capture = self.workdir / "capture"
-        for d in (self.confdir, self.capture):
-            d.mkdir(parents=True)
-            os.chown(d, user.pw_uid, user.pw_gid)
+        self.confdir = safefs.user_dir(self.workdir / "mitmproxy")
+        self.capture = safefs.user_dir(self.workdir / "capture")
         ca = None
         if self.upstream_ca is not None:
-            # A copy the unprivileged proxy can read, whatever the original's permissions.
-            ca = self.confdir / "upstream-ca.pem"
-            shutil.copyfile(self.upstream_ca, ca)
-            os.chmod(ca, 0o644)
+            # A copy the unprivileged proxy can read, whatever the original's permissions
+            # (certificates only: nothing else of root's is handed to the proxy).
+            ca = safefs.write_file(self.workdir / "upstream-ca.pem",
+                                   _certificates(Path(self.upstream_ca)))
         argv = as_user(mitmdump_argv(self.confdir, self.capture, self.resolve, ca),
                        netns=self.netns, run=self.run)
         self.log = self.workdir / "mitmdump.log"
@@ -90,7 +90,7 @@ class Mitmdump:
         self.bg.__enter__()
         try:
             self.port = self._wait_ready()
-            self.spki = spki_sha256((self.confdir / "mitmproxy-ca.pem").read_bytes())
+            self.spki = spki_sha256(safefs.read_user(self.confdir / "mitmproxy-ca.pem"))
         except BaseException:
             self.bg.stop()
             raise
@@ -106,7 +106,7 @@ class Mitmdump:
                 raise TestbedError(f"mitmdump did not listen within {self.start_timeout:g} s: "
                                    f"{self._tail()}")
             time.sleep(0.05)
-        listen = json.loads(ready.read_text())["listen"]
+        listen = json.loads(safefs.read_user(ready))["listen"]
         return int(listen[0][1])
 
     def _tail(self) -> str:
@@ -130,12 +130,27 @@ class Mitmdump:
         return _jsonl(self.capture / "errors.jsonl")
 
     def body(self, sha: str | None) -> bytes:
-        return (self.capture / "bodies" / sha).read_bytes() if sha else b""
+        if not sha:
+            return b""
+        if not DIGEST_RE.fullmatch(sha):
+            raise TestbedError(f"{self.capture}: body name {sha[:80]!r} is not a SHA-256 "
+                               f"digest")
+        return safefs.read_user(self.capture / "bodies" / sha, beneath=self.capture)
+
+
+def _certificates(path: Path) -> bytes:
+    """The PEM certificates in path (InputError naming it if there are none)."""
+    try:
+        certs = x509.load_pem_x509_certificates(path.read_bytes())
+    except (OSError, ValueError) as e:
+        raise InputError(f"--upstream-ca {path}: expected PEM certificates "
+                         f"({getattr(e, 'strerror', None) or 'none found'})") from None
+    return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certs)
 
 
 def _jsonl(path: Path) -> list[dict]:
     try:
-        text = path.read_text()
+        text = safefs.read_user(path).decode(errors="replace")
     except FileNotFoundError:
         return []
     # A line being written has no newline yet: only complete lines count.

@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from testbed import netns as netns_mod
-from testbed import recording, runstate
+from testbed import recording, runstate, safefs
 from testbed.errors import InputError, TestbedError
 from testbed.record import browser as browser_mod
 from testbed.record import normalise
@@ -182,8 +182,9 @@ def preconditions(opts: RecordOptions) -> Path:
     if not NAME_RE.match(name):
         raise InputError(f"--name {name}: use letters, digits, '.', '_' and '-' "
                          "(starting with a letter or digit)")
-    final = Path(opts.out) / name
-    if final.exists():
+    # Root writes the recording there: no folder on the way may be the testbed user's.
+    final = safefs.check_out_dir(Path(opts.out), "--out") / name
+    if final.exists() or final.is_symlink():
         raise InputError(f"{final}: already exists (choose another --name or remove it)")
     if opts.loads < 1:
         raise InputError(f"--loads {opts.loads}: must be at least 1")

@@ -19,7 +19,6 @@ import fcntl
 import json
 import os
 import pwd
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -27,7 +26,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from testbed import enter
+from testbed import enter, safefs
 from testbed.errors import TestbedError
 from testbed.runstate import USER, current
 
@@ -83,7 +82,7 @@ class Chromium:
             [*self.wrap, self.binary, *BASE_FLAGS, f"--user-data-dir={self.profile}",
              "--remote-debugging-pipe", *self.flags, "about:blank"],
             netns=self.netns)
-        with open(self.log, "ab") as log:
+        with safefs.open_log(self.log) as log:  # root's folder; never through a symlink
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, preexec_fn=child_fds,  # noqa: PLW1509 (no threads yet)
                                          close_fds=False,
@@ -119,7 +118,7 @@ class Chromium:
                 except OSError:
                     pass
         if self.profile is not None:
-            shutil.rmtree(self.profile, ignore_errors=True)
+            safefs.rmtree(self.profile)  # the testbed user's tree
             if self.log is not None and not any(exc):
                 self.log.unlink(missing_ok=True)
 

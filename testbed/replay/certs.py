@@ -4,7 +4,8 @@ The CA lives in CA_DIR (root-owned, mode 0700; the key 0600) and is never
 added to any trust store: Chromium accepts the replay's leaf because its
 SPKI hash is passed with --ignore-certificate-errors-spki-list. Each replay
 gets a fresh ECDSA P-256 leaf naming every recorded host and IP, written to
-the run's state folder with the key readable by the servers' user only.
+one of root's folders in the run's state (see testbed.safefs): the chain
+0644, the key 0640 with group testbed, so the servers read it without owning it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import fcntl
 import hashlib
 import ipaddress
 import os
-import pwd
 import shutil
 import socket
 import tempfile
@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from testbed import safefs
 from testbed.errors import TestbedError
 
 # Not under the testbed user's home (/var/lib/testbed): a folder the
@@ -85,8 +86,9 @@ def ensure_ca(ca_dir: Path | None = None) -> CA:
     """The installation's CA, created on first use (safe against concurrent first uses)."""
     ca_dir = Path(ca_dir or CA_DIR)
     ca_dir.parent.mkdir(parents=True, exist_ok=True)
+    safefs.check_root_dir(ca_dir.parent)
     lock_path = ca_dir.parent / f".{ca_dir.name}.lock"
-    with open(lock_path, "a") as lock:
+    with safefs.open_log(lock_path) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not ca_dir.exists():
             _create_ca(ca_dir)
@@ -152,9 +154,10 @@ def san_entries(names) -> list[x509.GeneralName]:
     return out
 
 
-def issue_leaf(names, out_dir: Path, *, owner: str | None = None, ca: CA | None = None) -> Leaf:
-    """A fresh leaf for `names` (hosts and IPs), written to out_dir as leaf.pem
-    (leaf + CA) and leaf.key (mode 0600, owned by `owner` if given)."""
+def issue_leaf(names, out_dir: Path, *, group: bool = False, ca: CA | None = None) -> Leaf:
+    """A fresh leaf for `names` (hosts and IPs), written to out_dir (one of root's
+    folders) as leaf.pem (leaf + CA, 0644) and leaf.key (0600; group=True: 0640 with
+    the testbed user's group, which the servers run as)."""
     ca = ca or ensure_ca()
     names = tuple(dict.fromkeys(names))
     if not names:
@@ -182,15 +185,9 @@ def issue_leaf(names, out_dir: Path, *, owner: str | None = None, ca: CA | None 
     )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    chain_path, key_path = out_dir / "leaf.pem", out_dir / "leaf.key"
-    chain_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM)
-                           + ca.cert.public_bytes(serialization.Encoding.PEM))
-    key_path.unlink(missing_ok=True)
-    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(_key_pem(key))
-    if owner is not None:
-        pw = pwd.getpwnam(owner)
-        os.chown(key_path, pw.pw_uid, pw.pw_gid)
-    os.chmod(chain_path, 0o644)
+    chain_path = safefs.write_file(out_dir / "leaf.pem",
+                                   cert.public_bytes(serialization.Encoding.PEM)
+                                   + ca.cert.public_bytes(serialization.Encoding.PEM))
+    key_path = safefs.write_file(out_dir / "leaf.key", _key_pem(key),
+                                 mode=0o640 if group else 0o600, group=group)
     return Leaf(chain_path=chain_path, key_path=key_path, spki=spki_hash(cert), names=names)

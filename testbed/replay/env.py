@@ -10,7 +10,14 @@ TCP stack: uWSGI (testbed.replay.app) behind nginx (TLS 1.3, HTTP/2) on 443
 and 80 of every recorded IP. QUIC stack: h3server on UDP 443 of every
 recorded IP. Servers run as the testbed user in the server namespace; the
 block starts only when every listener answers a handshake from the client
-namespace. On exit (also on an exception or Ctrl-C) the servers are stopped
+namespace.
+
+Files (see testbed.safefs): the replay's folder is root's (0750, group
+testbed) and holds what root writes: nginx.conf, the leaf certificate (key
+0640, group testbed) and the servers' logs (opened by root, written through
+the inherited descriptor). The servers write only in its `var/` subfolder
+(the testbed user's): nginx's pid, error log and temp paths, uWSGI's socket
+and the summary, which root reads without following a symlink. On exit (also on an exception or Ctrl-C) the servers are stopped
 and the topology, if this object made it, removed; a failing teardown is
 reported without hiding the error that ended the block.
 """
@@ -19,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pwd
 import shutil
 import signal
 import sys
@@ -29,7 +35,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-from testbed import enter, proc
+from testbed import enter, proc, safefs
 from testbed import recording as rec
 from testbed.errors import InputError, TestbedError
 from testbed.replay import certs, nginx
@@ -98,6 +104,8 @@ class ReplayEnv:
         self.topology = topology
         self.startup_timeout = startup_timeout
         self.dir: Path | None = None
+        self.var: Path | None = None
+        """The servers' own folder (the testbed user writes there, root only reads)."""
         self.leaf: certs.Leaf | None = None
         self.listens = nginx.listeners(self.recording, stack)
         self.servers: dict[str, proc.Background] = {}
@@ -125,9 +133,9 @@ class ReplayEnv:
 
     @property
     def summary_path(self) -> Path:
-        if self.dir is None:
+        if self.var is None:
             raise TestbedError("ReplayEnv not started")
-        return self.dir / "summary.json"
+        return self.var / "summary.json"
 
     def chromium_flags(self) -> list[str]:
         """The flags that point Chromium at this replay over this stack."""
@@ -184,7 +192,7 @@ class ReplayEnv:
             self.dir = self._make_dir()
             stack.callback(self._remove_dir)
             self.leaf = certs.issue_leaf([*self.recording.hosts, *self.recording.ips],
-                                         self.dir, owner=USER)
+                                         self.dir, group=True)
             if self.stack == "tcp":
                 self._start_tcp(stack)
             else:
@@ -223,42 +231,40 @@ class ReplayEnv:
                              f"{USER}); keep recordings in a world-readable folder")
 
     def _make_dir(self) -> Path:
+        """Root's folder for the replay (0750, group testbed), with the servers' var/."""
         d = Path(tempfile.mkdtemp(prefix=f"replay-{self.stack}-", dir=current().dir))
-        pw = pwd.getpwnam(USER)
-        os.chown(d, pw.pw_uid, pw.pw_gid)
+        os.chown(d, -1, safefs.user_group())
         os.chmod(d, 0o750)
+        safefs.check_root_dir(d)
+        self.var = safefs.user_dir(d / "var", *(["tmp"] if self.stack == "tcp" else []),
+                                   mode=0o750)
         return d
 
     def _remove_dir(self) -> None:
         if self.dir is not None and not self._keep_dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
+            safefs.rmtree(self.dir)
         elif self.dir is not None:
             log.warning("replay files (server logs) kept in %s until the run ends", self.dir)
 
     def _server(self, stack: ExitStack, name: str, argv: list[str],
                 env: dict[str, str] | None = None) -> None:
         bg = proc.Background(enter.as_user(argv, netns=self.server_netns, env=env,
-                                           cwd=str(self.dir)),
+                                           cwd=str(self.var)),
                              log=self.dir / f"{name}.log")
         stack.enter_context(bg)
         self.servers[name] = bg
         stack.callback(self.servers.pop, name, None)
 
     def _start_tcp(self, stack: ExitStack) -> None:
-        sock = self.dir / "uwsgi.sock"
-        tmp = self.dir / "tmp"
-        tmp.mkdir()
-        pw = pwd.getpwnam(USER)
-        os.chown(tmp, pw.pw_uid, pw.pw_gid)
+        sock = self.var / "uwsgi.sock"
         conf = nginx.NginxConfig(
-            prefix=self.dir, cert=self.leaf.chain_path, key=self.leaf.key_path, socket=sock,
+            prefix=self.var, cert=self.leaf.chain_path, key=self.leaf.key_path, socket=sock,
             listens=tuple(self.listens),
             largest_body=max((x.body_size for x in self.recording.exchanges), default=0))
-        conf_path = self.dir / "nginx.conf"
-        conf_path.write_text(nginx.render(conf))
+        conf_path = safefs.write_file(self.dir / "nginx.conf", nginx.render(conf))
         self._server(stack, "uwsgi", nginx.uwsgi_argv(
             socket=sock, recording=self.recording.path, summary=self.summary_path))
-        self._server(stack, "nginx", nginx.nginx_argv(self.dir, conf_path), env=self.nginx_env)
+        self._server(stack, "nginx", nginx.nginx_argv(self.var, conf_path), env=self.nginx_env)
 
     def _start_quic(self, stack: ExitStack) -> None:
         argv = [str(H3SERVER), "--recording", str(self.recording.path)]

@@ -50,7 +50,7 @@ def listeners(recording, stack: str) -> list[Listen]:
 @dataclass(frozen=True)
 class NginxConfig:
     prefix: Path
-    """The run folder: pid, logs, temp paths."""
+    """The servers' own folder (the testbed user's): pid, error log, temp paths."""
     cert: Path
     key: Path
     socket: Path

@@ -110,7 +110,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from testbed import proc
+from testbed import proc, safefs
 from testbed import recording as rec
 from testbed.emulate.traces import fixed_rate, write_trace
 from testbed.errors import TestbedError
@@ -518,6 +518,8 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
     """The paper's server-parity check: single files through nginx+uWSGI (HTTP/2)
     and h3server (HTTP/3) at 10 ms RTT and no loss; fails if the medians differ by
     more than 5 %."""
+    if json_out:  # checked before the measurement, written after it
+        safefs.check_out_file(json_out, "--json")
     sizes = tuple(sizes) or SIZES
     stacks = tuple(dict.fromkeys(stacks)) or ("tcp", "quic")
     console = Console(stderr=False)
@@ -551,9 +553,8 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
                       "not the link, was the bottleneck somewhere; a lower --rate avoids it."
                       "[/yellow]")
     if json_out:
-        json_out.write_text(json.dumps({"rtt_ms": rtt_ms, "rate_mbit": rate_mbit, "runs": runs,
-                                        "max_gap": max_gap,
-                                        "results": [asdict(r) for r in results.values()]},
-                                       indent=1))
+        doc = {"rtt_ms": rtt_ms, "rate_mbit": rate_mbit, "runs": runs, "max_gap": max_gap,
+               "results": [asdict(r) for r in results.values()]}
+        safefs.write_out_file(json_out, json.dumps(doc, indent=1), "--json")
     if not ok:
         raise TestbedError(f"server parity failed: a median gap exceeds {max_gap:.0%}")

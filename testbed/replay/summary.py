@@ -24,9 +24,13 @@ KEYS = ("server", "version", "requests", "misses", "miss_urls", "bytes", "connec
 
 
 def read(path: Path) -> dict:
-    """The summary at path; an empty one (zero counts) if the server has not written it yet."""
+    """The summary at path; an empty one (zero counts) if the server has not written it yet.
+    A server (the testbed user) wrote it: a symlink or a non-file there is refused
+    (testbed.safefs.UnsafePath), never read."""
+    from testbed import safefs
+
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(safefs.read_user(Path(path)))
     except FileNotFoundError:
         return {"server": None, "version": None, "requests": 0, "misses": 0, "miss_urls": [],
                 "bytes": 0, "connections": 0}
