@@ -77,11 +77,16 @@ def _tag(pid: int) -> str | None:
 
 
 def orphaned_user_processes() -> list[int]:
-    """Processes of the testbed user that no live run owns.
+    """Processes of the testbed user that no live run owns and nobody else waits for.
 
     A process is owned if its TESTBED_RUN tag names a live run, or if one of
     its ancestors is a live run's owner. The tag alone is not enough: nginx
     and Chromium overwrite their environment with their process titles.
+    What a dead run left was started by its owner and, once the owner is gone,
+    hangs from init: a testbed-user process whose topmost testbed-user
+    ancestor has a live parent other than init (a shell, `runuser`, another
+    user's program) belongs to whoever started it, not to a dead run, and is
+    left alone.
     """
     try:
         uid = pwd.getpwnam(runstate.USER).pw_uid
@@ -107,9 +112,21 @@ def orphaned_user_processes() -> list[int]:
             if ancestor <= 1 or ancestor not in table:
                 break
             ancestor = table[ancestor][0]
-        if not owned:
+        if not owned and _hangs_from_init(pid, table, uid):
             orphans.append(pid)
     return orphans
+
+
+def _hangs_from_init(pid: int, table: dict[int, tuple[int, int]], uid: int) -> bool:
+    """Whether the topmost testbed-user ancestor of pid has init (or no one) as parent."""
+    for _ in range(64):
+        ppid = table[pid][0]
+        if ppid <= 1 or ppid not in table:
+            return True
+        if table[ppid][1] != uid:
+            return False
+        pid = ppid
+    return True
 
 
 def _lineage() -> set[int]:

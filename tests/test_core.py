@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
+from needs import need_root
 
 from testbed import cleanup, proc, runstate
 from testbed.enter import as_user
@@ -100,4 +104,23 @@ def test_tagged_processes_finds_only_the_run(tmp_path):
         assert p.pid not in cleanup.tagged_processes({"t-999"})
     finally:
         p.kill()
+        p.wait()
+
+
+def test_sweep_leaves_a_testbed_user_process_someone_waits_for(tmp_path):
+    """A testbed-user process started by a live program (here this test, through
+    runuser) is nobody's leftover; the same process hanging from init would be."""
+    need_root()
+    p = subprocess.Popen(["runuser", "-u", runstate.USER, "--", "sleep", "30"])
+    try:
+        for _ in range(100):
+            kids = [int(x) for x in Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()]
+            if kids:
+                break
+            time.sleep(0.02)
+        assert kids
+        assert kids[0] not in cleanup.orphaned_user_processes()
+    finally:
+        p.kill()
+        subprocess.run(["pkill", "-u", runstate.USER, "-f", "^sleep 30$"], check=False)
         p.wait()
