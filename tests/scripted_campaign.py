@@ -26,10 +26,12 @@ from testbed.errors import TestbedError
 from testbed.measure.session import Outcome
 
 
-def outcome(k: int, stack: str) -> Outcome:
+def outcome(k: int, stack: str, ok: bool = True) -> Outcome:
+    """A scripted page load of trial k: measured (ok) or failed as Browsertime fails it."""
     proto = "h3" if stack == "quic" else "h2"
     return Outcome(
-        index=k, measured=True, began=0.0, ended=1.0, browser_error=None,
+        index=k, measured=ok, began=0.0, ended=1.0,
+        browser_error=None if ok else "UrlLoadError",
         result=[{"browserScripts": {"timings": {"pageTimings": {"pageLoadTime": 500},
                                                 "loadEventEnd": 500, "ttfb": 40}}}],
         har={"log": {"pages": [], "entries": [

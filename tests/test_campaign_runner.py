@@ -4,28 +4,15 @@ with the page loads replaced by made-up outcomes: no namespaces, no browser."""
 from types import SimpleNamespace
 
 import pytest
+from scripted_campaign import outcome
 
 from testbed.campaign import config, plan
 from testbed.campaign.runner import Runner, TrialRecord
 from testbed.campaign.settings import Setting
 from testbed.campaign.store import Store
 from testbed.errors import TestbedError as SetupError
-from testbed.measure.session import Outcome
 
 PROTOS = ("tcp", "quic")
-
-
-def outcome(k: int, stack: str, ok: bool) -> Outcome:
-    proto = "h3" if stack == "quic" else "h2"
-    return Outcome(
-        index=k, measured=ok, began=0.0, ended=1.0,
-        browser_error=None if ok else "UrlLoadError",
-        result=[{"browserScripts": {"timings": {"pageTimings": {"pageLoadTime": 500},
-                                                "loadEventEnd": 500, "ttfb": 40}}}],
-        har={"log": {"pages": [], "entries": [
-            {"request": {"url": "https://a.test/"}, "response": {"httpVersion": proto}}]}},
-        visual={"FirstVisualChange": 100, "LastVisualChange": 400, "VisualComplete85": 300,
-                "SpeedIndex": 250})
 
 
 class Scripted(Runner):

@@ -120,9 +120,10 @@ def server_pids(run_dir: Path, server: str) -> list[int]:
     return found
 
 
-def kill_during_first_load(runner: subprocess.Popen, server: str) -> int:
-    """Wait for the campaign's first page load, SIGKILL `server` while it runs; the
-    killed pid."""
+def signal_during_first_load(runner: subprocess.Popen, server: str,
+                             sig: int = signal.SIGKILL) -> int:
+    """Wait for the campaign's first page load, send `server` sig (SIGKILL: it dies;
+    SIGSTOP: it stays, answering nothing) while it runs; its pid."""
     run_dir = Path("/run/testbed") / str(runner.pid)
     deadline = time.monotonic() + 240
     go: list[Path] = []
@@ -135,8 +136,8 @@ def kill_during_first_load(runner: subprocess.Popen, server: str) -> int:
     pids = server_pids(run_dir, server)
     assert len(pids) == 1, f"{server} processes of the run: {pids}"
     done = go[0].with_name(go[0].name.replace("go-", "done-"))
-    assert not done.exists(), "the load ended before the server could be killed"
-    os.kill(pids[0], signal.SIGKILL)
+    assert not done.exists(), "the load ended before the server got the signal"
+    os.kill(pids[0], sig)
     return pids[0]
 
 
@@ -154,7 +155,7 @@ def test_a_server_killed_mid_trial_fails_that_trial_and_the_next_works(sites, tm
     runner = subprocess.Popen([TESTBED, "run", str(toml), "--out", str(out)], cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        killed = kill_during_first_load(runner, server)
+        killed = signal_during_first_load(runner, server)
         _, err = runner.communicate(timeout=400)
     finally:
         if runner.poll() is None:
@@ -171,25 +172,6 @@ def test_a_server_killed_mid_trial_fails_that_trial_and_the_next_works(sites, tm
     assert second["started_at"] > first["started_at"]
     want = "h3" if protocol == "quic" else "h2"
     assert list(json.loads(second["protocols"])) == [want], second
-
-
-def stop_during_first_load(runner: subprocess.Popen, server: str) -> int:
-    """As kill_during_first_load, with SIGSTOP: the server stays, answering nothing."""
-    run_dir = Path("/run/testbed") / str(runner.pid)
-    deadline = time.monotonic() + 240
-    go: list[Path] = []
-    while not go:
-        assert runner.poll() is None, "the campaign ended before a page load was seen"
-        assert time.monotonic() < deadline, "no page load started within 240 s"
-        go = sorted(run_dir.glob("campaign/block-*/ctl/go-*.json"))
-        time.sleep(0.05)
-    time.sleep(1.5)  # the page's HTML is in; its script holds the load for 5 s
-    pids = server_pids(run_dir, server)
-    assert len(pids) == 1, f"{server} processes of the run: {pids}"
-    done = go[0].with_name(go[0].name.replace("go-", "done-"))
-    assert not done.exists(), "the load ended before the server could be stopped"
-    os.kill(pids[0], signal.SIGSTOP)
-    return pids[0]
 
 
 @pytest.mark.parametrize(("protocol", "server"), [("quic", "h3server"), ("tcp", "uwsgi")])
@@ -209,7 +191,7 @@ def test_a_server_stopped_mid_trial_is_found_dead_and_started_again(sites, tmp_p
     runner = subprocess.Popen([TESTBED, "run", str(toml), "--out", str(out)], cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        stopped = stop_during_first_load(runner, server)
+        stopped = signal_during_first_load(runner, server, signal.SIGSTOP)
         _, err = runner.communicate(timeout=400)
     finally:
         if runner.poll() is None:
