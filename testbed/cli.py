@@ -23,6 +23,7 @@ COMMANDS = {
     "run": "testbed.campaign.cli:run",
     "results": "testbed.campaign.cli:results",
     "report": "testbed.report:report",
+    "compare": "testbed.compare:compare",
 }
 
 
