@@ -1,4 +1,4 @@
-"""`testbed run CAMPAIGN` and `testbed results DIR`."""
+"""`testbed run CAMPAIGN` and `testbed export DIR` (`testbed results`, its old name)."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
 @click.option("--csv", "csv_out", metavar="FILE", help="Write the trials as CSV ('-': stdout).")
 @click.option("--parquet", "parquet_out", metavar="FILE",
               help="Write the trials as Parquet ('-': stdout).")
-def results(results_dir: Path, csv_out: str | None, parquet_out: str | None):
-    """Export a campaign's trials (one row per trial, the store's columns)."""
+def export(results_dir: Path, csv_out: str | None, parquet_out: str | None):
+    """Export a campaign's trials as CSV or Parquet (one row per trial, the store's columns)."""
     import pandas as pd
 
     from testbed.campaign.store import NAMES, read_rows
@@ -76,3 +76,14 @@ def results(results_dir: Path, csv_out: str | None, parquet_out: str | None):
             df.to_parquet(sys.stdout.buffer, index=False)
         else:
             df.to_parquet(parquet_out, index=False)
+
+
+def _results(**kwargs):
+    export.callback(**kwargs)
+    click.echo("testbed: note: `testbed results` is now `testbed export`; the old name goes "
+               "in the next release", err=True)
+
+
+results = click.Command(
+    "results", params=export.params, callback=_results, hidden=True,
+    help="Deprecated name of `testbed export` (kept for one release).")
