@@ -20,16 +20,20 @@ from testbed.errors import InputError
                    "at most 10000).")
 @click.option("--retry-failed", is_flag=True,
               help="Run the trials stored as failed again (their rows are replaced).")
-def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool):
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan (matrix, trial count, order) and the estimated duration; "
+                   "start nothing (no root needed).")
+def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool,
+        dry_run: bool):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume."""
     import os
 
-    from testbed.campaign import config, runner
+    from testbed.campaign import config
 
-    if os.geteuid() != 0:
-        raise InputError("testbed run: needs root (namespaces, Mahimahi); run it with sudo")
+    if os.geteuid() != 0 and not dry_run:
+        raise InputError("testbed run: needs root (namespaces, Mahimahi); run it as root")
     campaign = config.load(campaign_file)
     n = None
     if runs is not None:
@@ -39,6 +43,15 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
             raise InputError(f"--runs: expected a whole number from 1 to {config.MAX_RUNS}, "
                              f"got {runs!r}") from None
         config.check_size(campaign, n)
+    if dry_run:
+        from testbed.campaign.estimate import plan_text
+
+        config.check_size(campaign, n or campaign.runs)
+        for line in plan_text(campaign, n):
+            click.echo(line)
+        return
+    from testbed.campaign import runner
+
     runner.owner_check()
     out = out or runner.default_out(campaign)
     stats = runner.Runner(campaign, out).run(runs=n, retry_failed=retry_failed)
