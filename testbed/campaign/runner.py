@@ -235,7 +235,7 @@ class Runner:
     # --- setup -----------------------------------------------------------------------
     def preconditions(self) -> None:
         if os.geteuid() != 0:
-            raise InputError("testbed run: needs root (namespaces, Mahimahi); run it with sudo")
+            raise InputError("testbed run: needs root (namespaces, Mahimahi); run it as root")
         problem = browsertime.missing()
         if problem:
             raise TestbedError(problem)
