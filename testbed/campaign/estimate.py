@@ -18,9 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 FIXED_S = 5.4
-"""Per-trial cost beyond the page load, measured: the smoke campaign (local-news x
-DSL x 5 settings x 3 runs) took 101 s of wall time for 15 trials on a 2-core
-machine, 6.7 s a trial, of which the model gives 1.3 s to the load itself."""
+"""Per-trial cost beyond the page load, measured: two smoke campaigns (local-news x
+DSL x 5 settings x 3 runs, 15 trials each) took 83.8 s and 93.4 s from their start
+to the end of their last trial on a 2-core machine, 5.6 and 6.2 s a trial (5.9 on
+average), of which the model gives 0.5 s to the page load itself."""
 
 REQUEST_ROUNDS = 4
 """Round trips after the handshake: the HTML, then waves of dependent resources."""
