@@ -79,7 +79,8 @@ def cdf_row_figure(rel: pd.DataFrame, metric: str, networks: list[str],
                       linewidth=1.6, label=label(setting))
                 handles[setting] = ax.lines[-1]
         ax.axvline(0, color="black", linewidth=0.8, alpha=0.6)
-        ax.set_title(f"{label(network)}  ({here['site'].nunique()} sites)", fontsize=11)
+        n = here['site'].nunique()
+        ax.set_title(f"{label(network)}  ({n} site{'' if n == 1 else 's'})", fontsize=11)
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=9)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
