@@ -19,6 +19,7 @@ from analysis.report import Analysis, Config, analyse, write_report
 from analysis.stats import (
     compare,
     default_pairs,
+    effect_sizes,
     measurements,
     relative_difference,
     relative_summary,
@@ -28,7 +29,7 @@ from analysis.stats import (
 
 __all__ = [
     "Analysis", "Config", "ResultsError", "analyse", "cdf_figure", "compare", "default_pairs",
-    "design_impact", "ecdf", "failures_by_reason", "load", "measurements", "ok_trials",
+    "design_impact", "ecdf", "effect_sizes", "failures_by_reason", "load", "measurements", "ok_trials",
     "relative_cdfs", "relative_difference", "relative_summary", "single_origin_sites",
     "summarize", "trial_health", "win_tie_loss", "write_report",
 ]

@@ -8,9 +8,10 @@ from pathlib import Path
 import matplotlib
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from analysis.cdf import ecdf
-from analysis.schema import label, settings_in
+from analysis.schema import full_name, label, settings_in
 
 COLORS = {"tcp-plus": "#1f77b4", "tcp-plus-bbr": "#17becf", "quic": "#d62728",
           "quic-bbr": "#ff7f0e", "tcp": "#7f7f7f"}
@@ -38,6 +39,7 @@ def cdf_figure(rel: pd.DataFrame, network: str, metric: str, baseline: str = "tc
         ax.step(x, p, where="post", label=f"{label(setting)} (n={len(data[data.protocol == setting])})",
                 color=COLORS.get(setting), linestyle=STYLES.get(setting, "-"), linewidth=1.6)
     ax.axvline(0, color="black", linewidth=0.8, alpha=0.6)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     b = label(baseline)
     ax.set_xlabel(f"(X − {b}) / {b} of mean {label(metric)} per site   (< 0: X faster)")
     ax.set_ylabel("CDF over sites")
@@ -49,13 +51,73 @@ def cdf_figure(rel: pd.DataFrame, network: str, metric: str, baseline: str = "tc
     return fig
 
 
-def save(fig: Figure, folder: Path, stem: str) -> dict[str, str]:
-    """Write `fig` as stem.png and stem.svg into `folder`; returns {format: file name}."""
+def _step(ax, values, **style) -> None:
+    points = ecdf(values)
+    if points.empty:
+        return
+    # Start the step at p=0 so the first site shows as a jump.
+    ax.step([points["x"].iloc[0], *points["x"]], [0.0, *points["p"]], where="post", **style)
+
+
+def cdf_row_figure(rel: pd.DataFrame, metric: str, networks: list[str],
+                   baseline: str = "tcp", width_in: float = 12.0) -> Figure:
+    """One metric, one panel per network side by side: the CDF over sites of the
+    relative difference to `baseline`, one line per setting. The panels share the
+    x-range (the same percent means the same place), the legend is drawn once."""
+    data = rel[rel["metric"] == metric]
+    settings = settings_in(data["protocol"])
+    cols = max(len(networks), 1)
+    fig = Figure(figsize=(width_in, 3.3 + 0.25 * (len(settings) > 3)))
+    axes = fig.subplots(1, cols, sharex=True, sharey=True, squeeze=False)[0]
+    handles = {}
+    for ax, network in zip(axes, networks):
+        here = data[data["network"] == network]
+        for setting in settings:
+            values = here.loc[here["protocol"] == setting, "rel"]
+            if values.notna().any():
+                _step(ax, values, color=COLORS.get(setting), linestyle=STYLES.get(setting, "-"),
+                      linewidth=1.6, label=label(setting))
+                handles[setting] = ax.lines[-1]
+        ax.axvline(0, color="black", linewidth=0.8, alpha=0.6)
+        n = here['site'].nunique()
+        ax.set_title(f"{label(network)}  ({n} site{'' if n == 1 else 's'})", fontsize=11)
+        ax.grid(True, alpha=0.3)
+        ax.tick_params(labelsize=9)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5 if cols > 2 else 8))
+        ax.set_ylim(0, 1.02)
+    lo, hi = data["rel"].min(), data["rel"].max()
+    if pd.notna(lo) and pd.notna(hi):
+        pad = max((hi - lo) * 0.05, 0.005)
+        axes[0].set_xlim(min(lo, 0) - pad, max(hi, 0) + pad)
+    axes[0].set_ylabel("CDF over sites")
+    b = label(baseline)
+    fig.supxlabel(f"(X − {b}) / {b}: relative difference of the mean {full_name(metric)} "
+                  f"per site   (< 0 %: X faster)", fontsize=10)
+    if handles:
+        fig.legend([handles[s] for s in settings if s in handles],
+                   [label(s) for s in settings if s in handles],
+                   loc="upper center", ncol=len(handles), frameon=False, fontsize=10)
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.8, wspace=0.08)
+    return fig
+
+
+PRINT_DPI = 300
+"""PNG resolution: print quality at the figure's size in inches."""
+
+
+def save(fig: Figure, folder: Path, stem: str,
+         formats: tuple[str, ...] = ("png", "svg")) -> dict[str, str]:
+    """Write `fig` as stem.<format> into `folder` (png at PRINT_DPI, svg, pdf); returns
+    {format: file name}. Same figure, same bytes."""
     folder.mkdir(parents=True, exist_ok=True)
+    metadata = {"png": {"Software": None}, "svg": {"Date": None},
+                "pdf": {"CreationDate": None, "ModDate": None, "Producer": None}}
     files = {}
     with matplotlib.rc_context(SAVE_RC):
-        for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
+        for fmt in formats:
             name = f"{stem}.{fmt}"
-            fig.savefig(folder / name, format=fmt, dpi=110, metadata=metadata)
+            fig.savefig(folder / name, format=fmt, dpi=PRINT_DPI if fmt == "png" else 110,
+                        metadata=metadata[fmt])
             files[fmt] = name
     return files

@@ -11,20 +11,26 @@ tables/*.csv with every table in full.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import jinja2
 import pandas as pd
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from analysis.cdf import relative_cdfs
 from analysis.design import DESIGN_METRICS, DESIGN_PAIRS, design_impact
 from analysis.health import failures_by_reason, overview, trial_health
-from analysis.plots import cdf_figure, save
+from analysis.inference import CORRECTIONS, DEFAULT_MDE, TESTS
+from analysis.plots import cdf_row_figure, save
 from analysis.schema import (
     ANALYSED_METRICS,
+    METRIC_NAMES,
+    OK,
     PLOTTED_METRICS,
+    full_name,
     label,
     networks_in,
     ordered,
@@ -32,8 +38,10 @@ from analysis.schema import (
 )
 from analysis.stats import (
     DEFAULT_ALPHA,
+    _sort_pairs,
     compare,
     default_pairs,
+    effect_sizes,
     measurements,
     relative_difference,
     relative_summary,
@@ -47,10 +55,19 @@ from analysis.stats import (
 class Config:
     """What to compute; the defaults are the paper's choices and `testbed report`'s."""
 
-    baseline: str = "tcp"
-    """Setting the relative differences are taken against."""
+    baseline: str | None = None
+    """Setting the relative differences are taken against; None: `tcp` when the
+    campaign has it, otherwise its first setting (in the paper's order)."""
     alpha: float = DEFAULT_ALPHA
-    """ANOVA significance level: p < alpha decides, otherwise a tie."""
+    """Significance level of the per-site test: p < alpha decides, otherwise a tie."""
+    test: str = "anova"
+    """Per-site test deciding wins and losses (analysis.inference.TESTS); the paper's ANOVA."""
+    correction: str = "none"
+    """Correction across the per-site tests (analysis.inference.CORRECTIONS); the paper: none."""
+    mde: float = DEFAULT_MDE
+    """Relative difference whose detection power is reported."""
+    resamples: int = 2000
+    """Bootstrap resamples per site for the relative difference's CI."""
     metrics: tuple[str, ...] = ANALYSED_METRICS
     """Metrics with statistics."""
     plot_metrics: tuple[str, ...] = PLOTTED_METRICS
@@ -79,51 +96,136 @@ class Analysis:
     comparisons: pd.DataFrame
     win_tie_loss: pd.DataFrame
     design: pd.DataFrame
+    effects: pd.DataFrame
+    robustness: pd.DataFrame
+    baseline: str = ""
+    """The setting actually used as baseline."""
+    baseline_why: str = ""
     notes: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())
+    """Why the numbers deserve caution (few runs, failures): shown as a banner."""
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """name -> table, as written to tables/<name>.csv."""
         return {"summary": self.summary, "relative": self.relative,
                 "relative_summary": self.relative_summary, "cdf": self.cdfs,
-                "anova": self.comparisons, "win_tie_loss": self.win_tie_loss,
+                "tests": self.comparisons, "win_tie_loss": self.win_tie_loss,
+                "effects": self.effects, "robustness": self.robustness,
                 "design_impact": self.design, "health": self.health, "failures": self.failures}
+
+
+MIN_RUNS = 10
+"""Fewer ok runs than this in a group: the report warns that its tests say little."""
+
+
+def choose_baseline(settings, wanted: str | None = None) -> tuple[str, str]:
+    """(baseline, why): `wanted` if given, else tcp when present, else the first setting."""
+    settings = settings_in(settings)
+    if wanted is not None:
+        return wanted, "chosen with --baseline"
+    if "tcp" in settings:
+        return "tcp", "the default"
+    if not settings:
+        return "tcp", "the default"
+    return settings[0], "the campaign has no tcp setting: its first setting"
 
 
 def analyse(trials: pd.DataFrame, config: Config = Config()) -> Analysis:
     """Run every statistic on `trials` (from analysis.load); only ok trials enter them."""
+    if config.test not in TESTS:
+        raise ValueError(f"unknown test {config.test!r}; known: {', '.join(TESTS)}")
+    if config.correction not in CORRECTIONS:
+        raise ValueError(f"unknown correction {config.correction!r}; "
+                         f"known: {', '.join(CORRECTIONS)}")
     notes = []
+    baseline, why = choose_baseline(set(trials["protocol"]), config.baseline)
     meas = measurements(trials, config.metrics)
     summary = summarize(meas)
-    if config.baseline in set(summary["protocol"]):
-        rel = relative_difference(summary, config.baseline)
+    if baseline in set(summary["protocol"]):
+        rel = relative_difference(summary, baseline)
     else:
-        notes.append(f"No ok trials of the baseline setting {config.baseline!r}: "
+        notes.append(f"No ok trials of the baseline setting {baseline!r}: "
                      "no relative differences or CDFs.")
         rel = pd.DataFrame(columns=["network", "site", "protocol", "metric", "mean", "baseline",
                                     "baseline_mean", "rel"])
     pairs = (tuple(config.pairs) if config.pairs is not None
-             else tuple(default_pairs(set(trials["protocol"]), config.baseline)))
-    comparisons = compare(meas, pairs, config.alpha)
+             else tuple(default_pairs(set(trials["protocol"]), baseline)))
+    comparisons = compare(meas, pairs, config.alpha, config.test, config.correction)
+    effects = effect_sizes(meas, pairs, config.alpha, config.mde, resamples=config.resamples)
     design_metrics = [m for m in DESIGN_METRICS if m in config.metrics]
     design = design_impact(trials, summary, config.design_pairs, design_metrics)
     if design.empty:
         notes.append("No single-origin site with both settings of a 1-RTT pair: "
                      "the protocol design impact table is empty.")
+    health = trial_health(trials)
     return Analysis(
         trials=trials, config=config, pairs=pairs, overview=overview(trials),
-        health=trial_health(trials), failures=failures_by_reason(trials), summary=summary,
+        health=health, failures=failures_by_reason(trials), summary=summary,
         relative=rel, relative_summary=relative_summary(rel), cdfs=relative_cdfs(rel),
         comparisons=comparisons, win_tie_loss=win_tie_loss(comparisons), design=design,
-        notes=tuple(notes))
+        effects=effects, robustness=robustness(meas, pairs, effects, config),
+        baseline=baseline, baseline_why=why, notes=tuple(notes),
+        warnings=tuple(caution(summary, health)))
+
+
+def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
+    """Banner lines: groups with fewer than MIN_RUNS ok runs, groups with failed trials."""
+    out = []
+    if len(summary):
+        fewest = int(summary["n"].min())
+        if fewest < MIN_RUNS:
+            low = summary.groupby(["site", "network", "protocol"], observed=True)["n"].max()
+            out.append(f"Few runs: {int((low < MIN_RUNS).sum())} of {len(low)} groups "
+                       f"(site × network × setting) have fewer than {MIN_RUNS} ok runs "
+                       f"(fewest: {fewest}). The per-site tests can then only see large "
+                       "differences; the paper used 31 runs.")
+    failing = health[health["failed"] > 0]
+    if len(failing):
+        groups = ", ".join(f"{label(n)}/{label(p)} ({f})" for n, p, f in
+                           zip(failing["network"], failing["protocol"], failing["failed"]))
+        out.append(f"Failed trials in {len(failing)} of {len(health)} network × setting "
+                   f"groups: {groups}. They are left out of the statistics; see Trial health.")
+    return out
+
+
+def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config) -> pd.DataFrame:
+    """Per pair x network x metric: the verdicts under each test and correction
+    ('wins/ties/losses'), the median relative difference over sites, the share of
+    sites whose bootstrap CI excludes 0, median power to see config.mde and the
+    median difference detectable with 80 % power."""
+    keys = ["a", "b", "network", "metric"]
+    variants = {"anova": ("anova", "none"), "anova_bh": ("anova", "bh"),
+                "mannwhitney_bh": ("mannwhitney", "bh")}
+    out = None
+    for name, (test, correction) in variants.items():
+        w = win_tie_loss(compare(meas, pairs, config.alpha, test, correction))
+        w[name] = [f"{x}/{y}/{z}" for x, y, z in zip(w["wins"], w["ties"], w["losses"])]
+        w = w[keys + ([] if out is not None else ["sites"]) + [name]]
+        out = w if out is None else out.merge(w, on=keys, how="outer")
+    if out is None or out.empty:
+        return pd.DataFrame(columns=keys + ["sites", *variants, "median_rel",
+                                            "ci_excludes_0", "median_power",
+                                            "median_detectable"])
+    e = effects.assign(excl=(effects["rel_low"] > 0) | (effects["rel_high"] < 0))
+    agg = (e.groupby(keys, sort=False, observed=True)
+           .agg(median_rel=("rel", "median"), ci_excludes_0=("excl", "mean"),
+                median_power=("power", "median"), median_detectable=("detectable", "median"))
+           .reset_index())
+    return _sort_pairs(out.merge(agg, on=keys, how="left"), list(pairs))
 
 
 # -- the report folder ---------------------------------------------------------------
 
+PCT = "{:+.1%}"
+
 FORMATS = {
-    "rel": "{:+.3f}", "median": "{:+.3f}", "faster": "{:.0%}", "p": "{:.2g}",
-    "diff_rtt": "{:+.3f}", "mean_diff_ms": "{:+.1f}", "diff_ms": "{:+.1f}",
+    "rel": PCT, "rel_low": PCT, "rel_high": PCT, "median_rel": PCT, "faster": "{:.0%}",
+    "p": "{:.2g}", "p_adj": "{:.2g}", "diff_rtt": "{:+.3f}", "mean_diff_ms": "{:+.1f}",
+    "diff_ms": "{:+.1f}", "hedges_g": "{:+.2f}", "power": "{:.0%}", "median_power": "{:.0%}",
+    "detectable": "{:.1%}", "median_detectable": "{:.1%}", "ci_excludes_0": "{:.0%}",
 }
-"""Column -> format in HTML tables; other floats get one decimal."""
+"""Column -> format in HTML tables: relative values in percent; other floats (times in
+ms) get one decimal."""
 
 
 def _html_table(df: pd.DataFrame, formats: dict[str, str] | None = None,
@@ -152,7 +254,7 @@ def _relative_pivot(a: Analysis) -> pd.DataFrame:
     rs = a.relative_summary
     if rs.empty:
         return pd.DataFrame()
-    rs = rs.assign(cell=[f"{m:+.3f} ({round(f * n)}/{n} faster)" for m, f, n in
+    rs = rs.assign(cell=[f"{m:+.1%} ({round(f * n)}/{n} faster)" for m, f, n in
                          zip(rs["median"], rs["faster"], rs["sites"])])
     pivot = rs.pivot(index=["network", "metric"], columns="protocol", values="cell")
     pivot = pivot.reindex(columns=settings_in(pivot.columns))
@@ -200,48 +302,104 @@ def _design_pivot(a: Analysis) -> pd.DataFrame:
     return pivot.rename(columns={c: label(c) for c in pivot.columns})
 
 
-def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None = None) -> Path:
-    """Write the report folder `out` (plots/, tables/, index.html); returns index.html."""
+SUMMARY_HEADERS = {"n": "n (ok runs)", "mean": "mean (ms)", "median": "median (ms)",
+                   "std": "std (ms)", "ci_low": "95 % CI low (ms)", "ci_high": "95 % CI high (ms)"}
+ROBUSTNESS_HEADERS = {
+    "a": "setting", "b": "vs", "anova": "ANOVA (paper)", "anova_bh": "ANOVA + BH",
+    "mannwhitney_bh": "Mann-Whitney U + BH", "median_rel": "median relative difference",
+    "ci_excludes_0": "sites whose 95 % CI excludes 0", "median_power": "median power",
+    "median_detectable": "median detectable (80 % power)"}
+EFFECT_HEADERS = {"a": "setting", "b": "vs", "rel": "relative difference",
+                  "rel_low": "95 % CI low", "rel_high": "95 % CI high",
+                  "hedges_g": "Hedges' g", "detectable": "detectable (80 % power)"}
+
+
+def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None = None,
+                 results_dir: Path | None = None) -> Path:
+    """Write the report folder `out` (plots/, tables/, index.html, and trials.html with
+    links to each trial's HAR and video when `results_dir` holds trial folders);
+    returns index.html."""
     out = Path(out)
     (out / "plots").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     for name, table in a.tables().items():
         table.to_csv(out / "tables" / f"{name}.csv", index=False)
 
-    figures = []  # one entry per network: its figures in metric order
+    figures = []  # one row per metric: all networks side by side, one shared x-range
     rel = a.relative
-    for network in networks_in(rel["network"]):
-        row = []
-        for metric in a.config.plot_metrics:
-            if not ((rel["network"] == network) & (rel["metric"] == metric)).any():
-                continue
-            fig = cdf_figure(rel, network, metric, a.config.baseline)
-            files = save(fig, out / "plots", f"cdf-{network}-{metric}")
-            row.append({"title": f"{label(network)} · {label(metric)}",
-                        "png": f"plots/{files['png']}", "svg": f"plots/{files['svg']}"})
-        figures.append({"network": label(network), "figures": row})
+    networks = networks_in(rel["network"])
+    for metric in a.config.plot_metrics:
+        if not (rel["metric"] == metric).any():
+            continue
+        fig = cdf_row_figure(rel, metric, networks, a.baseline)
+        files = save(fig, out / "plots", f"cdf-{metric}", formats=("png", "svg", "pdf"))
+        figures.append({"title": full_name(metric),
+                        **{fmt: f"plots/{name}" for fmt, name in files.items()}})
 
+    synthetic = bool((manifest or {}).get("synthetic")) or bool(a.trials.attrs.get("synthetic"))
+    trial_page = _trial_links(a, out, results_dir)
     env = jinja2.Environment(loader=jinja2.PackageLoader("analysis", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              trim_blocks=True, lstrip_blocks=True)
     page = env.get_template("report.html.j2").render(
         source=source, a=a, overview=a.overview, label=label, figures=figures,
-        tables=list(a.tables()),
+        tables=list(a.tables()), synthetic=synthetic, trial_page=trial_page,
+        metric_names=[(label(m), METRIC_NAMES[m]) for m in a.config.metrics
+                      if m in METRIC_NAMES],
+        test_name=TESTS[a.config.test], correction_name=CORRECTIONS[a.config.correction],
         relative_pivot=_table_or_none(_relative_pivot(a)),
         wtl_pivot=_table_or_none(_wtl_pivot(a)),
-        wtl_table=_table_or_none(a.win_tie_loss),
+        wtl_table=_table_or_none(a.win_tie_loss, rename={"a": "setting", "b": "vs",
+                                                          "mean_diff_ms": "mean difference (ms)"}),
+        robustness_table=_table_or_none(a.robustness, rename=ROBUSTNESS_HEADERS),
+        effects_table=_table_or_none(a.effects, rename=EFFECT_HEADERS),
         design_pivot=_table_or_none(_design_pivot(a)),
         design_table=_table_or_none(a.design, rename={
             "tcp_ms": "TCP mean (ms)", "tcp_minus_rtt_ms": "TCP − 1 RTT (ms)",
             "quic_ms": "QUIC mean (ms)", "diff_ms": "difference (ms)",
-            "diff_rtt": "difference / RTT"}),
+            "diff_rtt": "difference / RTT", "rtt_ms": "RTT (ms)"}),
         health_table=_table_or_none(a.health),
         failures_table=_table_or_none(a.failures),
-        summary_table=_table_or_none(a.summary),
+        summary_table=_table_or_none(a.summary, rename=SUMMARY_HEADERS),
         manifest=json.dumps(manifest, indent=2, sort_keys=True) if manifest else None)
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
     return index
+
+
+TRIAL_FILES = {"HAR": "browsertime.har.gz", "video": "video.mp4",
+               "Browsertime JSON": "browsertime.json"}
+"""Files of a trial folder the trials page links to, when present."""
+
+
+def _trial_links(a: Analysis, out: Path, results_dir: Path | None) -> str | None:
+    """Write out/trials.html (one row per trial: status, PLT, links to its kept files)
+    when `results_dir` has trial folders; returns its name or None."""
+    if results_dir is None or not (Path(results_dir) / "trials").is_dir():
+        return None
+    trials_dir = Path(results_dir) / "trials"
+    rows = []
+    for t in a.trials.itertuples(index=False):
+        folder = trials_dir / str(t.trial_id)
+        links = []
+        for name, file in TRIAL_FILES.items():
+            if (folder / file).is_file():
+                href = os.path.relpath(folder / file, out.resolve() if out.is_absolute()
+                                       else out.absolute())
+                links.append(f'<a href="{escape(quote(Path(href).as_posix()))}">{name}</a>')
+        plt_ = "–" if pd.isna(t.plt_ms) else f"{t.plt_ms:.0f}"
+        status = t.status if t.status == OK else f"{t.status}: {t.reason or ''}"
+        rows.append(f"<tr><td>{escape(str(t.trial_id))}</td><td>{escape(str(status))}</td>"
+                    f"<td>{plt_}</td><td>{' · '.join(links) or '–'}</td></tr>")
+    page = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<title>Trials</title><style>body{font-family:system-ui,sans-serif;margin:2em}"
+            "td,th{padding:0.2em 0.6em;border-bottom:1px solid #e4e4e4;text-align:left}"
+            "</style></head><body><h1>Trials</h1><p><a href=\"index.html\">Back to the report"
+            f"</a>. Files from <code>{escape(str(trials_dir))}</code>.</p>"
+            "<table><tr><th>trial</th><th>status</th><th>PLT (ms)</th><th>files</th></tr>"
+            + "".join(rows) + "</table></body></html>")
+    (out / "trials.html").write_text(page, encoding="utf-8")
+    return "trials.html"
 
 
 def _table_or_none(df: pd.DataFrame, **kwargs) -> Markup | None:

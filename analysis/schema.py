@@ -50,6 +50,11 @@ METRICS = {
 METRIC_LABELS = {"plt": "PLT", "fvc": "FVC", "lvc": "LVC", "vc85": "VC85", "si": "SI",
                  "ttfb": "TTFB"}
 
+METRIC_NAMES = {"plt": "Page Load Time", "fvc": "First Visual Change",
+                "lvc": "Last Visual Change", "vc85": "Visual Complete 85 %", "si": "Speed Index",
+                "ttfb": "Time To First Byte"}
+"""Metric name -> its name spelled out (the report says each once, then abbreviates)."""
+
 ANALYSED_METRICS = ("plt", "fvc", "lvc", "vc85", "si")
 """Metrics with statistics by default (the paper's five)."""
 
@@ -67,6 +72,11 @@ NETWORK_LABELS = {"dsl": "DSL", "lte": "LTE", "da2gc": "DA2GC", "mss": "MSS", "n
 def label(name: str) -> str:
     """Display label of a setting, network or metric name (the name itself if unknown)."""
     return SETTING_LABELS.get(name) or NETWORK_LABELS.get(name) or METRIC_LABELS.get(name) or name
+
+
+def full_name(metric: str) -> str:
+    """A metric spelled out with its abbreviation: 'Page Load Time (PLT)'."""
+    return f"{METRIC_NAMES[metric]} ({label(metric)})" if metric in METRIC_NAMES else metric
 
 
 def ordered(names: Iterable[str], preferred: Iterable[str]) -> list[str]:

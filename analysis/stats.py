@@ -6,7 +6,6 @@ filtered to status 'ok' and turned into one row per (trial, metric) value.
 
 from __future__ import annotations
 
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -14,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis import inference
 from analysis.load import ok_trials
 from analysis.schema import ANALYSED_METRICS, METRICS, SETTING_LABELS, networks_in, ordered
 
@@ -117,17 +117,85 @@ def default_pairs(settings: Iterable[str], baseline: str = "tcp") -> list[tuple[
 
 
 def compare(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
-            alpha: float = DEFAULT_ALPHA) -> pd.DataFrame:
-    """One-way ANOVA (scipy.stats.f_oneway) per site between settings a and b.
+            alpha: float = DEFAULT_ALPHA, test: str = "anova",
+            correction: str = "none") -> pd.DataFrame:
+    """A per-site test between settings a and b (default: the paper's one-way ANOVA,
+    scipy.stats.f_oneway, uncorrected).
 
     One row per pair x network x metric x site: n and mean of each side,
-    diff_ms = mean_a - mean_b, the p-value and the outcome for a:
-    'win' (p < alpha and a's mean smaller), 'loss' (p < alpha, larger),
-    'tie' (p >= alpha, or both sides constant and equal), or 'untested'
-    (fewer than two values on a side).
+    diff_ms = mean_a - mean_b, the p-value, p_adj (corrected across the sites
+    of one pair, network and metric; equal to p without a correction) and the
+    outcome for a: 'win' (p_adj < alpha and a's mean smaller; its median for the
+    rank tests, which compare locations, not means), 'loss' (p_adj < alpha,
+    larger), 'tie' (p_adj >= alpha, or both sides constant and
+    equal), or 'untested' (fewer than two values on a side). `test` and
+    `correction` are names from analysis.inference.TESTS and CORRECTIONS.
     """
-    groups = _value_arrays(meas)
+    if test not in inference.TESTS:
+        raise ValueError(f"unknown test {test!r}; known: {', '.join(inference.TESTS)}")
+    if correction not in inference.CORRECTIONS:
+        raise ValueError(f"unknown correction {correction!r}; "
+                         f"known: {', '.join(inference.CORRECTIONS)}")
     rows = []
+    for a, b, keys, xa, xb in paired_groups(meas, pairs):
+        na, nb = xa.shape[1], xb.shape[1]
+        if na >= 2 and nb >= 2:
+            p = inference.pvalues(xa, xb, test)  # batched: one call per group size
+        else:
+            p = np.full(len(keys), np.nan)
+        ma, mb = xa.mean(axis=1), xb.mean(axis=1)
+        ca, cb = (ma, mb) if test == "anova" else (np.median(xa, axis=1), np.median(xb, axis=1))
+        for i, (site, network, metric) in enumerate(keys):
+            rows.append((a, b, network, metric, site, na, nb, ma[i], mb[i], p[i], ca[i], cb[i]))
+    out = pd.DataFrame(rows, columns=["a", "b", "network", "metric", "site", "n_a", "n_b",
+                                      "mean_a", "mean_b", "p", "_ca", "_cb"])
+    out.insert(out.columns.get_loc("p"), "diff_ms", out["mean_a"] - out["mean_b"])
+    out["p_adj"] = out["p"]
+    if correction != "none" and len(out):
+        p_adj = out["p_adj"].to_numpy(dtype=float, copy=True)
+        for idx in out.groupby(["a", "b", "network", "metric"], sort=False).indices.values():
+            p_adj[idx] = inference.adjust(p_adj[idx], correction)
+        out["p_adj"] = p_adj
+    out["outcome"] = [_outcome(na, nb, ca, cb, p, alpha) for na, nb, ca, cb, p in
+                      zip(out["n_a"], out["n_b"], out.pop("_ca"), out.pop("_cb"), out["p_adj"])]
+    return _sort_pairs(out, pairs)
+
+
+def effect_sizes(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
+                 alpha: float = DEFAULT_ALPHA, mde: float = inference.DEFAULT_MDE,
+                 confidence: float = 0.95, resamples: int = 2000,
+                 seed: int = 0) -> pd.DataFrame:
+    """Per pair x network x metric x site: how large the difference is and what the
+    runs could have seen.
+
+    rel = (mean_a - mean_b) / mean_b with its percentile bootstrap CI
+    (rel_low, rel_high; `resamples` resamples of the runs within each side,
+    seeded), Hedges' g, power (probability that a test at `alpha` finds a
+    relative difference of `mde` at the observed pooled variance) and
+    detectable (the relative difference found with 80 % power).
+    """
+    rows = []
+    for k, (a, b, keys, xa, xb) in enumerate(paired_groups(meas, pairs)):
+        low, high = inference.relative_ci(xa, xb, confidence, resamples, seed + k)
+        g = inference.hedges_g(xa, xb)
+        pw = inference.power(xa, xb, alpha, mde)
+        det = inference.detectable(xa, xb, alpha)
+        ma, mb = xa.mean(axis=1), xb.mean(axis=1)
+        for i, (site, network, metric) in enumerate(keys):
+            rows.append((a, b, network, metric, site, xa.shape[1], xb.shape[1],
+                         (ma[i] - mb[i]) / mb[i] if mb[i] else np.nan,
+                         low[i], high[i], g[i], pw[i], det[i]))
+    out = pd.DataFrame(rows, columns=["a", "b", "network", "metric", "site", "n_a", "n_b",
+                                      "rel", "rel_low", "rel_high", "hedges_g", "power",
+                                      "detectable"])
+    return _sort_pairs(out, pairs)
+
+
+def paired_groups(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]):
+    """Yield (a, b, keys, xa, xb): per pair and per (runs of a, runs of b), the
+    (site, network, metric) keys with both settings and their values stacked
+    (one row per key), so tests run batched."""
+    groups = _value_arrays(meas)
     for a, b in pairs:
         buckets: dict[tuple[int, int], list] = defaultdict(list)
         for (site, network, protocol, metric), xa in groups.items():
@@ -137,25 +205,9 @@ def compare(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
             if xb is None:
                 continue
             buckets[(len(xa), len(xb))].append(((site, network, metric), xa, xb))
-        for (na, nb), items in buckets.items():
-            keys = [k for k, _, _ in items]
-            xa = np.stack([x for _, x, _ in items])
-            xb = np.stack([x for _, _, x in items])
-            if na >= 2 and nb >= 2:
-                # Batched: one f_oneway call per group size, one p-value per site.
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    p = stats.f_oneway(xa, xb, axis=1).pvalue
-            else:
-                p = np.full(len(items), np.nan)
-            ma, mb = xa.mean(axis=1), xb.mean(axis=1)
-            for i, (site, network, metric) in enumerate(keys):
-                rows.append((a, b, network, metric, site, na, nb, ma[i], mb[i], p[i],
-                             _outcome(na, nb, ma[i], mb[i], p[i], alpha)))
-    out = pd.DataFrame(rows, columns=["a", "b", "network", "metric", "site", "n_a", "n_b",
-                                      "mean_a", "mean_b", "p", "outcome"])
-    out.insert(out.columns.get_loc("p"), "diff_ms", out["mean_a"] - out["mean_b"])
-    return _sort_pairs(out, pairs)
+        for items in buckets.values():
+            yield (a, b, [k for k, _, _ in items], np.stack([x for _, x, _ in items]),
+                   np.stack([x for _, _, x in items]))
 
 
 def _value_arrays(meas: pd.DataFrame) -> dict[tuple, np.ndarray]:

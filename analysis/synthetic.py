@@ -146,7 +146,9 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
         "rtt_ms": rtt,
         "origins": origins[s],
     })
-    return normalise(df, "synthetic campaign")
+    out = normalise(df, "synthetic campaign")
+    out.attrs["synthetic"] = True  # the report flags it
+    return out
 
 
 def trials(rows: Sequence[dict] | pd.DataFrame, **defaults) -> pd.DataFrame:
@@ -193,3 +195,19 @@ def write_sqlite(trials: pd.DataFrame, path) -> None:
         db.executemany(f"INSERT INTO trials VALUES ({', '.join('?' * len(COLUMNS))})",
                        rows.itertuples(index=False, name=None))
     db.close()
+
+
+def write_folder(trials: pd.DataFrame, folder, manifest: dict | None = None) -> None:
+    """A results folder as `testbed run` leaves it (trials.sqlite, manifest.json) holding
+    `trials`; its manifest says synthetic, so reports flag it. `folder` must not hold a
+    store yet."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_sqlite(trials, folder / "trials.sqlite")
+    names = sorted(set(trials["campaign"].dropna()))
+    info = {"campaign": names[0] if names else "synthetic", "synthetic": True,
+            "generator": "analysis.synthetic", **(manifest or {})}
+    (folder / "manifest.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n",
+                                          encoding="utf-8")

@@ -58,7 +58,7 @@ def main() -> None:
     print(f"  load trials.sqlite    {best['load']:6.2f} s")
     print(f"  analyse               {best['analyse']:6.2f} s "
           f"({len(result.summary):,} groups, {len(result.comparisons):,} ANOVAs)")
-    print(f"  write report          {best['report']:6.2f} s ({figures} figures x PNG+SVG)")
+    print(f"  write report          {best['report']:6.2f} s ({figures} figures x PNG+SVG+PDF)")
     print(f"  total                 {best['total']:6.2f} s (goal <= {GOAL_S:.0f} s: "
           f"{'met' if best['total'] <= GOAL_S else 'NOT met'})")
     if args.keep:

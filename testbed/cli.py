@@ -21,8 +21,10 @@ COMMANDS = {
     "replay": "testbed.replay.cli:replay",
     "validate": "testbed.validate:validate",
     "run": "testbed.campaign.cli:run",
+    "export": "testbed.campaign.cli:export",
     "results": "testbed.campaign.cli:results",
     "report": "testbed.report:report",
+    "compare": "testbed.compare:compare",
 }
 
 
@@ -42,6 +44,17 @@ class LazyGroup(click.Group):
             return None
         module, attr = target.split(":")
         return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx, formatter):
+        """Each command with its whole first sentence (click cuts them at 45 characters)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=300)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})

@@ -24,16 +24,26 @@ def _pair(value: str) -> tuple[str, str]:
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), default=None,
               help="Report folder (default: reports/<name of SOURCE>).")
-@click.option("--baseline", default="tcp", show_default=True,
-              help="Setting the relative differences are taken against.")
+@click.option("--baseline", default=None,
+              help="Setting the relative differences are taken against (default: tcp when "
+                   "the campaign has it, otherwise its first setting).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
-              show_default=True, help="ANOVA significance level.")
+              show_default=True, help="Significance level of the per-site test.")
+@click.option("--test", "test", type=click.Choice(["anova", "mannwhitney", "kruskal"]),
+              default="anova", show_default=True,
+              help="Per-site test deciding wins and losses (anova: the paper's).")
+@click.option("--correction", type=click.Choice(["none", "bh"]), default="none",
+              show_default=True,
+              help="Correction across the per-site tests (bh: Benjamini-Hochberg).")
+@click.option("--mde", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True,
+              help="Relative difference whose detection power the report gives.")
 @click.option("--pair", "pairs", multiple=True, metavar="A:B",
               help="Settings compared by ANOVA (repeatable; default: each vs the baseline, "
                    "quic:tcp-plus, quic-bbr:tcp-plus-bbr).")
 @click.option("--plot-lvc", is_flag=True, help="Also plot LVC (computed either way).")
-def report(source: Path, out: Path | None, baseline: str, alpha: float, pairs: tuple[str, ...],
-           plot_lvc: bool):
+def report(source: Path, out: Path | None, baseline: str | None, alpha: float, test: str,
+           correction: str, mde: float, pairs: tuple[str, ...], plot_lvc: bool):
     """Analyse a campaign and write a report folder.
 
     SOURCE is a campaign results folder (with trials.sqlite) or an export
@@ -55,7 +65,8 @@ def report(source: Path, out: Path | None, baseline: str, alpha: float, pairs: t
         raise InputError(f"{source}: no trials yet; run the campaign first (testbed run ...)")
     settings = set(trials["protocol"])
     wanted = [_pair(p) for p in pairs]
-    unknown = sorted(({s for p in wanted for s in p} | {baseline}) - settings)
+    unknown = sorted(({s for p in wanted for s in p} | ({baseline} if baseline else set()))
+                     - settings)
     if unknown:
         raise InputError(f"--baseline/--pair: no setting {', '.join(unknown)} in {source}; "
                          f"settings present: {', '.join(sorted(settings))}")
@@ -65,14 +76,19 @@ def report(source: Path, out: Path | None, baseline: str, alpha: float, pairs: t
     name = folder.resolve().name if in_store else source.name.split(".")[0]
     out = safefs.check_out_dir(out or DEFAULT_REPORTS / name, "--out")
     manifest = _manifest(folder / "manifest.json") if in_store else None
-    config = Config(baseline=baseline, alpha=alpha, pairs=tuple(wanted) or None,
+    config = Config(baseline=baseline, alpha=alpha, test=test, correction=correction, mde=mde,
+                    pairs=tuple(wanted) or None,
                     plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()))
     result = analyse(trials, config)
 
-    index = write_report(result, out, source=str(source), manifest=manifest)
+    index = write_report(result, out, source=str(source), manifest=manifest,
+                         results_dir=folder if in_store else None)
     o = result.overview
     click.echo(f"{o['trials']} trials ({o['ok']} ok, {o['failed']} failed), {o['sites']} sites, "
                f"{o['networks']} networks, {o['settings']} settings")
+    click.echo(f"baseline: {result.baseline} ({result.baseline_why})")
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}")
     for note in result.notes:
         click.echo(f"note: {note}")
     click.echo(f"report: {index}")

@@ -6,9 +6,11 @@ import html
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from click.testing import CliRunner
+from PIL import Image
 
 from analysis import Config, analyse, load, synthetic, write_report
 from testbed.cli import cli, main
@@ -41,19 +43,21 @@ def fixture_report(tmp_path_factory):
 def test_report_folder_has_every_plot_and_table(fixture_report):
     result, index = fixture_report
     out = index.parent
-    for network in ("dsl", "lte", "da2gc", "mss"):
-        for metric in ("plt", "fvc", "vc85", "si"):
-            for fmt in ("png", "svg"):
-                assert (out / "plots" / f"cdf-{network}-{metric}.{fmt}").stat().st_size > 1000
+    for metric in ("plt", "fvc", "vc85", "si"):  # one figure per metric, networks side by side
+        for fmt in ("png", "svg", "pdf"):
+            assert (out / "plots" / f"cdf-{metric}.{fmt}").stat().st_size > 1000
     assert not list(out.glob("plots/*-lvc.*"))  # computed, not plotted by default
     assert {p.stem for p in out.glob("tables/*.csv")} == set(result.tables())
-    assert (out / "plots" / "cdf-dsl-plt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "plots" / "cdf-plt.pdf").read_bytes()[:5] == b"%PDF-"
+    with Image.open(out / "plots" / "cdf-plt.png") as png:
+        assert png.info["dpi"][0] == pytest.approx(300, abs=1)  # print resolution
+        assert png.width >= 3000
 
 
 def test_report_page_links_only_relative_files_that_exist(fixture_report):
     _, index = fixture_report
     found = links(index)
-    assert sum(1 for link in found if link.endswith(".svg")) >= 16
+    assert sum(1 for link in found if link.endswith(".svg")) >= 8
     for link in found:
         assert not re.match(r"^(https?:|file:|/)", link), link
         assert (index.parent / link).is_file(), link
@@ -63,7 +67,7 @@ def test_report_page_shows_the_tables(fixture_report):
     _, index = fixture_report
     page = index.read_text(encoding="utf-8")
     for heading in ("CDFs over sites", "wins / ties / losses", "Protocol design impact",
-                    "Trial health", "Failures by reason"):
+                    "Trial health", "Failures by reason", "Robustness of the verdicts"):
         assert heading in page
     assert "TCP+ − 1 RTT vs QUIC" in page and "gnu.org" in page and "wikipedia.org" in page
     assert "2480 (2459 ok, 21 failed)" in page
@@ -72,7 +76,8 @@ def test_report_page_shows_the_tables(fixture_report):
 def test_same_data_gives_the_same_files(tmp_path):
     trials = synthetic.campaign(sites=3, networks=["dsl"], runs=5, seed=2)
     a, b = (write_report(analyse(trials), tmp_path / n) for n in ("a", "b"))
-    for f in ("index.html", "plots/cdf-dsl-plt.svg", "plots/cdf-dsl-plt.png", "tables/anova.csv"):
+    for f in ("index.html", "plots/cdf-plt.svg", "plots/cdf-plt.png", "plots/cdf-plt.pdf",
+              "tables/tests.csv", "tables/effects.csv"):
         assert (a.parent / f).read_bytes() == (b.parent / f).read_bytes(), f
 
 
@@ -94,8 +99,7 @@ def test_config_pairs_and_lvc_plot(tmp_path):
     result = analyse(trials, Config(pairs=(("quic", "tcp-plus"),), plot_metrics=("plt", "lvc")))
     assert set(zip(result.win_tie_loss.a, result.win_tie_loss.b)) == {("quic", "tcp-plus")}
     out = write_report(result, tmp_path).parent
-    assert sorted(p.name for p in out.glob("plots/*.png")) == ["cdf-dsl-lvc.png",
-                                                                "cdf-dsl-plt.png"]
+    assert sorted(p.name for p in out.glob("plots/*.png")) == ["cdf-lvc.png", "cdf-plt.png"]
 
 
 def test_cli_writes_the_report(tmp_path):
@@ -112,7 +116,7 @@ def test_cli_reads_an_export_with_pairs(tmp_path):
                                     str(tmp_path / "r"), "--pair", "quic:tcp-plus",
                                     "--plot-lvc"])
     assert done.exit_code == 0, done.output
-    assert (tmp_path / "r" / "plots" / "cdf-mss-lvc.svg").is_file()
+    assert (tmp_path / "r" / "plots" / "cdf-lvc.svg").is_file()
     assert "quic" in (tmp_path / "r" / "tables" / "win_tie_loss.csv").read_text()
 
 
@@ -128,3 +132,66 @@ def test_cli_input_errors_exit_2_with_one_line(args, message, capsys, tmp_path):
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_report_units_and_names(fixture_report):
+    result, index = fixture_report
+    page = index.read_text(encoding="utf-8")
+    # Medians and means in ms (no sign, one decimal), relative differences in percent.
+    summary = result.summary.iloc[0]
+    assert f"<td>{summary['median']:.1f}</td>" in page
+    assert "median (ms)" in page and "+196.000" not in page
+    assert re.search(r"[+-]\d+\.\d% \(\d/4 faster\)", page)
+    for name in ("Page Load Time", "First Visual Change", "Visual Complete 85 %", "Speed Index"):
+        assert page.count(f"= {name}") == 1  # spelled out once, in the overview
+    assert "TCP (the default)" in page
+
+
+def test_banners_for_few_runs_failures_and_synthetic_data(fixture_report, tmp_path):
+    _, index = fixture_report
+    page = index.read_text(encoding="utf-8")
+    assert 'class="warning"' in page and "Failed trials in 14 of 20" in page
+    assert "Few runs" not in page  # 31 runs
+    assert "Synthetic data" not in page  # no manifest given and loaded from CSV
+    few = synthetic.campaign(sites=2, networks=["dsl"], runs=3, seed=1, failure_rate=0.0)
+    result = analyse(few)
+    assert len(result.warnings) == 1 and "fewer than 10 ok runs (fewest: 3)" in result.warnings[0]
+    page = write_report(result, tmp_path).read_text(encoding="utf-8")
+    assert "Few runs" in page and 'id="synthetic"' in page
+
+
+def test_tcp_plus_and_quic_alone(tmp_path):
+    """No tcp: the first setting is the baseline, and the 1-RTT table is there."""
+    trials = synthetic.campaign(sites=3, single_origin=1, networks=["dsl"],
+                                settings=["quic", "tcp-plus"], runs=12, seed=3)
+    result = analyse(trials)
+    assert (result.baseline, result.pairs) == ("tcp-plus", (("quic", "tcp-plus"),))
+    assert set(result.design["site"]) == {"gnu.org"} and not result.design.empty
+    page = write_report(result, tmp_path).read_text(encoding="utf-8")
+    assert "TCP+ (the campaign has no tcp setting: its first setting)" in page
+    assert "TCP+ − 1 RTT vs QUIC" in page
+    trials.to_parquet(tmp_path / "x.parquet", index=False)
+    done = CliRunner().invoke(cli, ["report", str(tmp_path / "x.parquet"), "--out",
+                                    str(tmp_path / "r")])
+    assert done.exit_code == 0, done.output
+    assert "baseline: tcp-plus" in done.output
+
+
+def test_cli_statistics_options_and_trial_links(tmp_path):
+    trials = synthetic.campaign(sites=2, networks=["dsl"], settings=["tcp", "quic"], runs=10,
+                                seed=4, failure_rate=0.0)
+    results = tmp_path / "results"
+    synthetic.write_folder(trials, results)
+    kept = results / "trials" / trials["trial_id"].iloc[0]
+    kept.mkdir(parents=True)
+    (kept / "browsertime.har.gz").write_bytes(b"x")
+    (kept / "video.mp4").write_bytes(b"x")
+    done = CliRunner().invoke(cli, ["report", str(results), "--out", str(tmp_path / "r"),
+                                    "--test", "mannwhitney", "--correction", "bh"])
+    assert done.exit_code == 0, done.output
+    page = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert "Mann-Whitney U (two-sided), Benjamini-Hochberg" in page
+    assert 'id="synthetic"' in page  # the manifest says so
+    trials_page = tmp_path / "r" / "trials.html"
+    hrefs = [h for h in links(trials_page) if h != "index.html"]
+    assert len(hrefs) == 2 and all((trials_page.parent / unquote(h)).is_file() for h in hrefs)

@@ -170,20 +170,20 @@ def test_store_reopens_with_what_was_stored(tmp_path):
         assert s.finished() == {"s|dsl|tcp|0"}
 
 
-def test_results_export_has_exactly_the_contract_columns(tmp_path):
+def test_export_has_exactly_the_contract_columns(tmp_path):
     from click.testing import CliRunner
 
-    from testbed.campaign.cli import results
+    from testbed.campaign.cli import export
     with Store(tmp_path / "trials.sqlite") as s:
         s.add(row())
         s.add(row("s|dsl|quic|0", status="failed", plt_ms=None, requests=None))
-    out = CliRunner().invoke(results, [str(tmp_path), "--csv", "-"])
+    out = CliRunner().invoke(export, [str(tmp_path), "--csv", "-"])
     assert out.exit_code == 0, out.output
     lines = out.output.strip().splitlines()
     assert lines[0].split(",") == list(NAMES)
     assert len(lines) == 3
     pq = tmp_path / "t.parquet"
-    out = CliRunner().invoke(results, [str(tmp_path), "--parquet", str(pq)])
+    out = CliRunner().invoke(export, [str(tmp_path), "--parquet", str(pq)])
     assert out.exit_code == 0, out.output
     import pandas as pd
     df = pd.read_parquet(pq)

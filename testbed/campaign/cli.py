@@ -1,4 +1,4 @@
-"""`testbed run CAMPAIGN` and `testbed results DIR`."""
+"""`testbed run CAMPAIGN` and `testbed export DIR` (`testbed results`, its old name)."""
 
 from __future__ import annotations
 
@@ -21,16 +21,20 @@ from testbed.errors import InputError
                    "at most 10000).")
 @click.option("--retry-failed", is_flag=True,
               help="Run the trials stored as failed again (their rows are replaced).")
-def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool):
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan (matrix, trial count, order) and the estimated duration; "
+                   "start nothing (no root needed).")
+def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool,
+        dry_run: bool):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume."""
     import os
 
-    from testbed.campaign import config, runner
+    from testbed.campaign import config
 
-    if os.geteuid() != 0:
-        raise InputError("testbed run: needs root (namespaces, Mahimahi); run it with sudo")
+    if os.geteuid() != 0 and not dry_run:
+        raise InputError("testbed run: needs root (namespaces, Mahimahi); run it as root")
     campaign = config.load(campaign_file)
     n = None
     if runs is not None:
@@ -40,6 +44,15 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
             raise InputError(f"--runs: expected a whole number from 1 to {config.MAX_RUNS}, "
                              f"got {runs!r}") from None
         config.check_size(campaign, n)
+    if dry_run:
+        from testbed.campaign.estimate import plan_text
+
+        config.check_size(campaign, n or campaign.runs)
+        for line in plan_text(campaign, n):
+            click.echo(line)
+        return
+    from testbed.campaign import runner
+
     runner.owner_check()
     out = out or runner.default_out(campaign)
     checked = safefs.check_out_dir(out, "--out")  # root writes the results there
@@ -54,8 +67,8 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
 @click.option("--csv", "csv_out", metavar="FILE", help="Write the trials as CSV ('-': stdout).")
 @click.option("--parquet", "parquet_out", metavar="FILE",
               help="Write the trials as Parquet ('-': stdout).")
-def results(results_dir: Path, csv_out: str | None, parquet_out: str | None):
-    """Export a campaign's trials (one row per trial, the store's columns)."""
+def export(results_dir: Path, csv_out: str | None, parquet_out: str | None):
+    """Export a campaign's trials as CSV or Parquet (one row per trial, the store's columns)."""
     import pandas as pd
 
     from testbed.campaign.store import NAMES, read_rows
@@ -82,3 +95,14 @@ def results(results_dir: Path, csv_out: str | None, parquet_out: str | None):
         else:
             safefs.write_out_file(Path(parquet_out), df.to_parquet(index=False),
                                   "--parquet")
+
+
+def _results(**kwargs):
+    export.callback(**kwargs)
+    click.echo("testbed: note: `testbed results` is now `testbed export`; the old name goes "
+               "in the next release", err=True)
+
+
+results = click.Command(
+    "results", params=export.params, callback=_results, hidden=True,
+    help="Deprecated name of `testbed export` (kept for one release).")

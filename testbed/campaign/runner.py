@@ -230,11 +230,12 @@ class Runner:
         self.applied: dict[str, dict] = {}
         """Protocol setting -> what it set in the server namespace (for the manifest)."""
         self.entries: dict[str, dict[str, config_mod.Entry]] = {}
+        self._lines: TrialLines | None = None
 
     # --- setup -----------------------------------------------------------------------
     def preconditions(self) -> None:
         if os.geteuid() != 0:
-            raise InputError("testbed run: needs root (namespaces, Mahimahi); run it with sudo")
+            raise InputError("testbed run: needs root (namespaces, Mahimahi); run it as root")
         problem = browsertime.missing()
         if problem:
             raise TestbedError(problem)
@@ -355,10 +356,13 @@ class Runner:
             planned = sum(len(b.trials) for b in plan)
             self.console.print(f"campaign {self.campaign.name}: {planned} trials planned, "
                                f"{planned - total} already stored, {total} to run -> {self.out}")
+            # Not a terminal (a log file, CI): one line per finished trial instead of a bar.
+            self._lines = TrialLines(total) if not self.console.is_terminal else None
             progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                 MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
                                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                                console=self.console, transient=False)
+                                console=self.console, transient=False,
+                                disable=self._lines is not None)
             stack.enter_context(progress)
             task = progress.add_task("starting", total=total, counts="")
             topo_site: str | None = None
@@ -417,6 +421,9 @@ class Runner:
                 progress.update(task, advance=1,
                                 counts=f"[green]{self.stats['ok']} ok[/] "
                                        f"[red]{self.stats['failed']} failed[/]")
+                if self._lines is not None:
+                    self.console.print(self._lines.line(row), markup=False, highlight=False,
+                                       soft_wrap=True)
             left = plan_mod.Block(block.run, block.site, block.network, tuple(failed_again))
 
     def _session(self, block: plan_mod.Block, servers: Servers, work: Path,
@@ -573,6 +580,23 @@ def _count(db: Path, column: str, value: str) -> int:
             con.close()
     except sqlite3.Error:
         return 0
+
+
+class TrialLines:
+    """One log line per finished trial (id, status, PLT, ETA), for output that is not a
+    terminal; the ETA is the mean time per trial so far times the trials left."""
+
+    def __init__(self, total: int, clock=time.monotonic):
+        self.total, self.done, self.clock, self.t0 = total, 0, clock, clock()
+
+    def line(self, row: Row) -> str:
+        self.done += 1
+        per = (self.clock() - self.t0) / self.done
+        eta = int(per * (self.total - self.done))
+        status = row.status if row.status == "ok" else f"{row.status} ({row.reason})"
+        plt_ = "–" if row.plt_ms is None else f"{row.plt_ms:.0f} ms"
+        return (f"trial {self.done}/{self.total} {row.trial_id} {status} PLT {plt_} "
+                f"ETA {eta // 3600}:{eta // 60 % 60:02d}:{eta % 60:02d}")
 
 
 def default_out(campaign: Campaign) -> Path:

@@ -97,7 +97,8 @@ def show(name):
 
 @recording.command()
 @click.argument("name")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", "-o", "--output", "output",
+              type=click.Path(dir_okay=False, path_type=Path),
               help="Write the HAR here [default: standard output].")
 @click.option("--bodies/--no-bodies", default=True, show_default=True,
               help="Include response bodies (base64).")

@@ -1,0 +1,165 @@
+"""Two campaigns compared: do they reach the same verdicts? (`testbed compare A B`)
+
+Two result folders of the same matrix (two machines, two dates, two versions
+of a server) are analysed alike; per pair x network x metric x site this
+gives each campaign's verdict (win / tie / loss), whether they agree, and the
+difference of their relative differences with a 95 % CI. The CI combines the
+two campaigns' bootstrap CIs as independent normal errors: half-width
+sqrt(h_A^2 + h_B^2), h being each CI's half-width. The overall agreement
+score is the share of sites tested in both whose verdicts agree. The
+manifests' differences (versions, calibration, sysctls, hashes) come first,
+because they are the first suspects when verdicts differ.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.inference import DEFAULT_MDE
+from analysis.load import ResultsError, load
+from analysis.report import choose_baseline
+from analysis.stats import (
+    DEFAULT_ALPHA,
+    _sort_pairs,
+    compare,
+    default_pairs,
+    effect_sizes,
+    measurements,
+)
+
+KEYS = ["a", "b", "network", "metric", "site"]
+
+SUSPECTS = ("version", "calibration", "sysctl", "kernel", "chromium", "browsertime", "hash")
+"""Manifest keys containing these words are listed first."""
+
+
+@dataclass(frozen=True)
+class Agreement:
+    sites: pd.DataFrame
+    """Per pair x network x metric x site: verdict_a, verdict_b, agree, rel_a, rel_b,
+    diff_rel (rel_a - rel_b) with diff_low, diff_high."""
+    summary: pd.DataFrame
+    """Per pair x network x metric: sites compared, agreeing, agreement share, median
+    diff_rel."""
+    manifest_diff: pd.DataFrame
+    """key, a, b: every manifest entry that differs (suspects first)."""
+    score: float
+    """Share of the sites tested in both campaigns whose verdicts agree (NaN if none)."""
+    baseline: str
+    pairs: tuple[tuple[str, str], ...]
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {"sites": self.sites, "summary": self.summary, "manifest_diff": self.manifest_diff}
+
+
+def read_manifest(folder: Path) -> dict:
+    """The folder's manifest.json ({} when there is none)."""
+    path = Path(folder) / "manifest.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path}: not JSON ({e}); fix or remove the manifest") from e
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path}: expected a JSON object")
+    return data
+
+
+def flatten(value, prefix: str = "") -> dict[str, object]:
+    """Nested dicts and lists as {"a.b.0": leaf}."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list):
+        out = {}
+        for i, v in enumerate(value):
+            out.update(flatten(v, f"{prefix}.{i}" if prefix else str(i)))
+        return out or {prefix: "[]"}
+    return {prefix: value}
+
+
+def manifest_diff(a: dict, b: dict) -> pd.DataFrame:
+    """Every flattened manifest key whose value differs; suspects first, then by key."""
+    fa, fb = flatten(a), flatten(b)
+    rows = [(k, _text(fa.get(k)), _text(fb.get(k))) for k in sorted(set(fa) | set(fb))
+            if fa.get(k, _MISSING) != fb.get(k, _MISSING)]
+    rows.sort(key=lambda r: (not any(w in r[0].lower() for w in SUSPECTS), r[0]))
+    return pd.DataFrame(rows, columns=["key", "a", "b"])
+
+
+_MISSING = object()
+
+
+def _text(value) -> str:
+    return "(absent)" if value is None else str(value)
+
+
+def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict | None = None,
+              manifest_b: dict | None = None, baseline: str | None = None,
+              pairs=None, alpha: float = DEFAULT_ALPHA, test: str = "anova",
+              correction: str = "none", metrics=None, resamples: int = 2000) -> Agreement:
+    """Compare two campaigns' verdicts on the settings, networks, sites and metrics they share."""
+    common = set(trials_a["protocol"]) & set(trials_b["protocol"])
+    if baseline is not None and baseline not in common:
+        raise ValueError(f"no setting {baseline} in both campaigns; "
+                         f"in both: {', '.join(sorted(common)) or 'none'}")
+    baseline, _ = choose_baseline(common, baseline)
+    pairs = tuple(pairs) if pairs is not None else tuple(default_pairs(common, baseline))
+    parts = []
+    for trials in (trials_a, trials_b):
+        meas = measurements(trials, metrics) if metrics else measurements(trials)
+        verdicts = compare(meas, pairs, alpha, test, correction)[KEYS + ["outcome"]]
+        effects = effect_sizes(meas, pairs, alpha, DEFAULT_MDE, resamples=resamples)
+        parts.append(verdicts.merge(effects[KEYS + ["rel", "rel_low", "rel_high"]], on=KEYS))
+    sites = parts[0].merge(parts[1], on=KEYS, suffixes=("_a", "_b"))
+    sites = sites.rename(columns={"outcome_a": "verdict_a", "outcome_b": "verdict_b"})
+    tested = (sites["verdict_a"] != "untested") & (sites["verdict_b"] != "untested")
+    sites["agree"] = pd.array(np.where(tested, sites["verdict_a"] == sites["verdict_b"], None),
+                              dtype="boolean")
+    sites["diff_rel"] = sites["rel_a"] - sites["rel_b"]
+    half = np.sqrt(((sites["rel_high_a"] - sites["rel_low_a"]) / 2) ** 2
+                   + ((sites["rel_high_b"] - sites["rel_low_b"]) / 2) ** 2)
+    sites["diff_low"] = sites["diff_rel"] - half
+    sites["diff_high"] = sites["diff_rel"] + half
+    sites = _sort_pairs(sites[KEYS + ["verdict_a", "verdict_b", "agree", "rel_a", "rel_b",
+                                      "diff_rel", "diff_low", "diff_high"]], list(pairs))
+    summary = (sites.assign(tested=sites["agree"].notna(), agreeing=sites["agree"].fillna(False))
+               .groupby(KEYS[:4], sort=False, observed=True)
+               .agg(sites=("site", "count"), tested=("tested", "sum"),
+                    agreeing=("agreeing", "sum"), median_diff_rel=("diff_rel", "median"))
+               .reset_index())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        summary.insert(7, "agreement", summary["agreeing"] / summary["tested"].replace(0, np.nan))
+    summary = _sort_pairs(summary, list(pairs)) if len(summary) else summary
+    tested_total = int(sites["agree"].notna().sum())
+    score = float(sites["agree"].sum()) / tested_total if tested_total else float("nan")
+    return Agreement(sites=sites, summary=summary,
+                     manifest_diff=manifest_diff(manifest_a or {}, manifest_b or {}),
+                     score=score, baseline=baseline, pairs=pairs)
+
+
+def agreement_of(folder_a: Path, folder_b: Path, **options) -> Agreement:
+    """agreement() of two results folders (or exports), with their manifests."""
+    ta, tb = load(folder_a), load(folder_b)
+    ma = read_manifest(folder_a) if Path(folder_a).is_dir() else {}
+    mb = read_manifest(folder_b) if Path(folder_b).is_dir() else {}
+    return agreement(ta, tb, ma, mb, **options)
+
+
+def write(result: Agreement, out: Path) -> list[Path]:
+    """Each table as out/<name>.csv; returns the files."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for name, table in result.tables().items():
+        table.to_csv(out / f"{name}.csv", index=False)
+        files.append(out / f"{name}.csv")
+    return files

@@ -1,0 +1,71 @@
+"""`testbed compare A B`: do two campaigns reach the same verdicts? (analysis.agreement)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from testbed.errors import InputError
+
+SHOWN_DIFFS = 20
+"""Manifest differences printed (all of them are in manifest_diff.csv with --out)."""
+
+
+@click.command()
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also write sites.csv, summary.csv and manifest_diff.csv into this folder.")
+@click.option("--baseline", default=None,
+              help="Baseline setting (default: tcp when both have it, else their first).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
+              show_default=True, help="Significance level of the per-site test.")
+@click.option("--test", "test", type=click.Choice(["anova", "mannwhitney", "kruskal"]),
+              default="anova", show_default=True, help="Per-site test.")
+@click.option("--correction", type=click.Choice(["none", "bh"]), default="none",
+              show_default=True, help="Correction across the per-site tests.")
+def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: float, test: str,
+            correction: str):
+    """Compare two campaigns' results (folders or exports): their manifests' differences
+    first, then per pair, network and metric how many sites get the same verdict
+    (win / tie / loss) in both, the median difference of relative differences, and
+    the overall agreement score. Runs without root."""
+    from analysis.agreement import agreement_of, write
+    from analysis.load import ResultsError
+    from analysis.schema import label
+
+    try:
+        result = agreement_of(a, b, baseline=baseline, alpha=alpha, test=test,
+                              correction=correction)
+    except ResultsError as e:
+        raise InputError(str(e)) from e
+    except ValueError as e:  # a baseline neither campaign has
+        raise InputError(f"--baseline: {e}") from e
+    if result.sites.empty:
+        raise InputError(f"{a} and {b}: no site, network and setting pair in common to compare")
+
+    diff = result.manifest_diff
+    click.echo(f"manifests: {len(diff)} difference(s)" + (":" if len(diff) else ""))
+    for row in diff.head(SHOWN_DIFFS).itertuples(index=False):
+        click.echo(f"  {row.key}: {_short(row.a)} | {_short(row.b)}")
+    if len(diff) > SHOWN_DIFFS:
+        click.echo(f"  ... {len(diff) - SHOWN_DIFFS} more" + (" in manifest_diff.csv" if out
+                                                              else " (--out DIR lists all)"))
+    click.echo(f"baseline: {result.baseline}; per-site test: {test}, correction {correction}, "
+               f"p < {alpha}")
+    click.echo(f"{'pair':<22} {'network':<8} {'metric':<6} {'agree':>9} {'median Δrel':>12}")
+    for r in result.summary.itertuples(index=False):
+        share = "–" if r.tested == 0 else f"{r.agreeing}/{r.tested}"
+        click.echo(f"{label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
+                   f"{label(r.metric):<6} {share:>9} {r.median_diff_rel:>+11.1%}")
+    tested = int(result.sites["agree"].notna().sum())
+    score = "n/a (no site tested in both)" if tested == 0 else f"{result.score:.1%}"
+    click.echo(f"agreement: {score} of {tested} site verdicts")
+    if out is not None:
+        for path in write(result, out):
+            click.echo(f"wrote {path}")
+
+
+def _short(value: str, width: int = 60) -> str:
+    return value if len(value) <= width else value[: width - 1] + "…"

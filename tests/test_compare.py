@@ -1,0 +1,77 @@
+"""`testbed compare A B`: verdict agreement between two campaigns, manifests' differences first."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from analysis import synthetic
+from analysis.agreement import agreement, agreement_of, flatten, manifest_diff
+from testbed.cli import cli
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    out = tmp_path_factory.mktemp("campaign")
+    trials = synthetic.campaign(sites=4, networks=["dsl", "lte"], runs=10, seed=6)
+    synthetic.write_folder(trials, out, {"versions": {"chromium": "130.0"}})
+    return out
+
+
+def test_a_campaign_against_itself_agrees_fully(folder):
+    result = agreement_of(folder, folder, resamples=300)
+    assert result.score == 1.0
+    assert result.manifest_diff.empty
+    assert (result.sites["diff_rel"] == 0).all()
+    assert ((result.sites["diff_low"] <= 0) & (result.sites["diff_high"] >= 0)).all()
+    assert (result.summary["agreement"] == 1.0).all()
+    # every pair of the default set, every network and analysed metric, every site
+    assert len(result.sites) == 6 * 2 * 5 * 4
+
+
+def test_disagreement_is_counted_per_site():
+    def rows(protocol, values):
+        return [{"site": "s", "network": "dsl", "protocol": protocol, "run": i, "plt_ms": v}
+                for i, v in enumerate(values)]
+    a = synthetic.trials(rows("tcp", [100, 101, 99, 100]) + rows("quic", [90, 91, 89, 90]))
+    b = synthetic.trials(rows("tcp", [100, 101, 99, 100]) + rows("quic", [110, 111, 109, 110]))
+    result = agreement(a, b, metrics=["plt"], resamples=200)
+    row = result.sites.iloc[0]
+    assert (row["verdict_a"], row["verdict_b"], bool(row["agree"])) == ("win", "loss", False)
+    assert row["diff_rel"] == pytest.approx(-0.2)
+    assert row["diff_low"] < -0.2 < row["diff_high"]
+    assert result.score == 0.0
+
+
+def test_manifest_differences_list_suspects_first():
+    a = {"campaign": "x", "started": "1", "versions": {"chromium": "130", "nginx": "1.22"},
+         "sysctls": {"net.ipv4.tcp_congestion_control": "cubic"}}
+    b = {"campaign": "x", "started": "2", "versions": {"chromium": "131", "nginx": "1.22"},
+         "sysctls": {"net.ipv4.tcp_congestion_control": "bbr"}}
+    d = manifest_diff(a, b)
+    assert list(d["key"]) == ["sysctls.net.ipv4.tcp_congestion_control", "versions.chromium",
+                              "started"]
+    assert flatten({"a": [1, {"b": 2}]}) == {"a.0": 1, "a.1.b": 2}
+
+
+def test_cli_self_and_other(folder, tmp_path):
+    done = CliRunner().invoke(cli, ["compare", str(folder), str(folder)])
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("manifests: 0 difference(s)")
+    assert "agreement: 100.0% of 240 site verdicts" in done.output
+
+    other = tmp_path / "other"
+    synthetic.write_folder(synthetic.campaign(sites=4, networks=["dsl"], runs=10, seed=7), other,
+                           {"versions": {"chromium": "131.0"}})
+    done = CliRunner().invoke(cli, ["compare", str(folder), str(other), "--out",
+                                    str(tmp_path / "cmp")])
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    assert lines[0] == "manifests: 1 difference(s):"
+    assert lines[1] == "  versions.chromium: 130.0 | 131.0"
+    sites = pd.read_csv(tmp_path / "cmp" / "sites.csv")
+    assert set(sites["network"]) == {"dsl"} and len(sites) == 6 * 5 * 4
+    assert json.loads((other / "manifest.json").read_text())["synthetic"] is True
