@@ -9,12 +9,15 @@ REPORT_OUT ?= reports/$(notdir $(RESULTS))
 # rustup's cargo if present, else Debian's (the same choice as setup/setup.sh)
 CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
-.PHONY: setup test unit e2e experiment report faults doctor bench clean
+.PHONY: setup test lint unit e2e experiment report faults doctor bench clean
 
 setup:
 	bash setup/setup.sh
 
-test: unit e2e faults
+test: lint unit e2e faults
+
+lint:
+	$(VENV)/bin/ruff check testbed analysis tests bench recordings
 
 unit:
 	$(PY) -m pytest -q -m "not e2e" tests

@@ -51,12 +51,12 @@ def test_topology_reaches_only_recorded_ips_and_cleans_up():
 
 def test_mahimahi_delay_shell_adds_the_configured_rtt():
     """Calibration in Mahimahi's style: two nested 10 ms delays give a 40 ms RTT."""
-    with ReplayTopology(["203.0.113.51"]) as topo:
-        with proc.Background(topo.server.exec([sys.executable, "-m", "http.server", "8080",
-                                               "--bind", "203.0.113.51"])):
-            probe = ["curl", "-s", "-o", "/dev/null", "-w", "%{time_connect}",
-                     "--retry", "5", "--retry-connrefused", "http://203.0.113.51:8080/"]
-            cp = proc.run(as_user(["mm-delay", "10", "mm-delay", "10", *probe],
-                                  netns=topo.client.name), timeout=30)
+    server = [sys.executable, "-m", "http.server", "8080", "--bind", "203.0.113.51"]
+    probe = ["curl", "-s", "-o", "/dev/null", "-w", "%{time_connect}",
+             "--retry", "5", "--retry-connrefused", "http://203.0.113.51:8080/"]
+    with (ReplayTopology(["203.0.113.51"]) as topo,
+          proc.Background(topo.server.exec(server))):
+        cp = proc.run(as_user(["mm-delay", "10", "mm-delay", "10", *probe],
+                              netns=topo.client.name), timeout=30)
     rtt_ms = float(cp.stdout) * 1000
     assert 39.5 <= rtt_ms <= 45, rtt_ms

@@ -136,11 +136,11 @@ class HostCounter:
     def __enter__(self):
         elems = ", ".join(self.ips)
         rules = [f"add table inet {self.table}",
-                 f"add set inet {self.table} watched "
-                 f"{{ type ipv4_addr; elements = {{ {elems} }} }}"]
+                 (f"add set inet {self.table} watched "
+                 f"{{ type ipv4_addr; elements = {{ {elems} }} }}")]
         for hook in ("output", "forward", "input", "prerouting", "postrouting"):
-            rules += [f"add chain inet {self.table} {hook} "
-                      f"{{ type filter hook {hook} priority -500; }}",
+            rules += [(f"add chain inet {self.table} {hook} "
+                      f"{{ type filter hook {hook} priority -500; }}"),
                       f"add rule inet {self.table} {hook} ip daddr @watched counter",
                       f"add rule inet {self.table} {hook} ip saddr @watched counter"]
         proc.run(["nft", "-f", "-"], input="\n".join(rules) + "\n")
@@ -196,7 +196,8 @@ def test_replay_command_runs_cmd_in_the_client_namespace_and_returns_its_status(
               'echo "$TESTBED_CHROMIUM_FLAGS" && echo "$TESTBED_HOST_RESOLVER_RULES" && '
               'ip -4 -o addr show | grep -c 198.18.0.2/30 && exit 7')
     cp = subprocess.run([TESTBED, "replay", str(site.path), "--stack", "tcp", "--",
-                         "sh", "-c", script], capture_output=True, text=True, timeout=120)
+                         "sh", "-c", script],
+                        check=False, capture_output=True, text=True, timeout=120)
     assert cp.returncode == 7, cp.stderr
     lines = cp.stdout.splitlines()
     assert lines[0] == "tcp"
@@ -219,7 +220,7 @@ def test_validate_servers_runs_through_both_stacks():
         out = Path(d) / "parity.json"
         cp = subprocess.run([TESTBED, "validate", "servers", "--runs", "2", "--size", "10000",
                              "--max-gap", "1000", "--json", str(out)],
-                            capture_output=True, text=True, timeout=300)
+                            check=False, capture_output=True, text=True, timeout=300)
         assert cp.returncode == 0, cp.stdout + cp.stderr
         data = json.loads(out.read_text())
     assert "gap (quic vs tcp)" in cp.stdout

@@ -88,7 +88,7 @@ def plan_text(campaign, runs: int | None = None, sample: int = 8) -> list[str]:
 
     runs = campaign.runs if runs is None else runs
     entries = config_mod.resolve(campaign)
-    recordings = {label: rec.load(e.file, check_bodies=False)
+    recordings = {label: rec.load(e.file)
                   for label, e in entries["sites"].items()}
     networks = {label: load_network(e.listed[0]) for label, e in entries["networks"].items()}
     settings = {label: settings_mod.load(e.listed[0])

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 from testbed import enter, safefs
 from testbed.errors import TestbedError
@@ -61,7 +62,7 @@ class Chromium:
         self.profile: Path | None = None
         self.log: Path | None = None
 
-    def __enter__(self) -> Chromium:
+    def __enter__(self) -> Self:
         pw = pwd.getpwnam(USER)
         self.profile = Path(tempfile.mkdtemp(prefix="chromium-", dir=current().dir))
         os.chown(self.profile, pw.pw_uid, pw.pw_gid)

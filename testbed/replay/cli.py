@@ -118,7 +118,7 @@ def replay(recording: str, stack: str, protocol: str | None, cmd: tuple[str, ...
                              cwd=str(cwd) if _traversable(cwd) else None)
         before = env.summary()
         try:
-            rc = subprocess.run(argv).returncode
+            rc = subprocess.run(argv, check=False).returncode
         finally:
             after = env.summary()
             click.echo(f"testbed: {after['requests'] - before['requests']} requests, "

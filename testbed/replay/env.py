@@ -34,6 +34,7 @@ import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Self
 
 from testbed import enter, proc, safefs
 from testbed import recording as rec
@@ -171,7 +172,7 @@ class ReplayEnv:
             raise TestbedError("ReplayEnv not started")
         return self.topology
 
-    def __enter__(self) -> ReplayEnv:
+    def __enter__(self) -> Self:
         t0 = time.monotonic()
         self._preconditions()
         stack = ExitStack()

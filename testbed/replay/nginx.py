@@ -42,7 +42,7 @@ def listeners(recording, stack: str) -> list[Listen]:
         tls = {(x.ip, x.port) for x in out if x.tls}
         clash = tls & {(x.ip, x.port) for x in out if not x.tls}
         if clash:
-            ip, port = sorted(clash)[0]
+            ip, port = min(clash)
             raise ValueError(f"{ip}:{port} is recorded both as http and https")
     return sorted(out)
 

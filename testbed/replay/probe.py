@@ -47,11 +47,11 @@ def try_tls(t: Target, timeout: float) -> None:
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
     ctx.set_alpn_protocols(["h2"])
-    with socket.create_connection((t.ip, t.port), timeout=timeout) as raw:
-        with ctx.wrap_socket(raw, server_hostname=t.sni or None) as s:
-            if s.version() != "TLSv1.3" or s.selected_alpn_protocol() != "h2":
-                raise RuntimeError(f"negotiated {s.version()} / {s.selected_alpn_protocol()}, "
-                                   f"expected TLSv1.3 / h2")
+    with (socket.create_connection((t.ip, t.port), timeout=timeout) as raw,
+          ctx.wrap_socket(raw, server_hostname=t.sni or None) as s):
+        if s.version() != "TLSv1.3" or s.selected_alpn_protocol() != "h2":
+            raise RuntimeError(f"negotiated {s.version()} / {s.selected_alpn_protocol()}, "
+                               f"expected TLSv1.3 / h2")
 
 
 def try_quic(t: Target, timeout: float) -> None:
