@@ -42,10 +42,14 @@ COLUMNS = (
     ("bytes", "INTEGER"),
     ("misses", "INTEGER"),
     ("protocols", "TEXT"),
+    ("max_in_flight", "TEXT"),
     ("rtt_ms", "REAL NOT NULL"),
     ("origins", "INTEGER NOT NULL"),
 )
 NAMES = tuple(name for name, _ in COLUMNS)
+ADDED = ("max_in_flight",)
+"""Columns newer than the first stores: added (NULL in older rows) when such a store
+is opened again."""
 
 
 @dataclass(frozen=True)
@@ -74,12 +78,16 @@ class Row:
     misses: int | None
     protocols: str | None
     """JSON object protocol -> request count."""
+    max_in_flight: str | None
+    """JSON object host -> the most requests to it on the wire at once (from the HAR)."""
     rtt_ms: float
     origins: int
 
     @staticmethod
     def protocols_json(counts: dict[str, int] | None) -> str | None:
         return None if counts is None else json.dumps(counts, sort_keys=True)
+
+    in_flight_json = protocols_json
 
 
 class Store:
@@ -109,6 +117,11 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute(f"CREATE TABLE IF NOT EXISTS trials ({cols})")
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(trials)")}
+        types = dict(COLUMNS)
+        for name in ADDED:
+            if name not in have:
+                self.db.execute(f"ALTER TABLE trials ADD COLUMN {name} {types[name]}")
         return self
 
     def __exit__(self, *exc) -> None:
