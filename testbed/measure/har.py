@@ -80,7 +80,7 @@ def in_flight(entry: dict) -> tuple[float, float] | None:
     start of sending (after any queueing, DNS, connect and TLS) to the last byte of
     the response; None when the entry has no usable start or total time."""
     try:
-        started = dt.datetime.fromisoformat(entry["startedDateTime"].replace("Z", "+00:00"))
+        started = dt.datetime.fromisoformat(entry["startedDateTime"])
         total = float(entry["time"])
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
