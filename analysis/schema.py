@@ -24,8 +24,8 @@ REAL = ("wall_s", "plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms", "ttfb_ms", "
 
 COLUMNS = ("trial_id", "campaign", "site", "network", "protocol", "run", "status", "reason",
            "attempt", "started_at", "wall_s", "plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms",
-           "ttfb_ms", "requests", "bytes", "misses", "protocols", "max_in_flight", "rtt_ms",
-           "origins")
+           "ttfb_ms", "requests", "bytes", "misses", "protocols", "rtt_ms", "origins",
+           "max_in_flight")
 """Every column of table `trials`, in the contract's order.
 
 `protocols` and `max_in_flight` are JSON objects: protocol -> requests, and host ->

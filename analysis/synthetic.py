@@ -177,8 +177,8 @@ CREATE TABLE trials (
     trial_id TEXT PRIMARY KEY, campaign TEXT, site TEXT, network TEXT, protocol TEXT,
     run INTEGER, status TEXT, reason TEXT, attempt INTEGER, started_at TEXT, wall_s REAL,
     plt_ms REAL, fvc_ms REAL, lvc_ms REAL, vc85_ms REAL, si_ms REAL, ttfb_ms REAL,
-    requests INTEGER, bytes INTEGER, misses INTEGER, protocols TEXT, max_in_flight TEXT,
-    rtt_ms REAL, origins INTEGER
+    requests INTEGER, bytes INTEGER, misses INTEGER, protocols TEXT, rtt_ms REAL,
+    origins INTEGER, max_in_flight TEXT
 )"""
 """Table `trials` as the results contract defines it."""
 

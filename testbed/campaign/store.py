@@ -42,9 +42,9 @@ COLUMNS = (
     ("bytes", "INTEGER"),
     ("misses", "INTEGER"),
     ("protocols", "TEXT"),
-    ("max_in_flight", "TEXT"),
     ("rtt_ms", "REAL NOT NULL"),
     ("origins", "INTEGER NOT NULL"),
+    ("max_in_flight", "TEXT"),
 )
 NAMES = tuple(name for name, _ in COLUMNS)
 ADDED = ("max_in_flight",)
@@ -78,10 +78,10 @@ class Row:
     misses: int | None
     protocols: str | None
     """JSON object protocol -> request count."""
-    max_in_flight: str | None
-    """JSON object host -> the most requests to it on the wire at once (from the HAR)."""
     rtt_ms: float
     origins: int
+    max_in_flight: str | None = None
+    """JSON object host -> the most requests to it on the wire at once (from the HAR)."""
 
     @staticmethod
     def protocols_json(counts: dict[str, int] | None) -> str | None:
