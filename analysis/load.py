@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.schema import COLUMNS, DTYPES, OK, TEXT
+from analysis.schema import ADDED, COLUMNS, DTYPES, OK, TEXT
 
 STORE_NAMES = ("trials.sqlite", "trials.parquet", "trials.csv", "trials.csv.gz")
 """What a results folder is searched for, in this order."""
@@ -64,15 +64,17 @@ def _read_sqlite(path: Path) -> pd.DataFrame:
 
 
 def normalise(raw: pd.DataFrame, source: str = "trials") -> pd.DataFrame:
-    """`raw` with exactly the contract's columns in order, cast to their dtypes."""
-    missing = [c for c in COLUMNS if c not in raw.columns]
+    """`raw` with exactly the contract's columns in order, cast to their dtypes (a
+    column added to the contract later is all missing in an older source)."""
+    missing = [c for c in COLUMNS if c not in raw.columns and c not in ADDED]
     if missing:
         raise ResultsError(f"{source}: missing column(s) {', '.join(missing)}; "
                            "expected the campaign results contract (see analysis/schema.py)")
     out = {}
     for column in COLUMNS:
         dtype = DTYPES[column]
-        values = raw[column]
+        values = raw[column] if column in raw.columns else pd.Series(
+            [None] * len(raw), index=raw.index, dtype="object")
         try:
             if dtype != "string":
                 values = pd.to_numeric(values)

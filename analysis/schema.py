@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 TEXT = ("trial_id", "campaign", "site", "network", "protocol", "status", "reason",
-        "started_at", "protocols")
+        "started_at", "protocols", "max_in_flight")
 """Text columns (pandas "string" dtype, missing = <NA>)."""
 
 INTEGER = ("run", "attempt", "origins")
@@ -24,8 +24,17 @@ REAL = ("wall_s", "plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms", "ttfb_ms", "
 
 COLUMNS = ("trial_id", "campaign", "site", "network", "protocol", "run", "status", "reason",
            "attempt", "started_at", "wall_s", "plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms",
-           "ttfb_ms", "requests", "bytes", "misses", "protocols", "rtt_ms", "origins")
-"""Every column of table `trials`, in the contract's order."""
+           "ttfb_ms", "requests", "bytes", "misses", "protocols", "rtt_ms", "origins",
+           "max_in_flight")
+"""Every column of table `trials`, in the contract's order.
+
+`protocols` and `max_in_flight` are JSON objects: protocol -> requests, and host ->
+the most requests to that host on the wire at the same time (from the trial's HAR
+timings, from sending the request to the response's last byte; see
+testbed.measure.har.max_in_flight)."""
+
+ADDED = ("max_in_flight",)
+"""Columns newer than the first stores and exports: missing (all NULL) in older ones."""
 
 DTYPES = {
     **{c: "string" for c in TEXT},

@@ -180,7 +180,7 @@ CREATE TABLE trials (
     run INTEGER, status TEXT, reason TEXT, attempt INTEGER, started_at TEXT, wall_s REAL,
     plt_ms REAL, fvc_ms REAL, lvc_ms REAL, vc85_ms REAL, si_ms REAL, ttfb_ms REAL,
     requests INTEGER, bytes INTEGER, misses INTEGER, protocols TEXT, rtt_ms REAL,
-    origins INTEGER
+    origins INTEGER, max_in_flight TEXT
 )"""
 """Table `trials` as the results contract defines it."""
 

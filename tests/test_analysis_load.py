@@ -96,3 +96,15 @@ def test_package_imports_without_the_testbed():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_export_from_before_max_in_flight_loads_with_it_missing(tmp_path, fixture_trials):
+    old = fixture_trials.head(3).drop(columns=["max_in_flight"])
+    old.to_csv(tmp_path / "old.csv", index=False)
+    back = load(tmp_path / "old.csv")
+    assert list(back.columns) == list(COLUMNS)
+    assert back["max_in_flight"].isna().all()
+    new = fixture_trials.head(2).assign(max_in_flight=['{"a.test": 12}', None])
+    new.to_parquet(tmp_path / "new.parquet", index=False)
+    assert list(load(tmp_path / "new.parquet")["max_in_flight"].fillna("-")) == [
+        '{"a.test": 12}', "-"]

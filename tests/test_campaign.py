@@ -1,5 +1,6 @@
 """Campaigns without the testbed: file validation, trial order, resume, the store."""
 
+import json
 import sqlite3
 import statistics
 from collections import Counter, defaultdict
@@ -7,6 +8,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from testbed.campaign import config, plan
+from testbed.campaign import store as store_mod
 from testbed.campaign.store import NAMES, Row, Store, read_rows
 from testbed.errors import InputError
 
@@ -130,8 +132,27 @@ def row(trial_id="s|dsl|tcp|0", status="ok", **kw):
                 "attempt": 1, "started_at": "2026-01-01T00:00:00.000+00:00", "wall_s": 3.5,
                 "plt_ms": 500.0, "fvc_ms": 200.0, "lvc_ms": 480.0, "vc85_ms": 300.0, "si_ms": 260.0,
                 "ttfb_ms": 40.0, "requests": 30, "bytes": 100_000, "misses": 0,
-                "protocols": Row.protocols_json({"h2": 30}), "rtt_ms": 24.0, "origins": 4}
+                "protocols": Row.protocols_json({"h2": 30}),
+                "max_in_flight": Row.in_flight_json({"a.test": 12, "b.test": 2}),
+                "rtt_ms": 24.0, "origins": 4}
     return Row(**{**base, **kw})
+
+
+def test_an_older_store_gets_the_added_columns(tmp_path):
+    db = tmp_path / "trials.sqlite"
+    old = [(n, t) for n, t in store_mod.COLUMNS if n not in store_mod.ADDED]
+    con = sqlite3.connect(db)
+    con.execute(f"CREATE TABLE trials ({', '.join(f'{n} {t}' for n, t in old)})")
+    r = {k: v for k, v in row("s|dsl|tcp|0").__dict__.items() if k not in store_mod.ADDED}
+    con.execute(f"INSERT INTO trials ({', '.join(r)}) VALUES ({', '.join('?' * len(r))})",
+                list(r.values()))
+    con.commit()
+    con.close()
+    with Store(db) as s:
+        s.add(row("s|dsl|quic|0"))
+    got = {x["trial_id"]: x for x in read_rows(db)}
+    assert got["s|dsl|tcp|0"]["max_in_flight"] is None
+    assert json.loads(got["s|dsl|quic|0"]["max_in_flight"]) == {"a.test": 12, "b.test": 2}
 
 
 def test_store_keeps_each_trial_once_in_wal_mode(tmp_path):

@@ -190,6 +190,16 @@ def test_serves_hits_and_counts_misses(site, tls, tmp_path):
     assert after["requests"] == 6 and after["misses"] == 2 and after["connections"] == 1
     assert after["miss_urls"] == [f"https://A.test:{srv.port}/nope", f"https://A.test:{srv.port}/"]
     assert after["bytes"] >= (1 << 20) + 13 + 3 + 3
+    # every response, misses too, names this origin's HTTP/3 service on the port asked
+    assert {h.get("alt-svc") for h, _ in got} == {f'h3=":{srv.port}"; ma=86400'}
+
+
+def test_alt_svc_off_announces_nothing(site, tls, tmp_path):
+    with Server(site, tls, tmp_path, "--alt-svc", "off") as srv:
+        got = fetch(srv.port, [("GET", "/"), ("GET", "/nope")])
+        assert srv.stop() == 0
+    assert [h[":status"] for h, _ in got] == ["200", "404"]
+    assert not any("alt-svc" in h for h, _ in got)
 
 
 def test_sigterm_exits_cleanly_with_a_final_summary(site, tls, tmp_path):

@@ -74,6 +74,15 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     pub gso: OnOff,
 
+    /// Announce on every response that the origin is served over HTTP/3
+    /// here: `alt-svc: h3=":PORT"; ma=86400`, PORT being the port the request
+    /// came in on (any alt-svc in the recording is dropped). A browser
+    /// counts an origin with a known QUIC alternative service as one that
+    /// handles request priorities, as it does an origin it reached over
+    /// HTTP/2. Defaults to on.
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub alt_svc: OnOff,
+
     /// Write one qlog file per connection into this folder
     /// (<trace id>.sqlog). Defaults to $QLOGDIR when set, otherwise no qlog.
     #[arg(long, value_name = "DIR", env = "QLOGDIR")]
@@ -153,6 +162,7 @@ mod tests {
         assert_eq!(a.pacing, OnOff::On);
         assert_eq!(a.max_udp_payload, 1350);
         assert_eq!(a.gso, OnOff::Off);
+        assert_eq!(a.alt_svc, OnOff::On);
         assert_eq!(a.log_level, "info");
         assert!(a.summary.is_none());
     }
@@ -162,6 +172,7 @@ mod tests {
         let a = parse(&[
             "--cc", "bbr2", "--initial-cwnd-packets", "32", "--pacing", "off",
             "--gso", "on", "--listen", "10.0.0.1:443", "--max-udp-payload", "1252",
+            "--alt-svc", "off",
         ])
         .unwrap();
         assert_eq!(a.cc, Cc::Bbr2);
@@ -170,6 +181,7 @@ mod tests {
         assert!(a.gso.on());
         assert_eq!(a.listen.len(), 2);
         assert_eq!(a.max_udp_payload, 1252);
+        assert_eq!(a.alt_svc, OnOff::Off);
     }
 
     #[test]

@@ -13,15 +13,29 @@ const HOP_BY_HOP: [&str; 5] = [
     "proxy-connection",
 ];
 
-/// Status, recorded headers minus hop-by-hop ones, pseudo-headers and the
-/// recorded content-length, plus content-length = body length (omitted for
-/// 1xx, 204 and 304, which carry no content).
+/// Alternative-service headers: what this server says about itself replaces
+/// whatever a recording holds (recordings normally hold none).
+const ALT_SVC: [&str; 2] = ["alt-svc", "alternate-protocol"];
+
+/// How long a client may remember the alternative service, seconds (a day,
+/// as large sites announce it; a trial's fresh profile forgets it anyway).
+pub const ALT_SVC_MAX_AGE: u32 = 86_400;
+
+/// The `alt-svc` header saying that this origin is served over HTTP/3 on
+/// `port` of the same host (RFC 7838, RFC 9114 §3.1.1).
+pub fn alt_svc(port: u16) -> Header {
+    Header::new(b"alt-svc", format!("h3=\":{port}\"; ma={ALT_SVC_MAX_AGE}").as_bytes())
+}
+
+/// Status, recorded headers minus hop-by-hop ones, alternative services,
+/// pseudo-headers and the recorded content-length, plus content-length =
+/// body length (omitted for 1xx, 204 and 304, which carry no content).
 pub fn headers(x: &Exchange) -> Vec<Header> {
-    let mut out = Vec::with_capacity(x.response_headers.len() + 2);
+    let mut out = Vec::with_capacity(x.response_headers.len() + 3);
     out.push(Header::new(b":status", x.status.to_string().as_bytes()));
     for (name, value) in &x.response_headers {
         let n = name.as_str();
-        if n.starts_with(':') || n == "content-length" || HOP_BY_HOP.contains(&n) {
+        if n.starts_with(':') || n == "content-length" || HOP_BY_HOP.contains(&n) || ALT_SVC.contains(&n) {
             continue;
         }
         out.push(Header::new(n.as_bytes(), value.as_bytes()));
@@ -92,6 +106,8 @@ mod tests {
                 ("upgrade", "h2c"),
                 ("proxy-connection", "x"),
                 ("content-length", "999"),
+                ("alt-svc", "h3=\":8443\""),
+                ("alternate-protocol", "443:quic"),
                 ("set-cookie", "a=1"),
                 ("set-cookie", "b=2"),
             ],
@@ -105,6 +121,17 @@ mod tests {
                 ("set-cookie".into(), "a=1".into()),
                 ("set-cookie".into(), "b=2".into()),
                 ("content-length".into(), "5".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn alt_svc_names_h3_on_the_port() {
+        assert_eq!(
+            pairs(&[alt_svc(443), alt_svc(4433)]),
+            vec![
+                ("alt-svc".into(), "h3=\":443\"; ma=86400".into()),
+                ("alt-svc".into(), "h3=\":4433\"; ma=86400".into()),
             ]
         );
     }

@@ -59,6 +59,7 @@ pub struct Settings {
     pub pacing: bool,
     pub gso: bool,
     pub max_udp_payload: usize,
+    pub alt_svc: bool,
     pub qlog_dir: Option<PathBuf>,
     pub keylog: Option<File>,
     pub summary: Option<PathBuf>,
@@ -87,6 +88,7 @@ impl Settings {
             pacing: args.pacing.on(),
             gso: args.gso.on(),
             max_udp_payload: args.max_udp_payload as usize,
+            alt_svc: args.alt_svc.on(),
             qlog_dir: args.qlog_dir.clone(),
             keylog,
             summary: args.summary.clone(),
@@ -455,6 +457,7 @@ impl Server {
                 }
             }
         }
+        let alt_svc = self.settings.alt_svc.then(|| response::alt_svc(self.sockets[c.socket].local.port()));
         let Client { conn, h3, pending, counted, .. } = c;
         let Some(h3) = h3.as_mut() else { return };
         let writable: Vec<u64> = conn.writable().filter(|s| pending.contains_key(s)).collect();
@@ -483,9 +486,11 @@ impl Server {
                         *counted = true;
                         self.summary.connections += 1;
                     }
-                    let p = answer(conn, stream, &list, &self.recording, &self.not_found, &mut self.summary);
+                    let mut p = answer(conn, stream, &list, &self.recording, &self.not_found, &mut self.summary);
+                    if let (Some(h), Some(headers)) = (&alt_svc, p.headers.as_mut()) {
+                        headers.push(h.clone());
+                    }
                     self.writer.changed(now);
-                    let mut p = p;
                     match advance(conn, h3, stream, &mut p, &mut self.summary) {
                         Ok(true) => {}
                         Ok(false) => {

@@ -522,6 +522,8 @@ class Runner:
             bytes=diff["bytes"] if diff else None,
             misses=diff["misses"] if diff else None,
             protocols=Row.protocols_json(protocols) if o.har is not None else None,
+            max_in_flight=(Row.in_flight_json(harlib.max_in_flight(o.har))
+                           if o.har is not None else None),
             rtt_ms=float(self.networks[trial.network].min_rtt_ms),
             origins=len(self.recordings[trial.site].hosts),
         )

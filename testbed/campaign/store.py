@@ -44,8 +44,12 @@ COLUMNS = (
     ("protocols", "TEXT"),
     ("rtt_ms", "REAL NOT NULL"),
     ("origins", "INTEGER NOT NULL"),
+    ("max_in_flight", "TEXT"),
 )
 NAMES = tuple(name for name, _ in COLUMNS)
+ADDED = ("max_in_flight",)
+"""Columns newer than the first stores: added (NULL in older rows) when such a store
+is opened again."""
 
 
 @dataclass(frozen=True)
@@ -76,10 +80,14 @@ class Row:
     """JSON object protocol -> request count."""
     rtt_ms: float
     origins: int
+    max_in_flight: str | None = None
+    """JSON object host -> the most requests to it on the wire at once (from the HAR)."""
 
     @staticmethod
     def protocols_json(counts: dict[str, int] | None) -> str | None:
         return None if counts is None else json.dumps(counts, sort_keys=True)
+
+    in_flight_json = protocols_json
 
 
 class Store:
@@ -109,6 +117,11 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute(f"CREATE TABLE IF NOT EXISTS trials ({cols})")
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(trials)")}
+        types = dict(COLUMNS)
+        for name in ADDED:
+            if name not in have:
+                self.db.execute(f"ALTER TABLE trials ADD COLUMN {name} {types[name]}")
         return self
 
     def __exit__(self, *exc) -> None:

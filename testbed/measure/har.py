@@ -8,8 +8,10 @@ reports each response's protocol (`h2`, `h3`, `http/1.1`; older builds
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections import Counter
+from urllib.parse import urlsplit
 
 _RUN = re.compile(r" run (\d+)$")
 
@@ -65,3 +67,55 @@ def protocols(har: dict) -> dict[str, int]:
 
 def requests(har: dict) -> int:
     return sum(protocols(har).values())
+
+
+def _ms(entry: dict, key: str) -> float:
+    """A HAR timing in ms; -1 (not applicable), missing or non-numbers count as 0."""
+    v = entry.get("timings", {}).get(key)
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0.0
+
+
+def in_flight(entry: dict) -> tuple[float, float] | None:
+    """When the request was on the wire: (sent, done) in ms since the epoch, from the
+    start of sending (after any queueing, DNS, connect and TLS) to the last byte of
+    the response; None when the entry has no usable start or total time."""
+    try:
+        started = dt.datetime.fromisoformat(entry["startedDateTime"])
+        total = float(entry["time"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if started.tzinfo is None or not total >= 0:
+        return None
+    t0 = started.timestamp() * 1000.0
+    # ssl is part of connect (HAR 1.2), so it is not added again
+    sent = t0 + _ms(entry, "blocked") + _ms(entry, "dns") + _ms(entry, "connect")
+    done = max(sent, t0 + total)
+    return sent, done
+
+
+def max_in_flight(har: dict) -> dict[str, int]:
+    """Host -> the most requests to it on the wire at the same time (see in_flight;
+    a request ending when another is sent does not overlap it). data: and blob: URLs
+    and entries without timings are left out."""
+    events: dict[str, list[tuple[float, int]]] = {}
+    for entry in har.get("log", {}).get("entries", []):
+        url = entry.get("request", {}).get("url", "")
+        if not isinstance(url, str) or url.startswith(("data:", "blob:")):
+            continue
+        try:
+            host = (urlsplit(url).hostname or "").lower()
+        except ValueError:
+            continue
+        span = in_flight(entry)
+        if not host or span is None:
+            continue
+        # ends sort before starts at the same instant: -1 < +1
+        events.setdefault(host, []).extend([(span[0], 1), (span[1], -1)])
+    peaks: dict[str, int] = {}
+    for host, evs in events.items():
+        now = peak = 0
+        for _, step in sorted(evs):
+            now += step
+            peak = max(peak, now)
+        peaks[host] = peak
+    return dict(sorted(peaks.items()))

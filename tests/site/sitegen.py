@@ -44,6 +44,10 @@ class SiteSpec:
     """Width of article thumbnails (larger = more bytes)."""
     beacon: bool = False
     """Whether the page sends an analytics-like beacon request."""
+    layout: str = "news"
+    """"news": the news front page; "gallery": a short HTML on `www` followed by
+    `articles` images from `www` itself, with its stylesheet and script on `static`
+    (a page that asks one host for many images at once)."""
 
     @property
     def ips(self) -> dict[str, str]:
@@ -82,7 +86,20 @@ NEWS_SITE = SiteSpec(
     beacon=True,
 )
 
-SITES = {s.name: s for s in (TEST_SITE, NEWS_SITE)}
+GALLERY_SITE = SiteSpec(
+    name="gallery",
+    www="www.gallery.test",
+    static="static.gallery-cdn.test",
+    cdn="static.gallery-cdn.test",
+    api="www.gallery.test",
+    addresses=(("www.gallery.test", "10.79.0.1"), ("static.gallery-cdn.test", "10.79.0.2")),
+    articles=40,
+    promos=0,
+    image_px=160,
+    layout="gallery",
+)
+
+SITES = {s.name: s for s in (TEST_SITE, NEWS_SITE, GALLERY_SITE)}
 
 
 @dataclass(frozen=True)
@@ -140,6 +157,8 @@ def _title(i: int) -> str:
 @cache
 def build(spec: SiteSpec) -> dict[tuple[str, str], Resource]:
     """Every static resource of the site, keyed by (host, path)."""
+    if spec.layout == "gallery":
+        return _gallery(spec)
     res: list[Resource] = []
     www, static, cdn, api = spec.www, spec.static, spec.cdn, spec.api
 
@@ -170,6 +189,45 @@ def build(spec: SiteSpec) -> dict[tuple[str, str], Resource]:
         res.append(Resource(static, "/css/print.css", "text/css",
                             b"@media print { nav, #promo { display: none } }\n",
                             headers=(CACHE,)))
+    return {(r.host, r.path): r for r in res}
+
+
+def _gallery(spec: SiteSpec) -> dict[tuple[str, str], Resource]:
+    """The gallery page: `articles` small JPEGs (no lazy loading) on the page's own
+    host, below a few lines of text; one stylesheet and one script on `static`.
+    Every response but the HTML carries an alt-svc header, as a CDN's would."""
+    www, static = spec.www, spec.static
+    w, h = spec.image_px, spec.image_px * 3 // 4
+    figures = "\n".join(
+        f'  <img src="/img/photo-{i:02d}.jpg" width="{w}" height="{h}" alt="photo {i}">'
+        for i in range(spec.articles))
+    html = f"""<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>{spec.name}: photos</title>
+  <link rel="stylesheet" href="https://{static}/css/gallery.css">
+  <script src="https://{static}/js/gallery.js" defer></script>
+</head>
+<body>
+  <h1>Harbour festival in pictures</h1>
+  <p>{_lorem(0)}</p>
+{figures}
+</body>
+</html>
+""".encode()
+    css = ("body { font-family: sans-serif; margin: 0 auto; max-width: 1000px; }\n"
+           f"img {{ margin: 2px; width: {w}px; height: {h}px; }}\n").encode()
+    js = (_app_js(spec).split(b"fetch(")[0]
+          + b"document.title += ' (' + document.images.length + ')';\n")
+    res = [Resource(www, "/", "text/html; charset=utf-8", html,
+                    headers=(("cache-control", "no-cache"),)),
+           Resource(static, "/css/gallery.css", "text/css", css,
+                    headers=(CACHE, CORS, ALT_SVC)),
+           Resource(static, "/js/gallery.js", "application/javascript", js,
+                    headers=(CACHE, CORS, ALT_SVC))]
+    res += [Resource(www, f"/img/photo-{i:02d}.jpg", "image/jpeg", _jpeg(w, h, seed=200 + i),
+                     headers=(CACHE, ALT_SVC)) for i in range(spec.articles)]
     return {(r.host, r.path): r for r in res}
 
 
