@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from testbed import proc, runstate
+from testbed import chromium, proc, runstate, safefs
 from testbed.enter import as_user
 from testbed.errors import CommandFailed
 
@@ -286,17 +286,14 @@ def check_mahimahi(topo) -> list[Row]:
 
 
 def check_chromium_load(topo) -> Row:
-    profile = Path(tempfile.mkdtemp(prefix="doctor-chromium-"))
-    pw = pwd.getpwnam(runstate.USER)
-    os.chown(profile, pw.pw_uid, pw.pw_gid)
+    profile = chromium.make_profile(prefix="doctor-chromium-")
     try:
-        argv = ["chromium", "--headless=new", "--disable-gpu", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                f"--user-data-dir={profile}", "--disable-quic",
-                f"--host-resolver-rules=MAP doctor.test {PROBE_IP}", "--dump-dom", "http://doctor.test/"]
+        argv = chromium.command(profile, ["--disable-gpu", *chromium.STACK_FLAGS["tcp"],
+                                          f"--host-resolver-rules=MAP doctor.test {PROBE_IP}",
+                                          "--dump-dom", "http://doctor.test/"])
         cp = proc.run(as_user(argv, netns=topo.client.name), check=False, timeout=60)
     finally:
-        shutil.rmtree(profile, ignore_errors=True)
+        safefs.rmtree(profile)  # the testbed user's tree
     if "doctor-ok" in cp.stdout:
         return passed("Chromium headless load", f"loaded a local page as {runstate.USER}, sandbox on")
     return failed("Chromium headless load", first_line(cp.stderr) or f"exit {cp.returncode}",

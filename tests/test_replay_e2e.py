@@ -17,9 +17,9 @@ import replay_site
 
 from testbed import proc
 from testbed import recording as rec
+from testbed.chromium import Chromium
 from testbed.replay import env as env_mod
 from testbed.replay import parity
-from testbed.replay.browser import Chromium
 from testbed.replay.env import ReplayEnv
 
 pytestmark = pytest.mark.e2e
@@ -45,7 +45,7 @@ def site():
 def navigate(page, url):
     """Chromium may report a network change while the new namespaces' IPv6 link-local
     addresses settle; a load it aborted for that is loaded again."""
-    from testbed.replay.browser import CDPError
+    from testbed.chromium import CDPError
 
     for attempt in range(3):
         try:

@@ -231,7 +231,7 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
             profile: NetworkProfile, chain_wrap: list[str], work: Path) -> Result:
     """One setting, observed; started over (at most ATTEMPTS times) when Chromium
     reports a network change, as it may while Mahimahi's interfaces come up."""
-    from testbed.replay.browser import CDPError
+    from testbed.chromium import CDPError
 
     for attempt in range(1, ATTEMPTS + 1):
         try:
@@ -245,7 +245,7 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
 def _observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopology,
              profile: NetworkProfile, chain_wrap: list[str], work: Path, attempt: int,
              ) -> Result:
-    from testbed.replay.browser import Chromium
+    from testbed.chromium import Chromium
     from testbed.replay.env import ReplayEnv
 
     setting = opts.setting

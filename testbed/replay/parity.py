@@ -112,11 +112,11 @@ from rich.table import Table
 
 from testbed import proc, safefs
 from testbed import recording as rec
+from testbed.chromium import CDPError, Chromium
 from testbed.emulate.traces import fixed_rate, write_trace
 from testbed.errors import TestbedError
 from testbed.profiles import ProtocolProfile
 from testbed.protocols.apply import ServerOptions, server_options
-from testbed.replay.browser import CDPError, Chromium
 from testbed.replay.env import ReplayEnv
 from testbed.replay.synthetic import exchange, write
 from testbed.runstate import current
