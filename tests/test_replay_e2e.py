@@ -19,8 +19,8 @@ from testbed import proc
 from testbed import recording as rec
 from testbed.chromium import Chromium
 from testbed.replay import env as env_mod
-from testbed.replay import parity
 from testbed.replay.env import ReplayEnv
+from testbed.validate import servers
 
 pytestmark = pytest.mark.e2e
 
@@ -225,7 +225,7 @@ def test_validate_servers_runs_through_both_stacks():
         data = json.loads(out.read_text())
     assert "gap (quic vs tcp)" in cp.stdout
     assert "Lost on the path: tcp: " in cp.stdout
-    assert data["rate_mbit"] == parity.RATE_MBIT == 100
+    assert data["rate_mbit"] == servers.RATE_MBIT == 100
     assert [r["stack"] for r in data["results"]] == ["tcp", "quic"]
     for r in data["results"]:
         assert len(r["times_ms"]["10000"]) == 2 and r["misses"] == 0

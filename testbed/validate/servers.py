@@ -118,9 +118,10 @@ from testbed.errors import TestbedError
 from testbed.profiles import ProtocolProfile
 from testbed.protocols.apply import ServerOptions, server_options
 from testbed.replay.env import ReplayEnv
-from testbed.replay.synthetic import exchange, write
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
+from testbed.validate import evidence
+from testbed.validate.site import exchange, write
 
 PAGE_HOST, PAGE_IP = "page.parity.test", "192.0.2.80"
 FIRST_FILE_IP = 100  # file hosts are on 192.0.2.100 and up, one IP each
@@ -358,17 +359,7 @@ SHOWN = {"tcp": ("tun_drops", "tcp_retransmits"), "quic": DROPS}
 
 def snmp(argv: list[str]) -> dict[str, dict[str, int]]:
     """/proc/net/snmp as read by argv (`cat` inside some namespace): {"Tcp": {...}}."""
-    return parse_snmp(proc.output(argv))
-
-
-def parse_snmp(text: str) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    lines = text.splitlines()
-    for names, values in zip(lines[::2], lines[1::2], strict=False):
-        group, _, keys = names.partition(":")
-        out[group] = dict(zip(keys.split(), map(int, values.partition(":")[2].split()),
-                              strict=False))
-    return out
+    return evidence.parse_snmp(proc.output(argv))
 
 
 def tun_drops(ns: list[str]) -> int:

@@ -47,11 +47,11 @@ from testbed.emulate import calibrate
 from testbed.emulate.shells import build_chain
 from testbed.errors import TestbedError
 from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load_protocol
-from testbed.protocols import evidence
 from testbed.protocols.apply import ServerOptions, server_options
-from testbed.replay.parity import FETCH_JS  # the fetch-and-time script, shared
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
+from testbed.validate import evidence
+from testbed.validate.servers import FETCH_JS  # the fetch-and-time script, shared
 
 DEFAULT_SETTINGS = ("tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr")
 DEFAULT_NETWORK = "lte"
@@ -110,7 +110,7 @@ FILE_PATH = "/file.bin"
 def make_recording(out_dir: Path) -> Path:
     """A page, and a 1 MB file of random bytes on another origin and IP (so that the
     browser opens a new connection for it: no HTTP/2 or HTTP/3 coalescing)."""
-    from testbed.replay.synthetic import exchange, write
+    from testbed.validate.site import exchange, write
 
     body = random.Random(2019).randbytes(FILE_SIZE)
     cors = (("access-control-allow-origin", "*"), ("timing-allow-origin", "*"),
@@ -180,49 +180,20 @@ class SsWatch:
                 if s.local.rsplit(":", 1)[0] == server_ip]
 
 
-def _qlog_events(path: Path):
+def qlog_events(path: Path | None) -> list[dict]:
+    """The events of a qlog h3server wrote (none if there is no qlog)."""
+    if path is None:
+        return []
     try:  # h3server (the testbed user) wrote it: never read through a symlink
-        text = safefs.read_user_text(path)
+        return evidence.parse_qlog(safefs.read_user_text(path))
     except (OSError, safefs.UnsafePath):
-        return
-    for raw in text.split("\x1e"):
-        raw = raw.strip()
-        if raw:
-            try:
-                yield json.loads(raw)
-            except json.JSONDecodeError:
-                continue
+        return []
 
 
 def main_qlog(qlog_dir: Path) -> Path | None:
     """The qlog of the connection that carried the most (the file's)."""
     files = [p for p in qlog_dir.glob("*") if p.is_file() and not p.is_symlink()]
     return max(files, key=lambda p: p.lstat().st_size) if files else None
-
-
-def qlog_states(path: Path | None) -> set[str]:
-    """Congestion states a qlog (JSON-SEQ) names."""
-    states: set[str] = set()
-    for ev in _qlog_events(path) if path else ():
-        if ev.get("name", "").endswith("congestion_state_updated"):
-            data = ev.get("data", {})
-            for key in ("new", "state"):
-                if isinstance(data.get(key), str):
-                    states.add(_norm(data[key]))
-    return states
-
-
-def qlog_initial_cwnd(path: Path | None) -> int | None:
-    """The first congestion_window (bytes) a qlog reports."""
-    for ev in _qlog_events(path) if path else ():
-        cwnd = ev.get("data", {}).get("congestion_window")
-        if isinstance(cwnd, int):
-            return cwnd
-    return None
-
-
-def _norm(s: str) -> str:
-    return re.sub(r"[^a-z]+", "_", s.lower()).strip("_")
 
 
 # ------------------------------------------------------------------ one setting
@@ -312,7 +283,7 @@ def _observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopo
                                ", ".join(seen) + f" ({len(socks)} samples)" if seen else "no sample",
                                seen == [cc]))
     else:
-        states = qlog_states(main_qlog(qlog_dir))
+        states = evidence.qlog_states(qlog_events(main_qlog(qlog_dir)))
         bbr = {x for x in states if x.startswith("bbr") or x in BBR_STATES}
         family = ("bbr" if bbr and not states - bbr else
                   "cubic" if states and states <= CUBIC_STATES else "?")
@@ -340,7 +311,7 @@ def _observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopo
             result.rows.append(Row("initial cwnd (ss, first sample)", f">= {iw}",
                                    f"{socks[0].cwnd}", socks[0].cwnd >= iw))
     else:
-        cwnd = qlog_initial_cwnd(main_qlog(qlog_dir))
+        cwnd = evidence.qlog_initial_cwnd(qlog_events(main_qlog(qlog_dir)))
         result.rows.append(Row(
             "initial window (qlog congestion_window)", f"{iw} x {unit} = {iw * unit} bytes",
             f"{cwnd} bytes" if cwnd is not None else "not in the qlog", cwnd == iw * unit))

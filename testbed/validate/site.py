@@ -1,4 +1,4 @@
-"""Recordings made from scratch (for the server-parity check and tests)."""
+"""Recordings made from scratch (for the validations and tests)."""
 
 from __future__ import annotations
 
