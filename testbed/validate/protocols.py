@@ -26,7 +26,6 @@ Exit status 1 when an observation differs from its expectation.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import shutil
@@ -50,8 +49,8 @@ from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load
 from testbed.protocols.apply import ServerOptions, server_options
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
-from testbed.validate import evidence
-from testbed.validate.servers import FETCH_JS  # the fetch-and-time script, shared
+from testbed.validate import evidence, site
+from testbed.validate.site import PROTOCOL
 
 DEFAULT_SETTINGS = ("tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr")
 DEFAULT_NETWORK = "lte"
@@ -65,13 +64,10 @@ PACED_GAP_SHARE = 0.1
 RTT / initial window (a paced flight spreads over a good part of the RTT; an unpaced
 one leaves back to back, microseconds apart)."""
 SS_INTERVAL = 0.02
-SETTLE_S = 3.0
-"""Chromium reports network changes while Mahimahi's interfaces come up: wait that long
-after starting it, and start a setting over if it happens anyway."""
-NETWORK_ERRORS = ("ERR_NETWORK_CHANGED", "Failed to fetch")
 ATTEMPTS = 3
+"""A setting is started over (at most this often in all) when Chromium reports a network
+change anyway, after site.SETTLE_S."""
 TCP_MSS = 1448
-PROTOCOL = {"tcp": "h2", "quic": "h3"}
 CUBIC_STATES = {"slow_start", "conservative_slow_start", "congestion_avoidance", "recovery",
                 "application_limited"}
 """quiche's congestion states for CUBIC and Reno (HyStart++ adds conservative slow start)."""
@@ -108,18 +104,12 @@ FILE_PATH = "/file.bin"
 
 
 def make_recording(out_dir: Path) -> Path:
-    """A page, and a 1 MB file of random bytes on another origin and IP (so that the
-    browser opens a new connection for it: no HTTP/2 or HTTP/3 coalescing)."""
-    from testbed.validate.site import exchange, write
-
-    body = random.Random(2019).randbytes(FILE_SIZE)
-    cors = (("access-control-allow-origin", "*"), ("timing-allow-origin", "*"),
-            ("cache-control", "no-store"))
-    page = b"<!doctype html><title>protocols</title><link rel=icon href='data:,'><p>protocols"
-    return write(out_dir, "protocol-settings", f"https://{PAGE_HOST}/", [
-        exchange(f"https://{PAGE_HOST}/", PAGE_IP, page, headers=cors[2:]),
-        exchange(f"https://{FILE_HOST}{FILE_PATH}", FILE_IP, body, "application/octet-stream",
-                 headers=cors)])
+    """The file-download site with one 1 MB file of random bytes on another origin and
+    IP than the page (so that the browser opens a new connection for it: no HTTP/2 or
+    HTTP/3 coalescing)."""
+    body = random.Random(site.SEED).randbytes(FILE_SIZE)
+    return site.make(out_dir, "protocol-settings", PAGE_HOST, PAGE_IP,
+                     [site.File(FILE_HOST, FILE_IP, FILE_PATH, body)])
 
 
 # ------------------------------------------------------------------ capture helpers
@@ -208,7 +198,7 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
         try:
             return _observe(opts, recording, topology, profile, chain_wrap, work, attempt)
         except CDPError as e:
-            if not any(x in str(e) for x in NETWORK_ERRORS) or attempt == ATTEMPTS:
+            if not site.network_changed(e) or attempt == ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
 
@@ -236,16 +226,15 @@ def _observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopo
             Capture(topology, pcap, "tcp" if opts.stack == "tcp" else "udp") as cap:
         with Chromium(env.client_netns, [*env.chromium_flags(), *opts.chromium_flags],
                       wrap=chain_wrap, timeout=120) as browser:
-            time.sleep(SETTLE_S)
+            time.sleep(site.SETTLE_S)
             if watch:
                 watch.__enter__()
             try:
                 page = browser.new_page(isolated=True)
                 page.navigate(f"https://{PAGE_HOST}/", timeout=120)
-                fetched.append(page.evaluate(FETCH_JS % json.dumps(url + "?first"), timeout=180))
+                fetched.append(site.fetch(page, url + "?first", timeout=180))
                 time.sleep(IDLE_S)
-                fetched.append(page.evaluate(FETCH_JS % json.dumps(url + "?after-idle"),
-                                             timeout=180))
+                fetched.append(site.fetch(page, url + "?after-idle", timeout=180))
             finally:
                 if watch:
                     watch.__exit__(None, None, None)
@@ -254,8 +243,8 @@ def _observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopo
     rtt = profile.min_rtt_ms / 1000
 
     # stack
-    protos = [f.get("protocol") for f in fetched]
-    ok = all(f.get("status") == 200 and f.get("bytes") == FILE_SIZE for f in fetched)
+    protos = [f.protocol for f in fetched]
+    ok = all(f.status == 200 and f.bytes == FILE_SIZE for f in fetched)
     result.rows.append(Row("stack (Chromium flags)", PROTOCOL[opts.stack],
                            ", ".join(map(str, protos)) + ("" if ok else " (fetch failed)"),
                            ok and all(p == PROTOCOL[opts.stack] for p in protos)))

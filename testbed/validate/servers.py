@@ -120,8 +120,8 @@ from testbed.protocols.apply import ServerOptions, server_options
 from testbed.replay.env import ReplayEnv
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
-from testbed.validate import evidence
-from testbed.validate.site import exchange, write
+from testbed.validate import evidence, site
+from testbed.validate.site import PROTOCOL
 
 PAGE_HOST, PAGE_IP = "page.parity.test", "192.0.2.80"
 FIRST_FILE_IP = 100  # file hosts are on 192.0.2.100 and up, one IP each
@@ -152,7 +152,6 @@ def settings(initial_window: int = INITIAL_WINDOW, pacing: bool = False,
 
 
 TCP_CONGESTION_CONTROL = "cubic"
-PROTOCOL = {"tcp": "h2", "quic": "h3"}
 
 
 def label(size: int) -> str:
@@ -178,38 +177,19 @@ def hosts_per_size(runs: int, rounds: int) -> int:
 
 
 def make_recording(out_dir: Path, sizes=SIZES, per_size: int = 1) -> Path:
-    """A page origin, and per size `per_size` file origins (each on its own IP) serving
-    that file: random, incompressible bytes."""
+    """The file-download site with, per size, `per_size` file origins (each on its own
+    IP) serving that file: random, incompressible bytes."""
     if not 1 <= per_size * len(sizes) <= 254 - FIRST_FILE_IP:
         raise TestbedError(f"{per_size * len(sizes)} file hosts do not fit in "
                            f"192.0.2.{FIRST_FILE_IP}-254; use fewer --runs per round "
                            f"(more --rounds) or fewer sizes")
-    rnd = random.Random(2019)
-    cors = (("access-control-allow-origin", "*"), ("timing-allow-origin", "*"),
-            ("cache-control", "no-store"))
-    page = b'<!doctype html><title>server parity</title><link rel="icon" href="data:,"><p>parity'
-    exchanges = [exchange(f"https://{PAGE_HOST}/", PAGE_IP, page, headers=cors[2:])]
+    rnd = random.Random(site.SEED)
+    files = []
     for i, size in enumerate(sizes):
         body = rnd.randbytes(size)
-        for k in range(per_size):
-            host, ip = file_host(i, k, per_size)
-            exchanges.append(exchange(f"https://{host}{file_target(size)}", ip, body,
-                                      "application/octet-stream", headers=cors))
-    return write(out_dir, "server-parity", f"https://{PAGE_HOST}/", exchanges)
-
-
-FETCH_JS = """(async () => {
-  const url = %s;
-  const r = await fetch(url, {cache: "no-store"});
-  const n = (await r.arrayBuffer()).byteLength;
-  let e;
-  for (let i = 0; i < 100 && !e; i++) {
-    e = performance.getEntriesByName(url)[0];
-    if (!e) await new Promise(ok => setTimeout(ok, 10));
-  }
-  return {status: r.status, bytes: n, protocol: e ? e.nextHopProtocol : null,
-          ms: e ? e.responseEnd - e.requestStart : null};
-})()"""
+        files += [site.File(*file_host(i, k, per_size), file_target(size), body)
+                  for k in range(per_size)]
+    return site.make(out_dir, "server-parity", PAGE_HOST, PAGE_IP, files)
 
 
 @dataclass
@@ -282,7 +262,7 @@ def _round(recording, topo, result: StackResult, sizes, n: int, wrap: list[str],
                 for size in sizes:
                     d.download(size, counted=False)
             # Chromium reports network changes while Mahimahi's interfaces settle.
-            time.sleep(max(0.0, SETTLE_S - (time.monotonic() - started)))
+            time.sleep(max(0.0, site.SETTLE_S - (time.monotonic() - started)))
             for _ in range(n):
                 for size in sizes:
                     result.times_ms[size].append(d.download(size))
@@ -379,10 +359,6 @@ def path_losses(browser: Chromium) -> dict[str, int]:
             "udp_rcvbuf_drops": udp["RcvbufErrors"]}
 
 
-NETWORK_ERRORS = ("ERR_NETWORK_CHANGED", "Failed to fetch")
-SETTLE_S = 3.0
-
-
 class _Downloader:
     """One page in one browser; each download goes to a file host (and IP) not used
     before in this browser, so over a new connection."""
@@ -415,7 +391,7 @@ class _Downloader:
             try:
                 return _download(self.page, self.env, self.stack, host, size, self.tag)
             except CDPError as e:
-                if not any(x in str(e) for x in NETWORK_ERRORS) or attempt == 4:
+                if not site.network_changed(e) or attempt == 4:
                     raise
                 if counted:
                     self.result.retries += 1
@@ -425,14 +401,14 @@ class _Downloader:
 
 def _download(page, env: ReplayEnv, stack: str, host: str, size: int, tag: str) -> float:
     url = f"https://{host}{file_target(size)}?{tag}"
-    got = page.evaluate(FETCH_JS % json.dumps(url), timeout=120)
-    if got["status"] != 200 or got["bytes"] != size:
+    got = site.fetch(page, url, timeout=120)
+    if got.status != 200 or got.bytes != size:
         env.check_alive()
-        raise TestbedError(f"{stack}: {url} gave status {got['status']}, {got['bytes']} bytes")
-    if got["protocol"] != PROTOCOL[stack]:
-        raise TestbedError(f"{stack}: {url} went over {got['protocol']!r}, "
+        raise TestbedError(f"{stack}: {url} gave status {got.status}, {got.bytes} bytes")
+    if got.protocol != PROTOCOL[stack]:
+        raise TestbedError(f"{stack}: {url} went over {got.protocol!r}, "
                            f"expected {PROTOCOL[stack]}")
-    return float(got["ms"])
+    return float(got.ms)
 
 
 def gap(tcp_ms: float, quic_ms: float) -> float:
