@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from testbed import recording as rec
-from testbed.validate import servers
+from testbed.validate import servers, verdict
 
 
 def test_rounds_spread_the_runs_evenly():
@@ -57,13 +57,24 @@ def result(stack, times):
     return servers.StackResult(stack, {10_000: times})
 
 
-def test_table_fails_above_the_allowed_gap():
-    _, ok = servers.table({"tcp": result("tcp", [10.0, 10.0, 11.0]),
-                          "quic": result("quic", [10.4, 10.6, 9.0])}, (10_000,), 0.05)
-    assert ok
-    _, ok = servers.table({"tcp": result("tcp", [10.0]), "quic": result("quic", [10.6])},
-                         (10_000,), 0.05)
-    assert not ok
+def test_rows_fail_above_the_allowed_gap():
+    (row,) = servers.rows({"tcp": result("tcp", [10.0, 10.0, 11.0]),
+                           "quic": result("quic", [10.4, 10.6, 9.0])}, (10_000,), 0.05)
+    assert row.ok and verdict.all_ok([row])
+    assert (row.name, row.figures, row.observed) == ("10 KB", ("10.00", "10.40"), "+4.0%")
+    (row,) = servers.rows({"tcp": result("tcp", [10.0]), "quic": result("quic", [10.6])},
+                          (10_000,), 0.05)
+    assert row.ok is False and not verdict.all_ok([row])
+
+
+def test_one_stack_shows_its_medians_and_judges_nothing():
+    results = {"quic": result("quic", [12.0, 14.0])}
+    (row,) = servers.rows(results, (10_000,), 0.05)
+    assert row.ok is None and row.figures == ("13.00",)
+    assert [c.header for c in servers.columns(results, 0.05)] == ["size", "quic (h3)"]
+    lines = verdict.lines([row], servers.columns(results, 0.05), servers.title(results))
+    assert lines == ["Server parity: median download time (ms), 2 downloads per size and stack",
+                     "size: 10 KB\tquic (h3): 13.00"]
 
 
 def test_both_stacks_get_the_same_window_pacing_and_packet_size():

@@ -32,13 +32,12 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Self
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from testbed import proc, safefs
 from testbed import recording as rec
@@ -49,8 +48,9 @@ from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load
 from testbed.protocols.apply import ServerOptions, server_options
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
-from testbed.validate import evidence, site
+from testbed.validate import evidence, site, verdict
 from testbed.validate.site import PROTOCOL
+from testbed.validate.verdict import Row
 
 DEFAULT_SETTINGS = ("tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr")
 DEFAULT_NETWORK = "lte"
@@ -76,15 +76,6 @@ BBR_STATES = {"startup", "drain", "probe_bw", "probe_rtt"}
 
 
 @dataclass
-class Row:
-    prop: str
-    expected: str
-    observed: str
-    ok: bool | None
-    """None: shown, not checked."""
-
-
-@dataclass
 class Result:
     setting: ProtocolProfile
     applied: dict = field(default_factory=dict)
@@ -92,7 +83,7 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return all(r.ok is not False for r in self.rows)
+        return verdict.all_ok(self.rows)
 
 
 # ------------------------------------------------------------------ the replayed site
@@ -370,19 +361,16 @@ def _observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopo
 
 # ------------------------------------------------------------------ command
 
-def render(results: list[Result], profile: NetworkProfile, delay_ms: int) -> Table:
-    t = Table(title=f"Protocol settings proven during a replay under {profile.name} "
-                    f"({profile.description}; mm-delay {delay_ms} ms each way)",
-              title_justify="left")
-    for col in ("setting", "property", "expected", "observed", "ok"):
-        t.add_column(col)
-    for r in results:
-        for i, row in enumerate(r.rows):
-            verdict = {True: "[green]yes[/green]", False: "[red]NO[/red]", None: "-"}[row.ok]
-            t.add_row(r.setting.name if i == 0 else "", row.prop, row.expected, row.observed,
-                      verdict)
-        t.add_section()
-    return t
+COLUMNS = (verdict.column("property", "name"), verdict.column("expected", "expected"),
+           verdict.column("observed", "observed"), verdict.verdict(justify="left"))
+
+
+def render(console: Console, results: list[Result], profile: NetworkProfile,
+           delay_ms: int) -> None:
+    rows = [replace(row, group=r.setting.name) for r in results for row in r.rows]
+    verdict.render(console, rows, COLUMNS,
+                   f"Protocol settings proven during a replay under {profile.name} "
+                   f"({profile.description}; mm-delay {delay_ms} ms each way)", group="setting")
 
 
 @click.command("protocols")
@@ -421,7 +409,7 @@ def validate_protocols(settings, network, keep):
                     shutil.move(str(item), keep / item.name)
             console.print(f"captures and qlogs kept in {keep}")
         shutil.rmtree(work, ignore_errors=True)
-    console.print(render(results, profile, cal.delay_ms))
+    render(console, results, profile, cal.delay_ms)
     bad = [r.setting.name for r in results if not r.ok]
     if bad:
         raise TestbedError(f"protocol validation failed: {', '.join(bad)}")

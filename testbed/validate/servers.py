@@ -108,7 +108,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from testbed import proc, safefs
 from testbed import recording as rec
@@ -120,8 +119,9 @@ from testbed.protocols.apply import ServerOptions, server_options
 from testbed.replay.env import ReplayEnv
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
-from testbed.validate import evidence, site
+from testbed.validate import evidence, site, verdict
 from testbed.validate.site import PROTOCOL
+from testbed.validate.verdict import Row
 
 PAGE_HOST, PAGE_IP = "page.parity.test", "192.0.2.80"
 FIRST_FILE_IP = 100  # file hosts are on 192.0.2.100 and up, one IP each
@@ -421,28 +421,34 @@ def conditions(rtt_ms: int, rate_mbit: int) -> str:
     return f"{rtt_ms} ms RTT, {link}"
 
 
-def table(results: dict[str, StackResult], sizes, max_gap: float,
-          conditions_text: str = "") -> tuple[Table, bool]:
-    t = Table(title=f"Server parity: median download time (ms), {runs_label(results)}"
-              + (f", {conditions_text}" if conditions_text else ""),
-              title_justify="left")
-    t.add_column("size", justify="right")
-    for stack in results:
-        t.add_column(f"{stack} ({PROTOCOL[stack]})", justify="right")
+def rows(results: dict[str, StackResult], sizes, max_gap: float) -> list[Row]:
+    """Per size: each stack's median (figures) and, with both stacks, QUIC's gap to TCP
+    (observed) judged against max_gap."""
     both = {"tcp", "quic"} <= set(results)
-    if both:
-        t.add_column("gap (quic vs tcp)", justify="right")
-        t.add_column(f"|gap| <= {max_gap:.0%}", justify="center")
-    ok = True
+    out = []
     for size in sizes:
-        row = [label(size)] + [f"{results[s].median(size):.2f}" for s in results]
+        medians = tuple(f"{results[s].median(size):.2f}" for s in results)
         if both:
             g = gap(results["tcp"].median(size), results["quic"].median(size))
-            passed = abs(g) <= max_gap
-            ok &= passed
-            row += [f"{g:+.1%}", "[green]yes[/green]" if passed else "[red]NO[/red]"]
-        t.add_row(*row)
-    return t, ok
+            out.append(Row(label(size), expected=f"|gap| <= {max_gap:.0%}", observed=f"{g:+.1%}",
+                           ok=abs(g) <= max_gap, figures=medians))
+        else:
+            out.append(Row(label(size), figures=medians))
+    return out
+
+
+def columns(results: dict[str, StackResult], max_gap: float) -> list[verdict.Column]:
+    cols = [verdict.column("size", "name", "right")]
+    cols += [verdict.figure(f"{stack} ({PROTOCOL[stack]})", i) for i, stack in enumerate(results)]
+    if {"tcp", "quic"} <= set(results):
+        cols += [verdict.column("gap (quic vs tcp)", "observed", "right"),
+                 verdict.verdict(f"|gap| <= {max_gap:.0%}", "center")]
+    return cols
+
+
+def title(results: dict[str, StackResult], conditions_text: str = "") -> str:
+    return (f"Server parity: median download time (ms), {runs_label(results)}"
+            + (f", {conditions_text}" if conditions_text else ""))
 
 
 def loss_report(results: dict[str, StackResult]) -> tuple[str, bool]:
@@ -511,8 +517,9 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
                           f"{s} {r.startup_s:.2f} s" for s, r in results.items()))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    t, ok = table(results, sizes, max_gap, conditions(rtt_ms, rate_mbit))
-    console.print(t)
+    by_size = rows(results, sizes, max_gap)
+    verdict.render(console, by_size, columns(results, max_gap),
+                   title(results, conditions(rtt_ms, rate_mbit)))
     losses, lost = loss_report(results)
     console.print(losses)
     if lost:
@@ -523,5 +530,5 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
         doc = {"rtt_ms": rtt_ms, "rate_mbit": rate_mbit, "runs": runs, "max_gap": max_gap,
                "results": [asdict(r) for r in results.values()]}
         safefs.write_out_file(json_out, json.dumps(doc, indent=1), "--json")
-    if not ok:
+    if not verdict.all_ok(by_size):
         raise TestbedError(f"server parity failed: a median gap exceeds {max_gap:.0%}")
