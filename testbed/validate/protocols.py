@@ -21,6 +21,9 @@ samples the server's sockets every 20 ms; h3server writes a qlog.
 | buffers (TCP) | the namespace's tcp_rmem / tcp_wmem read back, and the send buffer ss reports |
 | max UDP payload (QUIC) | the largest datagram payload the server sent |
 
+capture() runs all that and returns an Observation (what was fetched, the
+packets, the `ss` samples, the qlog, what applying the setting set); judge() is
+a pure function of the setting and that observation, giving the rows below.
 Exit status 1 when an observation differs from its expectation.
 """
 
@@ -32,7 +35,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Self
 
@@ -41,11 +44,13 @@ from rich.console import Console
 
 from testbed import proc, safefs
 from testbed import recording as rec
+from testbed.chromium import CDPError, Chromium
 from testbed.emulate import calibrate
 from testbed.emulate.shells import build_chain
 from testbed.errors import TestbedError
 from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load_protocol
 from testbed.protocols.apply import ServerOptions, server_options
+from testbed.replay.env import ReplayEnv
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
 from testbed.validate import evidence, site, verdict
@@ -68,6 +73,8 @@ ATTEMPTS = 3
 """A setting is started over (at most this often in all) when Chromium reports a network
 change anyway, after site.SETTLE_S."""
 TCP_MSS = 1448
+QUIC_PAYLOAD = 1350
+"""h3server's UDP payload when a setting names none."""
 CUBIC_STATES = {"slow_start", "conservative_slow_start", "congestion_avoidance", "recovery",
                 "application_limited"}
 """quiche's congestion states for CUBIC and Reno (HyStart++ adds conservative slow start)."""
@@ -75,11 +82,10 @@ BBR_STATES = {"startup", "drain", "probe_bw", "probe_rtt"}
 """BBR's modes; quiche's BBRv2 names them bbr_startup, bbr_drain, bbr_probe_bw_up, ..."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
     setting: ProtocolProfile
-    applied: dict = field(default_factory=dict)
-    rows: list[Row] = field(default_factory=list)
+    rows: list[Row]
 
     @property
     def ok(self) -> bool:
@@ -93,7 +99,6 @@ FILE_HOST, FILE_IP = "files.protocols.test", "192.0.2.91"
 FILE_PATH = "/file.bin"
 
 
-
 def make_recording(out_dir: Path) -> Path:
     """The file-download site with one 1 MB file of random bytes on another origin and
     IP than the page (so that the browser opens a new connection for it: no HTTP/2 or
@@ -103,7 +108,7 @@ def make_recording(out_dir: Path) -> Path:
                      [site.File(FILE_HOST, FILE_IP, FILE_PATH, body)])
 
 
-# ------------------------------------------------------------------ capture helpers
+# ------------------------------------------------------------------ capture tools
 
 class Capture:
     """tcpdump on the server's veth, in the server namespace, while the block runs."""
@@ -177,38 +182,51 @@ def main_qlog(qlog_dir: Path) -> Path | None:
     return max(files, key=lambda p: p.lstat().st_size) if files else None
 
 
-# ------------------------------------------------------------------ one setting
+# ------------------------------------------------------------------ capture
+
+@dataclass(frozen=True)
+class Observation:
+    """What one replay under one setting showed: capture's output, judge's input."""
+
+    applied: dict[str, str]
+    """What applying the setting set in the server namespace, read back (the managed
+    sysctls, "route": the server's route to the client)."""
+    fetched: tuple[site.Fetched, ...]
+    """The file, then the file again on the same connection after IDLE_S."""
+    packets: tuple[evidence.Packet, ...]
+    """Captured on the server's veth: port 443 over the stack's transport."""
+    socks: tuple[evidence.SockInfo, ...] = ()
+    """TCP: `ss` samples of the file server's sockets, in order."""
+    qlog: tuple[dict, ...] = ()
+    """QUIC: the events of h3server's qlog of the file's connection."""
+
 
 def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopology,
-            profile: NetworkProfile, chain_wrap: list[str], work: Path) -> Result:
+            chain_wrap: list[str], work: Path) -> Observation:
     """One setting, observed; started over (at most ATTEMPTS times) when Chromium
     reports a network change, as it may while Mahimahi's interfaces come up."""
-    from testbed.chromium import CDPError
-
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            return _observe(opts, recording, topology, profile, chain_wrap, work, attempt)
+            return capture(opts, recording, topology, chain_wrap, work, attempt)
         except CDPError as e:
             if not site.network_changed(e) or attempt == ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
 
 
-def _observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopology,
-             profile: NetworkProfile, chain_wrap: list[str], work: Path, attempt: int,
-             ) -> Result:
-    from testbed.chromium import Chromium
-    from testbed.replay.env import ReplayEnv
-
-    setting = opts.setting
-    result = Result(setting)
-    result.applied = opts.apply(topology)
+def capture(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopology,
+            chain_wrap: list[str], work: Path, attempt: int = 1) -> Observation:
+    """Apply the setting, start the replay servers with its options and Chromium inside
+    the shells, fetch the file twice with an idle between, and keep what the wire, the
+    kernel and h3server showed meanwhile."""
+    name = opts.setting.name
+    applied = opts.apply(topology)
     h3args = list(opts.h3server_args)
-    qlog_dir = work / f"qlog-{setting.name}-{attempt}"
+    qlog_dir = work / f"qlog-{name}-{attempt}"
     if opts.stack == "quic":
         safefs.user_dir(qlog_dir)  # h3server writes its qlogs there
         h3args += ["--qlog-dir", str(qlog_dir)]
-    pcap = work / f"{setting.name}-{attempt}.pcap"
+    pcap = work / f"{name}-{attempt}.pcap"
     url = f"https://{FILE_HOST}{FILE_PATH}"
     watch = SsWatch(topology) if opts.stack == "tcp" else None
     fetched = []
@@ -230,133 +248,141 @@ def _observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopo
                 if watch:
                     watch.__exit__(None, None, None)
         env.check_alive()
-    packets = cap.packets()
-    rtt = profile.min_rtt_ms / 1000
+    return Observation(
+        applied=applied, fetched=tuple(fetched), packets=tuple(cap.packets()),
+        socks=tuple(watch.of_peer_ip(FILE_IP)) if watch else (),
+        qlog=tuple(qlog_events(main_qlog(qlog_dir))) if opts.stack == "quic" else ())
 
-    # stack
-    protos = [f.protocol for f in fetched]
-    ok = all(f.status == 200 and f.bytes == FILE_SIZE for f in fetched)
-    result.rows.append(Row("stack (Chromium flags)", PROTOCOL[opts.stack],
-                           ", ".join(map(str, protos)) + ("" if ok else " (fetch failed)"),
-                           ok and all(p == PROTOCOL[opts.stack] for p in protos)))
 
-    proto = evidence.TCP if opts.stack == "tcp" else evidence.UDP
-    conns = evidence.connections(packets, 443, proto)
+# ------------------------------------------------------------------ judge
+
+def judge(opts: ServerOptions, obs: Observation, rtt_s: float) -> list[Row]:
+    """Each property of the setting against what was observed (a pure function).
+    rtt_s: the network profile's minimum RTT, the scale pacing is judged on."""
+    setting, stack = opts.setting, opts.stack
+    protos = [f.protocol for f in obs.fetched]
+    fetched = bool(obs.fetched) and all(f.status == 200 and f.bytes == FILE_SIZE
+                                        for f in obs.fetched)
+    rows = [Row("stack (Chromium flags)", PROTOCOL[stack],
+                ", ".join(map(str, protos)) + ("" if fetched else " (fetch failed)"),
+                fetched and all(p == PROTOCOL[stack] for p in protos))]
+    conns = evidence.connections(list(obs.packets), 443,
+                                 evidence.TCP if stack == "tcp" else evidence.UDP)
     conn = [c for k, c in conns.items() if k[2] == FILE_IP]
     if not conn:
-        result.rows.append(Row("capture", f"a connection to {FILE_IP}:443", "none", False))
-        return result
-    conn_packets = max(conn, key=len)
-    fl = evidence.flights(conn_packets, 443, TCP_MSS)
-    data = evidence.data_flights(fl)
+        return [*rows, Row("capture", f"a connection to {FILE_IP}:443", "none", False)]
+    packets = max(conn, key=len)
+    data = evidence.data_flights(evidence.flights(packets, 443, TCP_MSS))
     first = data[0] if data else None
-    quiet = [f for f in data if f.start - data[0].start > IDLE_S * 0.8] if data else []
-    after_idle = quiet[0] if quiet else None
-    unit = TCP_MSS if opts.stack == "tcp" else (setting.max_udp_payload or 1350)
-
-    # congestion control
-    cc = setting.congestion_control
-    if opts.stack == "tcp":
-        socks = watch.of_peer_ip(FILE_IP) if watch else []
-        seen = sorted({s.cc for s in socks if s.cc})
-        result.rows.append(Row("congestion control (ss)", cc,
-                               ", ".join(seen) + f" ({len(socks)} samples)" if seen else "no sample",
-                               seen == [cc]))
+    rows.append(_congestion_control(setting, stack, obs))
+    rows += _initial_window(setting, stack, obs, packets, first)
+    if first is not None:
+        rows.append(_pacing(setting, opts.pacing_method, first, rtt_s))
+    if stack == "tcp":
+        if opts.pacing_method == "internal":
+            maxrates = sorted({s.max_pacing_rate for s in obs.socks if s.max_pacing_rate})
+            rows.append(Row("max pacing rate set (ss)", "yes (switches internal pacing on)",
+                            ", ".join(maxrates) + " bps" if maxrates else "not set",
+                            bool(maxrates)))
+        quiet = [f for f in data if f.start - data[0].start > IDLE_S * 0.8]
+        rows += _tcp_settings(setting, obs, quiet[0] if quiet else None)
     else:
-        states = evidence.qlog_states(qlog_events(main_qlog(qlog_dir)))
-        bbr = {x for x in states if x.startswith("bbr") or x in BBR_STATES}
-        family = ("bbr" if bbr and not states - bbr else
-                  "cubic" if states and states <= CUBIC_STATES else "?")
-        want = "bbr" if cc.startswith("bbr") else "cubic" if cc == "cubic" else cc
-        result.rows.append(Row("congestion control (qlog states)", f"{cc} ({want} states)",
-                               f"{family}: {', '.join(sorted(states)) or 'none'}",
-                               family == want))
+        sizes = [p.payload for p in packets if p.sport == 443]
+        mx = max(sizes) if sizes else 0
+        want = setting.max_udp_payload or QUIC_PAYLOAD
+        rows.append(Row("max UDP payload", f"{want} bytes", f"{mx} bytes", mx == want))
+    return rows
 
-    # initial window
+
+def _congestion_control(setting: ProtocolProfile, stack: str, obs: Observation) -> Row:
+    cc = setting.congestion_control
+    if stack == "tcp":
+        seen = sorted({s.cc for s in obs.socks if s.cc})
+        return Row("congestion control (ss)", cc,
+                   ", ".join(seen) + f" ({len(obs.socks)} samples)" if seen else "no sample",
+                   seen == [cc])
+    states = evidence.qlog_states(list(obs.qlog))
+    bbr = {x for x in states if x.startswith("bbr") or x in BBR_STATES}
+    family = ("bbr" if bbr and not states - bbr else
+              "cubic" if states and states <= CUBIC_STATES else "?")
+    want = "bbr" if cc.startswith("bbr") else "cubic" if cc == "cubic" else cc
+    return Row("congestion control (qlog states)", f"{cc} ({want} states)",
+               f"{family}: {', '.join(sorted(states)) or 'none'}", family == want)
+
+
+def _initial_window(setting: ProtocolProfile, stack: str, obs: Observation,
+                    packets: list[evidence.Packet], first: evidence.Flight | None) -> list[Row]:
     iw = setting.initial_window_packets
     if first is None:
-        result.rows.append(Row("initial window (first flight)", f"{iw} packets",
-                               "no data flight", False))
-    elif opts.stack == "tcp":
-        got = evidence.outstanding_segments(conn_packets, first, 443, TCP_MSS)
-        grown = evidence.acked_before(conn_packets, first, 443, TCP_MSS) if cc == "bbr" else 0
-        want = iw + grown
-        result.rows.append(Row(
-            "initial window (first flight)",
-            f"{iw} segments" + (f" + {grown} acked in the handshake (BBR startup)" if grown
-                                else ""),
-            f"{got} segments in flight ({first.bytes} bytes in this flight)", got == want))
-        socks = watch.of_peer_ip(FILE_IP) if watch else []
-        if socks and socks[0].cwnd is not None:
-            result.rows.append(Row("initial cwnd (ss, first sample)", f">= {iw}",
-                                   f"{socks[0].cwnd}", socks[0].cwnd >= iw))
-    else:
-        cwnd = evidence.qlog_initial_cwnd(qlog_events(main_qlog(qlog_dir)))
-        result.rows.append(Row(
-            "initial window (qlog congestion_window)", f"{iw} x {unit} = {iw * unit} bytes",
-            f"{cwnd} bytes" if cwnd is not None else "not in the qlog", cwnd == iw * unit))
-        result.rows.append(Row(
-            "first flight on the wire", f"about {iw} packets, fewer if paced over > 1 RTT",
-            f"{first.bytes} bytes = {first.bytes / unit:.1f} x {unit} "
-            f"({len(first.times)} datagrams over {first.duration * 1000:.0f} ms)", None))
+        return [Row("initial window (first flight)", f"{iw} packets", "no data flight", False)]
+    if stack == "tcp":
+        got = evidence.outstanding_segments(packets, first, 443, TCP_MSS)
+        grown = (evidence.acked_before(packets, first, 443, TCP_MSS)
+                 if setting.congestion_control == "bbr" else 0)
+        rows = [Row("initial window (first flight)",
+                    f"{iw} segments" + (f" + {grown} acked in the handshake (BBR startup)"
+                                        if grown else ""),
+                    f"{got} segments in flight ({first.bytes} bytes in this flight)",
+                    got == iw + grown)]
+        if obs.socks and obs.socks[0].cwnd is not None:
+            rows.append(Row("initial cwnd (ss, first sample)", f">= {iw}",
+                            f"{obs.socks[0].cwnd}", obs.socks[0].cwnd >= iw))
+        return rows
+    unit = setting.max_udp_payload or QUIC_PAYLOAD
+    cwnd = evidence.qlog_initial_cwnd(list(obs.qlog))
+    return [Row("initial window (qlog congestion_window)", f"{iw} x {unit} = {iw * unit} bytes",
+                f"{cwnd} bytes" if cwnd is not None else "not in the qlog", cwnd == iw * unit),
+            Row("first flight on the wire", f"about {iw} packets, fewer if paced over > 1 RTT",
+                f"{first.bytes} bytes = {first.bytes / unit:.1f} x {unit} "
+                f"({len(first.times)} datagrams over {first.duration * 1000:.0f} ms)", None)]
 
-    # pacing: gaps between the packets of the first data flight
-    if first is not None:
-        gaps = sorted(b - a for a, b in zip(first.times, first.times[1:]))
-        median_gap = gaps[len(gaps) // 2] if gaps else 0.0
-        spaced = rtt / iw * PACED_GAP_SHARE if rtt else 1e-4
-        text = (f"median gap {median_gap * 1000:.2f} ms; flight over "
-                f"{first.duration * 1000:.1f} ms = {first.duration / rtt:.0%} of RTT"
-                if rtt else f"median gap {median_gap * 1000:.2f} ms")
-        how = {"internal": " (internal, SO_MAX_PACING_RATE)", "fq": " (fq)",
-               "quic": " (h3server)"}.get(opts.pacing_method, "")
-        if setting.pacing:
-            result.rows.append(Row("pacing", f"on{how}: median gap >= {spaced * 1000:.2f} ms",
-                                   text, median_gap >= spaced))
-        else:
-            result.rows.append(Row("pacing", f"off: back to back, median gap < "
-                                   f"{spaced * 1000:.2f} ms", text, median_gap < spaced))
-    if opts.stack == "tcp" and opts.pacing_method == "internal" and watch:
-        socks = watch.of_peer_ip(FILE_IP)
-        maxrates = sorted({s.max_pacing_rate for s in socks if s.max_pacing_rate})
-        result.rows.append(Row("max pacing rate set (ss)", "yes (switches internal pacing on)",
-                               ", ".join(maxrates) + " bps" if maxrates else "not set",
-                               bool(maxrates)))
 
-    # slow start after idle
-    if opts.stack == "tcp":
-        ssai = setting.slow_start_after_idle
-        exp = f"{'on' if ssai else 'off'}: {'<=' if ssai else '>'} {iw} segments after {IDLE_S} s idle"
-        if after_idle is None:
-            result.rows.append(Row("slow start after idle", exp, "no flight after the idle", False))
-        else:
-            got = after_idle.segments
-            result.rows.append(Row("slow start after idle", exp, f"{got} segments",
-                                   got <= iw + 2 if ssai else got > iw + 2))
-        # buffers
-        for key in ("tcp_rmem", "tcp_wmem"):
-            want = getattr(setting, key)
-            have = " ".join(result.applied.get(f"net.ipv4.{key}", "").split())
-            exp = " ".join(map(str, want)) if want else "namespace default"
-            result.rows.append(Row(f"net.ipv4.{key}", exp, have,
-                                   have == exp if want else None))
-        socks = watch.of_peer_ip(FILE_IP) if watch else []
-        tb = [s.sndbuf for s in socks if s.sndbuf]
-        if tb:
-            floor = setting.tcp_wmem[1] if setting.tcp_wmem else None
-            result.rows.append(Row("send buffer (ss skmem tb, first sample)",
-                                   f">= {floor}" if floor else "kernel autotuning",
-                                   f"{tb[0]} bytes", tb[0] >= floor if floor else None))
-        route = result.applied.get("route", "")
-        metrics = " ".join(re.findall(r"\b(?:initcwnd|initrwnd) \d+", route)) or route
-        result.rows.append(Row("route to client", f"initcwnd {iw} initrwnd {iw}", metrics,
-                               f"initcwnd {iw}" in route and f"initrwnd {iw}" in route))
+def _pacing(setting: ProtocolProfile, method: str, first: evidence.Flight, rtt_s: float) -> Row:
+    """Gaps between the packets of the first data flight."""
+    iw = setting.initial_window_packets
+    gaps = sorted(b - a for a, b in zip(first.times, first.times[1:]))
+    median_gap = gaps[len(gaps) // 2] if gaps else 0.0
+    spaced = rtt_s / iw * PACED_GAP_SHARE if rtt_s else 1e-4
+    text = (f"median gap {median_gap * 1000:.2f} ms; flight over "
+            f"{first.duration * 1000:.1f} ms = {first.duration / rtt_s:.0%} of RTT"
+            if rtt_s else f"median gap {median_gap * 1000:.2f} ms")
+    how = {"internal": " (internal, SO_MAX_PACING_RATE)", "fq": " (fq)",
+           "quic": " (h3server)"}.get(method, "")
+    if setting.pacing:
+        return Row("pacing", f"on{how}: median gap >= {spaced * 1000:.2f} ms", text,
+                   median_gap >= spaced)
+    return Row("pacing", f"off: back to back, median gap < {spaced * 1000:.2f} ms", text,
+               median_gap < spaced)
+
+
+def _tcp_settings(setting: ProtocolProfile, obs: Observation,
+                  after_idle: evidence.Flight | None) -> list[Row]:
+    """Slow start after idle, buffers, the route's metrics."""
+    iw = setting.initial_window_packets
+    ssai = setting.slow_start_after_idle
+    exp = f"{'on' if ssai else 'off'}: {'<=' if ssai else '>'} {iw} segments after {IDLE_S} s idle"
+    if after_idle is None:
+        rows = [Row("slow start after idle", exp, "no flight after the idle", False)]
     else:
-        sizes = [p.payload for p in conn_packets if p.sport == 443]
-        mx = max(sizes) if sizes else 0
-        want = setting.max_udp_payload or 1350
-        result.rows.append(Row("max UDP payload", f"{want} bytes", f"{mx} bytes", mx == want))
-    return result
+        got = after_idle.segments
+        rows = [Row("slow start after idle", exp, f"{got} segments",
+                    got <= iw + 2 if ssai else got > iw + 2)]
+    for key in ("tcp_rmem", "tcp_wmem"):
+        want = getattr(setting, key)
+        have = " ".join(obs.applied.get(f"net.ipv4.{key}", "").split())
+        exp = " ".join(map(str, want)) if want else "namespace default"
+        rows.append(Row(f"net.ipv4.{key}", exp, have, have == exp if want else None))
+    tb = [s.sndbuf for s in obs.socks if s.sndbuf]
+    if tb:
+        floor = setting.tcp_wmem[1] if setting.tcp_wmem else None
+        rows.append(Row("send buffer (ss skmem tb, first sample)",
+                        f">= {floor}" if floor else "kernel autotuning",
+                        f"{tb[0]} bytes", tb[0] >= floor if floor else None))
+    route = obs.applied.get("route", "")
+    metrics = " ".join(re.findall(r"\b(?:initcwnd|initrwnd) \d+", route)) or route
+    rows.append(Row("route to client", f"initcwnd {iw} initrwnd {iw}", metrics,
+                    f"initcwnd {iw}" in route and f"initrwnd {iw}" in route))
+    return rows
 
 
 # ------------------------------------------------------------------ command
@@ -399,8 +425,9 @@ def validate_protocols(settings, network, keep):
         with ReplayTopology(recording.ips) as topo, console.status("starting") as status:
             for s in loaded:
                 status.update(f"{s.name}: replay under {profile.name}")
-                results.append(observe(server_options(s), recording, topo, profile,
-                                       chain.argv([]), work))
+                opts = server_options(s)
+                obs = observe(opts, recording, topo, chain.argv([]), work)
+                results.append(Result(s, judge(opts, obs, profile.min_rtt_ms / 1000)))
     finally:
         if keep:
             keep.mkdir(parents=True, exist_ok=True)
