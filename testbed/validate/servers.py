@@ -1,98 +1,22 @@
 """`testbed validate servers`: the paper's server-parity check.
 
 Both replay stacks serve the same single files (10 KB, 100 KB, 1 MB, 10 MB by
-default, from a recording made on the fly) to the same client, Chromium as
-the testbed user inside `mm-link RATE RATE -- mm-delay 5` (10 ms RTT, no loss).
-Each file is downloaded 31 times per stack; a download's time is Resource
-Timing's responseEnd - requestStart. The check passes when, at every size,
-the medians of the two stacks differ by at most 5 %.
+default, a file-download site made on the fly: testbed/validate/site.py) to
+the same client, Chromium as the testbed user inside
+`mm-link RATE RATE -- mm-delay 5` (10 ms RTT, no loss). Each file is
+downloaded 31 times per stack, every download over a new connection to an
+origin and IP the browser has not contacted yet; a download's time is
+Resource Timing's responseEnd - requestStart (the handshake is not in it: that
+is a protocol property, not a server's). The stacks take turns in rounds
+(ABBA), each turn with freshly started servers and browser, sizes interleaved
+within a turn. The check passes when, at every size, the medians of the two
+stacks differ by at most 5 %.
 
-The paper ran it without a rate limit. On a small machine that makes the
-machine the bottleneck instead of a link, and the check then measures how
-each transport copes with it rather than the servers. On 2 cores, 10 MB
-without a rate limit moves at ~600 Mbit/s and loses packets in two places
-no server controls: Mahimahi's TUN device queues (500 packets; they dropped
-~10 % of unpaced TCP's segments in slow-start bursts) and Chromium's 2 MB
-QUIC socket receive buffer (its network thread falls behind; 21,052
-datagrams dropped in one check). Even without drops the client's QUIC stack
-shows: it reads, decrypts and acknowledges ~20 us per packet (~50,000
-packets/s, ~600 Mbit/s), so a 32-packet flight arriving at once is
-acknowledged over ~0.65 ms (qlog: an ACK every 2 packets, 40 us apart),
-while TCP's ACKs come from the client's kernel at once; each slow-start
-round of QUIC then takes longer (+7 % at 1 MB without a rate limit, up to
-+5.3 % at 100 KB behind a 400 Mbit/s link). h3server sends within ~10 us of each
-ACK (median, qlog).
-
-So the check puts a link of RATE Mbit/s in front of the delay: by default
-100, 4 times the fastest network profile (DSL's 25 Mbit/s) and a sixth of
-what the client's QUIC stack can take, so a flight reaches the browser over
-a few ms and is acknowledged as it comes. mm-link's queue is unbounded and
-the shells' TUN devices hold 10,000 packets: the link, not the CPU, is the
-bottleneck, and nothing is lost. `--rate 0` runs the paper's condition
-exactly (on this machine it fails at 10 MB and 1 MB, by +7 % each).
-
-The link has a cost: mm-link delivers on 1 ms ticks, so a server answering
-within the same tick as another looks just as fast. nginx+uWSGI answers a
-request ~0.3 ms later than h3server (0.67 against 0.39 ms median, request to
-first response byte at the server's veth); without the link that is 2-3 %
-of a 10 KB download at 10 ms RTT, with it mostly invisible, as it is in
-every shaped network profile.
-
-The check counts what the path dropped (TUN queue drops, the browser's UDP
-receive-buffer drops; server TCP retransmissions are shown too) and says so
-when the "no loss" condition did not hold.
-
-Fairness choices:
-- Every download goes to a file origin this browser has not contacted yet,
-  each on its own IP (so neither HTTP/2 nor QUIC pools it onto an existing
-  connection), fetched from one page on yet another origin: each file goes
-  over a new connection that has just finished its handshake, as the first
-  resources of a page load do, without a TLS session to resume (nginx issues
-  no tickets; session caches are per host). Reusing one connection would let
-  the congestion window left by earlier downloads (and each stack's
-  idle-restart rules) decide the outcome instead of the servers. (A fresh
-  browser context per download would also give fresh connections, but
-  starting and ending a renderer process around every download made the
-  times far noisier on a 2-core machine.)
-- The handshake is not in the measured time (requestStart is after it):
-  QUIC's 1-RTT versus TCP+TLS's 2-RTT setup is a protocol property that the
-  page-load experiments measure, not a server-implementation difference.
-- Both transports get the same settings, so a gap means the servers, not
-  their tuning, differ: CUBIC, initial window 32 packets (the paper's tuned
-  TCP+ and QUIC, whose comparison is the central one), 1500-byte IP packets
-  (h3server --max-udp-payload 1472, as TCP's 1448-byte segments),
-  segmentation offload on both (the kernel's GSO for TCP, --gso on for
-  h3server), and no pacing unless --pacing. Paced, the check compares the
-  pacers too: Linux's internal TCP pacing against h3server's own (quiche
-  paces only BBRv2), and h3server's is the slower in slow start (on this
-  machine +6 % at 10 KB to 1 MB behind the 100 Mbit/s link, +20 % at 1 MB
-  behind a 400 Mbit/s one): it spreads each flight over half of quiche's
-  smoothed RTT, whose first sample (12.3 ms at 10 ms RTT, from qlog)
-  includes the browser's handshake processing; Linux's first sample is the
-  SYN's round trip, and its pacing lets through bursts of about a
-  millisecond's worth of data. --pacing shows it.
-- Chromium's TCP receive window may open as far as its QUIC flow-control
-  windows (megabytes from the start). By default the kernel starts it at
-  64 KB and grows it per round trip (Mahimahi's namespace copies the host's
-  tcp_rmem), which throttled TCP, not the server, at 100 KB and 1 MB. The
-  check raises it inside the innermost Mahimahi namespace it created.
-- nginx sends no TLS session tickets (the replay never resumes sessions:
-  fresh profiles), which would otherwise take two segments of TCP's initial
-  window and push a 10 KB response into a second round trip.
-- Why not 10 packets: with a 10-segment window nginx still spends three
-  segments of the first flight on tiny records (its SETTINGS, the SETTINGS
-  ACK when the client's SETTINGS arrives apart from its Finished, and the
-  END_STREAM of a proxied response, always a separate empty DATA frame),
-  and Linux does not grow the window on the ACK of the handshake flight
-  (not window-limited), so a 10 KB response needs an eleventh segment about
-  half the time: one more round trip. QUIC counts its window in bytes and
-  coalesces frames into full packets. That is a property of nginx's HTTP/2
-  over TCP at IW10, shown by `--initial-window 10`, not noise.
-- The stacks take turns in rounds (ABBA order), each turn with freshly started
-  servers and browser, and sizes are interleaved within a turn, so load and
-  drift over time hit both stacks and all sizes alike. Each browser first
-  downloads uncounted until it has run a few seconds (Chromium reports
-  network changes while Mahimahi's interfaces settle).
+Both transports get alike settings (settings()), the browser's TCP receive
+window opens like its QUIC windows (open_receive_window), Mahimahi's TUN
+queues hold a 10 MB flight (deepen_tun_queues), and what the path lost anyway
+is counted and shown (path_losses). Why each choice, and what it was measured
+against: README, "Server parity".
 """
 
 from __future__ import annotations
