@@ -43,7 +43,7 @@ from testbed.emulate import calibrate, figures
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import ShellChain, build_chain, link_traces
 from testbed.emulate.traces import UDP_PAYLOAD, opportunity_wait_quantile
-from testbed.errors import TestbedError
+from testbed.errors import InputError, TestbedError
 from testbed.profiles import NETWORKS_DIR, NetworkProfile, available, load_network
 from testbed.validate import verdict
 from testbed.validate.verdict import Row
@@ -255,8 +255,10 @@ def validate_network(profiles, probes, starts, recalibrate):
     default: dsl lte da2gc mss) through its real Mahimahi shells: RTT, loss, link
     rates and TCP goodput against the profile; exit 1 if any is out of tolerance."""
     loaded = [load_network(p) for p in (profiles or DEFAULT_PROFILES)]
-    if probes < 100 or starts < 1:
-        raise click.BadParameter("need at least 100 probes and 1 start")
+    if probes < 100:
+        raise InputError(f"--probes: expected at least 100, got {probes}")
+    if starts < 1:
+        raise InputError(f"--starts: expected at least 1, got {starts}")
     console = Console()
     console.print(f"profiles available: {', '.join(available(NETWORKS_DIR))}")
     reports = []

@@ -37,7 +37,7 @@ from testbed import proc, safefs
 from testbed import recording as rec
 from testbed.chromium import CDPError, Chromium
 from testbed.emulate.traces import fixed_rate, write_trace
-from testbed.errors import TestbedError
+from testbed.errors import InputError, TestbedError
 from testbed.profiles import ProtocolProfile
 from testbed.protocols.apply import ServerOptions, server_options
 from testbed.replay.env import ReplayEnv
@@ -52,6 +52,8 @@ FIRST_FILE_IP = 100  # file hosts are on 192.0.2.100 and up, one IP each
 WARM_PASSES = 2
 SPARE_HOSTS = 2  # per size, for downloads redone after a network change
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
+MAX_SIZE = 100_000_000
+"""Largest --size: the servers hold every file in memory."""
 RUNS = 31
 RTT_MS = 10
 MAX_GAP = 0.05
@@ -98,6 +100,28 @@ def file_host(size_index: int, k: int, per_size: int) -> tuple[str, str]:
 def hosts_per_size(runs: int, rounds: int) -> int:
     """Fresh origins one browser needs per size: warm-ups, the largest round, spares."""
     return WARM_PASSES + max(rounds_of(runs, rounds)) + SPARE_HOSTS
+
+
+def check_options(runs: int, rtt_ms: int, sizes, rounds: int, initial_window: int,
+                  max_gap: float) -> None:
+    """Values the check cannot run with, refused before anything starts."""
+    if runs < 1:
+        raise InputError(f"--runs: expected at least 1 download per size and stack, got {runs}")
+    if rtt_ms < 0:
+        raise InputError(f"--rtt: expected 0 ms or more, got {rtt_ms}")
+    for size in sizes:
+        if not 1 <= size <= MAX_SIZE:
+            raise InputError(f"--size: expected 1 to {MAX_SIZE} bytes, got {size}")
+    if not 1 <= initial_window <= 1000:
+        raise InputError(f"--initial-window: expected 1 to 1000 packets, got {initial_window}")
+    if not max_gap >= 0:
+        raise InputError(f"--max-gap: expected 0 or more, got {max_gap}")
+    hosts = hosts_per_size(runs, rounds) * len(sizes)
+    if hosts > 254 - FIRST_FILE_IP:
+        raise InputError(f"--runs: {hosts} file hosts for {runs} downloads in "
+                         f"{len(rounds_of(runs, rounds))} rounds of {len(sizes)} sizes do not "
+                         f"fit in 192.0.2.{FIRST_FILE_IP}-254; expected fewer --runs per round "
+                         f"(more --rounds) or fewer sizes")
 
 
 def make_recording(out_dir: Path, sizes=SIZES, per_size: int = 1) -> Path:
@@ -396,7 +420,8 @@ def runs_label(results) -> str:
               help="Link rate each way in Mbit/s (mm-link, unbounded queue); 0: no rate limit, "
                    "the paper's condition, where on a small machine the CPU is the bottleneck.")
 @click.option("--size", "sizes", multiple=True, type=int,
-              help="File size in bytes (repeatable); default 10 KB, 100 KB, 1 MB, 10 MB.")
+              help="File size in bytes (repeatable; at most 100 MB); default 10 KB, 100 KB, "
+                   "1 MB, 10 MB.")
 @click.option("--stack", "stacks", multiple=True, type=click.Choice(["tcp", "quic"]),
               help="Run only this stack (repeatable; the gap needs both).")
 @click.option("--rounds", default=ROUNDS, show_default=True,
@@ -415,9 +440,10 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
     """The paper's server-parity check: single files through nginx+uWSGI (HTTP/2)
     and h3server (HTTP/3) at 10 ms RTT and no loss; fails if the medians differ by
     more than 5 %."""
+    sizes = tuple(sizes) or SIZES
+    check_options(runs, rtt_ms, sizes, rounds, initial_window, max_gap)
     if json_out:  # checked before the measurement, written after it
         safefs.check_out_file(json_out, "--json")
-    sizes = tuple(sizes) or SIZES
     stacks = tuple(dict.fromkeys(stacks)) or ("tcp", "quic")
     console = Console(stderr=False)
     work = Path(tempfile.mkdtemp(prefix="parity-", dir=current().dir))
