@@ -45,3 +45,12 @@ def test_make_profile_is_an_empty_folder_of_the_testbed_user(tmp_path):
     finally:
         safefs.rmtree(profile)
     assert not profile.exists()
+
+
+def test_browsertimes_launcher_replaces_every_stack_flag():
+    """The launcher (standard library only: it cannot import this module) drops the
+    stack flags Chromium was started with before adding the trial's own."""
+    from testbed.measure import launcher
+
+    for flags in chromium.STACK_FLAGS.values():
+        assert all(f.startswith(launcher.REPLACED) for f in flags), flags
