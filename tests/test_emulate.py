@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testbed.emulate import figures, phasegate, probe, traces
+from testbed import traces
+from testbed.emulate import figures, phasegate, probe
 from testbed.emulate.shells import ShellChain, build_chain, link_traces, reply_wait_ms
 from testbed.profiles import load_network
 
