@@ -88,7 +88,7 @@ class ProbeSite:
         dump = self.dir / f"probe-{self._n}.json"
         log = self.dir / f"probe-{self._n}.log"
         bg = proc.Background(NICE + self.topology.server.exec(
-            [sys.executable, "-m", "testbed.emulate.probe", "server", "--bind", PROBE_IP,
+            [sys.executable, "-m", "testbed.emulate.udp_probe", "server", "--bind", PROBE_IP,
              "--port", str(PROBE_PORT), "--dump", str(dump)]), log=log, cwd=str(ROOT))
         with bg:
             bg.wait_for_log("probe server on", "probe server")
@@ -104,7 +104,7 @@ class ProbeSite:
 
     def probe(self, chain: ShellChain, args: list[str], timeout: float) -> dict:
         """Run the probe client inside the shells; its JSON output."""
-        cp = proc.run(self.client_argv(chain, [sys.executable, "-m", "testbed.emulate.probe",
+        cp = proc.run(self.client_argv(chain, [sys.executable, "-m", "testbed.emulate.udp_probe",
                                                *args]), timeout=timeout)
         try:
             return json.loads(cp.stdout)

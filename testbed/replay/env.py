@@ -39,8 +39,7 @@ from typing import Self
 from testbed import enter, proc, safefs
 from testbed import recording as rec
 from testbed.errors import InputError, TestbedError
-from testbed.replay import certs, nginx
-from testbed.replay import summary as summary_mod
+from testbed.replay import certs, nginx, server_summary
 from testbed.replay.matching import normalise_host
 from testbed.runstate import USER, current
 from testbed.topology import ReplayTopology
@@ -145,11 +144,11 @@ class ReplayEnv:
                 f"--host-resolver-rules={self.host_resolver_rules}"]
 
     def summary(self) -> dict:
-        """The running server's summary (see testbed.replay.summary); diff two reads
+        """The running server's summary (see testbed.replay.server_summary); diff two reads
         around a page load for that load's requests and misses. uWSGI rewrites it
         after every response; h3server at most every 50 ms, so read it ~0.1 s after
         the load's last response."""
-        return summary_mod.read(self.summary_path)
+        return server_summary.read(self.summary_path)
 
     def check_alive(self) -> None:
         """TestbedError naming the server that died (its first line: a trial's reason),
@@ -296,7 +295,7 @@ class ReplayEnv:
                 time.sleep(0.02)
         left = max(1.0, deadline - time.monotonic())
         cp = proc.run(self._topo().client.exec(
-            [sys.executable, "-m", "testbed.replay.probe", "--timeout", f"{left:.1f}",
+            [sys.executable, "-m", "testbed.replay.readiness", "--timeout", f"{left:.1f}",
              *self._probe_targets()]), check=False, timeout=left + 30)
         self.check_alive()
         if cp.returncode != 0:
