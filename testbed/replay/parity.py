@@ -112,7 +112,6 @@ from rich.table import Table
 
 from testbed import proc, safefs
 from testbed import recording as rec
-from testbed.emulate.traces import fixed_rate, write_trace
 from testbed.errors import TestbedError
 from testbed.profiles import ProtocolProfile
 from testbed.protocols.apply import ServerOptions, server_options
@@ -121,6 +120,7 @@ from testbed.replay.env import ReplayEnv
 from testbed.replay.synthetic import exchange, write
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
+from testbed.traces import fixed_rate, write_trace
 
 PAGE_HOST, PAGE_IP = "page.parity.test", "192.0.2.80"
 FIRST_FILE_IP = 100  # file hosts are on 192.0.2.100 and up, one IP each
