@@ -31,7 +31,7 @@ COLUMNS = ("trial_id", "campaign", "site", "network", "protocol", "run", "status
 `protocols` and `max_in_flight` are JSON objects: protocol -> requests, and host ->
 the most requests to that host on the wire at the same time (from the trial's HAR
 timings, from sending the request to the response's last byte; see
-testbed.measure.har.max_in_flight)."""
+testbed.measure.trial_har.max_in_flight)."""
 
 ADDED = ("max_in_flight",)
 """Columns newer than the first stores and exports: missing (all NULL) in older ones."""

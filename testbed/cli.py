@@ -23,7 +23,7 @@ COMMANDS = {
     "run": "testbed.campaign.cli:run",
     "export": "testbed.campaign.cli:export",
     "results": "testbed.campaign.cli:results",
-    "report": "testbed.report:report",
+    "report": "testbed.report_command:report",
     "compare": "testbed.compare:compare",
 }
 

@@ -42,9 +42,9 @@ from testbed import safefs
 from testbed.emulate import calibrate, figures
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import ShellChain, build_chain, link_traces
-from testbed.emulate.traces import UDP_PAYLOAD, opportunity_wait_quantile
 from testbed.errors import InputError, TestbedError
 from testbed.profiles import NETWORKS_DIR, NetworkProfile, available, load_network
+from testbed.traces import UDP_PAYLOAD, opportunity_wait_quantile
 from testbed.validate import verdict
 from testbed.validate.verdict import Row
 

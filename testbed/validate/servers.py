@@ -36,13 +36,13 @@ from rich.console import Console
 from testbed import proc, safefs
 from testbed import recording as rec
 from testbed.chromium import CDPError, Chromium
-from testbed.emulate.traces import fixed_rate, write_trace
 from testbed.errors import InputError, TestbedError
 from testbed.profiles import ProtocolProfile
 from testbed.protocols.apply import ServerOptions, server_options
 from testbed.replay.env import ReplayEnv
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
+from testbed.traces import fixed_rate, write_trace
 from testbed.validate import evidence, site, verdict
 from testbed.validate.site import PROTOCOL
 from testbed.validate.verdict import Row
