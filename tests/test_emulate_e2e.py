@@ -94,7 +94,7 @@ def test_phase_gate_starts_sparse_links_in_phase(site):
     sparse link the gate starts it again until they start together."""
     from testbed import proc
     from testbed.emulate import phasegate
-    from testbed.emulate.validate import link_phase_ms
+    from testbed.validate.network import link_phase_ms
 
     chain = build_chain(load_network("da2gc"), site.dir, 5)
     assert chain.phase_gate

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from needs import need
 
+from testbed.chromium import CDPError, Chromium
 from testbed.measure import trial_har
 from testbed.replay import env as env_mod
-from testbed.replay.browser import CDPError, Chromium
 from testbed.replay.env import ReplayEnv
 
 pytestmark = pytest.mark.e2e

@@ -10,7 +10,7 @@ from testbed import recording as rec
 from testbed.replay import app as app_mod
 from testbed.replay import server_summary
 from testbed.replay.app import ReplayApp
-from testbed.replay.synthetic import exchange, write
+from testbed.validate.site import exchange, write
 
 HTML = b"<!doctype html><title>t</title>"
 

@@ -11,7 +11,7 @@ import pytest
 from testbed import recording as rec
 from testbed.replay import nginx, readiness, server_summary
 from testbed.replay.env import ReplayEnv, resolver_rules, stack_flags
-from testbed.replay.synthetic import exchange, write
+from testbed.validate.site import exchange, write
 
 
 @pytest.fixture

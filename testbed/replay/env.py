@@ -38,6 +38,7 @@ from typing import Self
 
 from testbed import enter, proc, safefs
 from testbed import recording as rec
+from testbed.chromium import STACK_FLAGS
 from testbed.errors import InputError, TestbedError
 from testbed.replay import certs, nginx, server_summary
 from testbed.replay.matching import normalise_host
@@ -75,8 +76,7 @@ def resolver_rules(recording: rec.Recording) -> str:
 
 
 def stack_flags(stack: str) -> list[str]:
-    return ["--enable-quic", "--origin-to-force-quic-on=*"] if stack == "quic" else [
-        "--disable-quic"]
+    return list(STACK_FLAGS[stack])
 
 
 class ReplayEnv:
