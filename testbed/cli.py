@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import sys
 
 import click
 
+from testbed.cli_groups import LazyGroup
 from testbed.errors import TestbedError
 
 # name -> "module:attribute"; modules are imported only when their command runs,
@@ -26,39 +26,6 @@ COMMANDS = {
     "report": "testbed.report_command:report",
     "compare": "testbed.compare:compare",
 }
-
-
-class Group(click.Group):
-    """A group whose help lists each command with its whole first sentence."""
-
-    def format_commands(self, ctx, formatter):
-        """Each command with its whole first sentence (click cuts them at 45 characters)."""
-        rows = []
-        for name in self.list_commands(ctx):
-            cmd = self.get_command(ctx, name)
-            if cmd is not None and not cmd.hidden:
-                rows.append((name, cmd.get_short_help_str(limit=300)))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
-
-
-class LazyGroup(Group):
-    """A group whose subcommands are "module:attribute" strings, imported on use."""
-
-    def __init__(self, *args, lazy: dict[str, str], **kwargs):
-        super().__init__(*args, **kwargs)
-        self.lazy = lazy
-
-    def list_commands(self, ctx):
-        return sorted(self.lazy)
-
-    def get_command(self, ctx, name):
-        target = self.lazy.get(name)
-        if target is None:
-            return None
-        module, attr = target.split(":")
-        return getattr(importlib.import_module(module), attr)
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})

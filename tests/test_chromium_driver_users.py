@@ -1,5 +1,5 @@
-"""The validation layer sits above the stages, the Chromium driver in the bottom layer:
-read from the source's import statements."""
+"""Everyone takes Chromium from the one driver, in the bottom layer (the layers as a
+whole: test_layers.py)."""
 
 from __future__ import annotations
 
@@ -23,23 +23,6 @@ def imported(path: Path) -> set[str]:
 
 def sources(*folders: str) -> list[Path]:
     return sorted(p for f in folders for p in (PACKAGE / f).rglob("*.py"))
-
-
-def test_no_stage_imports_the_validation_layer():
-    assert len(sources(*STAGES)) > 30
-    offending = {str(p.relative_to(PACKAGE)): sorted(n for n in imported(p)
-                                                     if n.startswith("testbed.validate"))
-                 for p in sources(*STAGES)}
-    assert {k: v for k, v in offending.items() if v} == {}
-
-
-def test_validation_imports_only_stages_and_the_bottom_layer():
-    above = ("testbed.campaign", "testbed.doctor", "testbed.report", "testbed.compare")
-    for p in sources("validate"):
-        names = imported(p)
-        assert not [n for n in names if n.startswith(above)], p
-        if p.name != "cli.py":  # the command line part may use the command line's group
-            assert "testbed.cli" not in names, p
 
 
 def test_the_chromium_driver_imports_only_the_bottom_layer():
