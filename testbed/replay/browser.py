@@ -18,7 +18,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import pwd
 import subprocess
 import tempfile
 import threading
@@ -29,7 +28,8 @@ from typing import Self
 
 from testbed import enter, safefs
 from testbed.errors import TestbedError
-from testbed.runstate import USER, current
+from testbed.paths import chown_to_user
+from testbed.runstate import current
 
 BASE_FLAGS = (
     "--headless=new", "--no-first-run", "--no-default-browser-check",
@@ -63,9 +63,8 @@ class Chromium:
         self.log: Path | None = None
 
     def __enter__(self) -> Self:
-        pw = pwd.getpwnam(USER)
         self.profile = Path(tempfile.mkdtemp(prefix="chromium-", dir=current().dir))
-        os.chown(self.profile, pw.pw_uid, pw.pw_gid)
+        chown_to_user(self.profile)
         self.log = self.profile.with_suffix(".log")
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
