@@ -41,9 +41,12 @@ def test_defaults(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    (GOOD + "runs = 0\n", "key runs: Input should be greater than or equal to 1"),
+    (GOOD + "runs = 0\n", "key runs: expected a number >= 1, got 0"),
     (GOOD + "rusn = 3\n", "key rusn: unknown key"),
-    (GOOD + "timeout_s = 'long'\n", "key timeout_s: Input should be a valid number"),
+    (GOOD + "timeout_s = 'long'\n", 'key timeout_s: expected a number, got "long"'),
+    (GOOD.replace('["tcp", "quic"]', "[]"), "key protocols: expected a list of at least 1 entry, got []"),
+    (GOOD.replace('["dsl"]', '"dsl"'), 'key networks: expected a list, got "dsl"'),
+    (GOOD.replace('["dsl"]', '["dsl", 3]'), "key networks.1: expected a string, got 3"),
     ('networks = ["dsl"]\nprotocols = ["tcp"]\n', "key sites: missing (required)"),
     (GOOD.replace('["tcp", "quic"]', '["tcp", "tcp"]'), "key protocols: listed twice: tcp"),
     (GOOD.replace('"dsl"', '"dls"'), "key networks.0: dls: no such profile"),
