@@ -7,9 +7,10 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from analysis import schema
+from analysis.schema import COLUMNS as NAMES
 from testbed.campaign import config, plan
-from testbed.campaign import store as store_mod
-from testbed.campaign.store import NAMES, Row, Store, read_rows
+from testbed.campaign.store import Row, Store, read_rows
 from testbed.errors import InputError
 
 SITES = ["a", "b", "c", "d"]
@@ -143,10 +144,10 @@ def row(trial_id="s|dsl|tcp|0", status="ok", **kw):
 
 def test_an_older_store_gets_the_added_columns(tmp_path):
     db = tmp_path / "trials.sqlite"
-    old = [(n, t) for n, t in store_mod.COLUMNS if n not in store_mod.ADDED]
+    old = [schema.sql_declaration(c) for c in schema.TRIALS if c.name not in schema.ADDED]
     con = sqlite3.connect(db)
-    con.execute(f"CREATE TABLE trials ({', '.join(f'{n} {t}' for n, t in old)})")
-    r = {k: v for k, v in row("s|dsl|tcp|0").__dict__.items() if k not in store_mod.ADDED}
+    con.execute(f"CREATE TABLE trials ({', '.join(old)})")
+    r = {k: v for k, v in row("s|dsl|tcp|0").__dict__.items() if k not in schema.ADDED}
     con.execute(f"INSERT INTO trials ({', '.join(r)}) VALUES ({', '.join('?' * len(r))})",
                 list(r.values()))
     con.commit()
