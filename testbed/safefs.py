@@ -255,6 +255,27 @@ def open_log(path: Path):
     return os.fdopen(fd, "ab")
 
 
+def read_capped(path: Path, limit: int, *, follow_symlinks: bool = True) -> bytes:
+    """The bytes of the regular file `path`, which may hold at most `limit` of them.
+    A FIFO is never waited on; follow_symlinks=False: a symlink as its last step is
+    not opened (OSError ELOOP). OSError if it cannot be opened or read; ValueError
+    saying why ('not a regular file', 'N bytes, expected at most M') if it is not
+    such a file."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ValueError("not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > limit:
+            raise ValueError(f"{st.st_size} bytes, expected at most {limit}")
+        raw = f.read(limit + 1)
+    if len(raw) > limit:  # it grew while being read
+        raise ValueError(f"more than {limit} bytes, expected at most {limit}")
+    return raw
+
+
 def read_log(path: Path) -> str:
     """A log's text, not following a symlink (empty if it is missing or unsafe)."""
     try:

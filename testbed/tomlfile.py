@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +28,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from testbed import safefs
 from testbed.errors import InputError
 
 MAX_BYTES = 1024 * 1024
@@ -84,23 +83,11 @@ def read(path: Path, shown: str, what: str = "TOML") -> bytes:
     """The bytes of a regular file of at most MAX_BYTES (a FIFO or device is refused,
     never waited on)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return safefs.read_capped(Path(path), MAX_BYTES)
     except OSError as e:
         raise InputError(f"{shown}: cannot read the {what} file: {e.strerror}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise InputError(f"{shown}: expected a regular {what} file")
-    with os.fdopen(fd, "rb") as f:
-        if st.st_size > MAX_BYTES:
-            raise InputError(f"{shown}: {st.st_size} bytes, expected at most {MAX_BYTES}")
-        try:
-            raw = f.read(MAX_BYTES + 1)
-        except OSError as e:
-            raise InputError(f"{shown}: cannot read the {what} file: {e.strerror}") from None
-    if len(raw) > MAX_BYTES:  # grew while being read
-        raise InputError(f"{shown}: more than {MAX_BYTES} bytes, expected at most {MAX_BYTES}")
-    return raw
+    except ValueError as e:
+        raise InputError(f"{shown}: {e}") from None
 
 
 def describe(model: type[BaseModel], err: dict, data: dict) -> str:

@@ -80,19 +80,19 @@ def test_not_utf8(tmp_path):
 
 
 def test_a_file_over_the_cap_is_refused_unread(tmp_path):
-    with pytest.raises(InputError, match=rf"^m.toml: {tomlfile.MAX_BYTES + 1} bytes, expected at most"):
+    with pytest.raises(InputError, match=rf"^m.toml: {tomlfile.MAX_BYTES + 1} bytes, expected at most {tomlfile.MAX_BYTES}$"):
         load(tmp_path, "#" * tomlfile.MAX_BYTES + "\n")
 
 
 def test_a_fifo_is_refused_without_waiting(tmp_path):
     fifo = tmp_path / "f.toml"
     os.mkfifo(fifo)
-    with pytest.raises(InputError, match="f.toml: expected a regular campaign file"):
+    with pytest.raises(InputError, match="f.toml: not a regular file"):
         tomlfile.load(fifo, Model, what="campaign")
 
 
 def test_a_folder_or_missing_file_is_refused(tmp_path):
     with pytest.raises(InputError, match="cannot read the profile file"):
         tomlfile.load(tmp_path / "nothing.toml", Model, what="profile")
-    with pytest.raises(InputError, match="expected a regular profile file"):
+    with pytest.raises(InputError, match=": not a regular file"):
         tomlfile.load(tmp_path, Model, what="profile")
