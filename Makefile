@@ -9,7 +9,7 @@ REPORT_OUT ?= reports/$(notdir $(RESULTS))
 # rustup's cargo if present, else Debian's (the same choice as setup/setup.sh)
 CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
-.PHONY: setup test lint unit e2e experiment report faults doctor bench clean
+.PHONY: setup test lint unit e2e experiment report faults doctor bench clean image image-test
 
 setup:
 	bash setup/setup.sh
@@ -43,3 +43,10 @@ bench:
 
 clean:
 	rm -rf results reports
+
+# The container image (not part of `make test`; see README, "Docker and Podman").
+image:
+	bash docker/image.sh build
+
+image-test:
+	bash docker/image.sh test

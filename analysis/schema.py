@@ -62,7 +62,7 @@ TRIALS = (
     Column("max_in_flight", TEXT_KIND, False,
            "JSON object host -> the most requests to that host on the wire at the same "
            "time (from the trial's HAR timings, from sending the request to the "
-           "response's last byte; see testbed.measure.har.max_in_flight)."),
+           "response's last byte; see testbed.measure.trial_har.max_in_flight)."),
 )
 """Every column of table `trials`, in the contract's order: the one definition of the
 results schema (the store, the exports, this package's loader and its synthetic

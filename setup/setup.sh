@@ -68,11 +68,11 @@ Pin-Priority: 1
 EOF
     fi
     apt-get update -q
-    local args=()
-    for p in "${missing[@]}"; do
-        case "$p" in mahimahi|mahimahi-traces) args+=("$p/bullseye") ;; *) args+=("$p") ;; esac
-    done
-    apt-get install -y -q --no-install-recommends "${args[@]}"
+    # By name, not mahimahi/bullseye: that would make apt take their
+    # dependencies from bullseye too (libfreetype6, which bookworm's
+    # libharfbuzz0b cannot use), and on a fresh bookworm it gives up. The pin
+    # alone makes bullseye the source only of what bookworm lacks.
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
 step_user() {

@@ -1,10 +1,12 @@
-"""Remove what a dead testbed run left behind.
+"""What dead testbed runs left behind: find it, remove it.
 
 A run (testbed.runstate) names its namespaces `tb-<id>-*`, keeps its state in
 /run/testbed/<id>/ and tags the processes it starts with TESTBED_RUN=<id>.
-A run is dead when its owner process is gone (pid and start time no longer
-match). The command line calls `sweep()` before every command; `testbed
-cleanup` calls it on demand.
+Whether a run is alive is runstate.alive's to say (its owner process: pid and
+start time). The command line calls `sweep()` before every command; `testbed
+cleanup` calls it on demand. `leftovers()` lists what the testbed may have
+left on the host without changing anything (`testbed cleanup --check`, the
+tests); what belongs to a live run is in use, not left over, and not listed.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import click
 
-from testbed import netns, runstate, safefs
+from testbed import netns, proc, runstate, safefs
+from testbed.errors import InputError
 
 NS_RE = re.compile(rf"^{re.escape(runstate.PREFIX)}(\d+)-")
 
@@ -31,14 +34,6 @@ class Swept:
 
     def __bool__(self) -> bool:
         return bool(self.namespaces or self.processes or self.state_dirs)
-
-
-def _alive(run_id: str) -> bool:
-    """A run is alive while its owner is; without a state folder, while its pid exists."""
-    run_dir = runstate.STATE_ROOT / run_id
-    if (run_dir / "owner").exists():
-        return runstate.owner_alive(run_dir)
-    return run_id.isdigit() and runstate.start_time(int(run_id)) is not None
 
 
 def tagged_processes(run_ids: set[str]) -> list[int]:
@@ -96,7 +91,7 @@ def orphaned_user_processes() -> list[int]:
     run_ids = {m.group(1) for n in netns.list_names() if (m := NS_RE.match(n))}
     if runstate.STATE_ROOT.is_dir():
         run_ids |= {d.name for d in runstate.STATE_ROOT.iterdir() if d.name.isdigit()}
-    live_owners = {int(r) for r in run_ids if _alive(r)}
+    live_owners = {int(r) for r in run_ids if runstate.alive(r)}
     orphans = []
     for pid, (ppid, puid) in table.items():
         if puid != uid:
@@ -141,36 +136,41 @@ def _lineage() -> set[int]:
     return mine
 
 
+def _kill(pids: list[int], spare: set[int], swept: Swept) -> None:
+    """SIGKILL each of pids not in spare; those that were still there go into swept."""
+    for pid in pids:
+        if pid in spare:
+            continue
+        try:
+            os.kill(pid, signal.SIGKILL)
+            swept.processes.append(pid)
+        except ProcessLookupError:
+            pass
+
+
+def _dead_runs() -> set[str]:
+    """Ids of the runs, other than this one, with a state folder or a namespace and not alive."""
+    dead: set[str] = set()
+    if runstate.STATE_ROOT.is_dir():
+        dead |= {d.name for d in runstate.STATE_ROOT.iterdir()
+                 if d.is_dir() and not runstate.alive(d.name)}
+    for name in netns.list_names():
+        m = NS_RE.match(name)
+        if m and not runstate.alive(m.group(1)):
+            dead.add(m.group(1))
+    dead.discard(str(os.getpid()))
+    return dead
+
+
 def sweep() -> Swept:
     """Remove namespaces, processes and state of every dead run."""
     swept = Swept()
     mine = _lineage()
-    dead: set[str] = set()
-    if runstate.STATE_ROOT.is_dir():
-        dead |= {d.name for d in runstate.STATE_ROOT.iterdir() if d.is_dir() and not _alive(d.name)}
-    for name in netns.list_names():
-        m = NS_RE.match(name)
-        if m and not _alive(m.group(1)):
-            dead.add(m.group(1))
-    dead.discard(str(os.getpid()))
-    for pid in orphaned_user_processes():
-        if pid in mine:
-            continue
-        try:
-            os.kill(pid, signal.SIGKILL)
-            swept.processes.append(pid)
-        except ProcessLookupError:
-            pass
+    dead = _dead_runs()
+    _kill(orphaned_user_processes(), mine, swept)
     if not dead:
         return swept
-    for pid in tagged_processes(dead):
-        if pid in mine:
-            continue
-        try:
-            os.kill(pid, signal.SIGKILL)
-            swept.processes.append(pid)
-        except ProcessLookupError:
-            pass
+    _kill(tagged_processes(dead), mine, swept)
     for name in netns.list_names():
         m = NS_RE.match(name)
         if m and m.group(1) in dead:
@@ -184,20 +184,68 @@ def sweep() -> Swept:
     return swept
 
 
+def _namespaces() -> list[str]:
+    """Namespaces named like the testbed's (`tb-`) that no live run owns."""
+    found = []
+    for n in netns.list_names():
+        m = NS_RE.match(n)
+        if n.startswith(runstate.PREFIX) and not (m and runstate.alive(m.group(1))):
+            found.append(n)
+    return found
+
+
+def _user_processes() -> list[str]:
+    """Processes of the testbed user that no live run owns: pid and command line."""
+    found = []
+    for pid in orphaned_user_processes():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        found.append(f"{pid} {cmd.strip()[:80]}")
+    return found
+
+
+def _host_nat_rules() -> list[str]:
+    """NAT rules in the host's namespace that mention Mahimahi's 100.64.0.0/10."""
+    out = proc.run(["iptables", "-t", "nat", "-S"], check=False).stdout
+    return [line for line in out.splitlines() if "100.64." in line]
+
+
+def _host_interfaces() -> list[str]:
+    out = proc.output(["ip", "-o", "link", "show"])
+    return [line.split(":")[1].strip() for line in out.splitlines()
+            if line.split(":")[1].strip().startswith("tb")]
+
+
+def _state_dirs(exclude: str | None = None) -> list[str]:
+    """Entries of the state root whose run is not alive (exclude: this run's id)."""
+    if not runstate.STATE_ROOT.is_dir():
+        return []
+    return [str(d) for d in runstate.STATE_ROOT.iterdir()
+            if d.name != exclude and not runstate.alive(d.name)]
+
+
+def leftovers(exclude_run: str | None = None) -> list[str]:
+    """Every leftover, one line each; empty when the host is clean. Changes nothing."""
+    items = [f"namespace {n}" for n in _namespaces()]
+    items += [f"process {p}" for p in _user_processes()]
+    items += [f"host NAT rule {r}" for r in _host_nat_rules()]
+    items += [f"interface {i}" for i in _host_interfaces()]
+    items += [f"state {d}" for d in _state_dirs(exclude_run)]
+    return items
+
+
 @click.command("cleanup")
 @click.option("--check", is_flag=True,
               help="Only list leftovers (changes nothing); exit 1 if there are any.")
 def cleanup_command(check: bool) -> None:
     """Remove namespaces, processes and files left by testbed runs that died."""
     if os.geteuid() != 0:
-        from testbed.errors import InputError
-
         raise InputError("testbed cleanup: needs root (namespaces, other users' processes); "
                          "run it with sudo")
     if check:
-        from testbed import leftovers
-
-        found = leftovers.find(exclude_run=str(os.getpid()))
+        found = leftovers(exclude_run=str(os.getpid()))
         for item in found:
             click.echo(item)
         if found:

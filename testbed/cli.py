@@ -19,16 +19,31 @@ COMMANDS = {
     "record": "testbed.record.cli:record",
     "recording": "testbed.record.cli:recording",
     "replay": "testbed.replay.cli:replay",
-    "validate": "testbed.validate:validate",
+    "validate": "testbed.validate.cli:validate",
     "run": "testbed.campaign.cli:run",
     "export": "testbed.campaign.cli:export",
     "results": "testbed.campaign.cli:results",
-    "report": "testbed.report:report",
+    "report": "testbed.report_command:report",
     "compare": "testbed.compare:compare",
 }
 
 
-class LazyGroup(click.Group):
+class Group(click.Group):
+    """A group whose help lists each command with its whole first sentence."""
+
+    def format_commands(self, ctx, formatter):
+        """Each command with its whole first sentence (click cuts them at 45 characters)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=300)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class LazyGroup(Group):
     """A group whose subcommands are "module:attribute" strings, imported on use."""
 
     def __init__(self, *args, lazy: dict[str, str], **kwargs):
@@ -44,17 +59,6 @@ class LazyGroup(click.Group):
             return None
         module, attr = target.split(":")
         return getattr(importlib.import_module(module), attr)
-
-    def format_commands(self, ctx, formatter):
-        """Each command with its whole first sentence (click cuts them at 45 characters)."""
-        rows = []
-        for name in self.list_commands(ctx):
-            cmd = self.get_command(ctx, name)
-            if cmd is not None and not cmd.hidden:
-                rows.append((name, cmd.get_short_help_str(limit=300)))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})

@@ -16,39 +16,37 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import click
 
-from testbed import proc, runstate
+from testbed import chromium, proc, runstate, safefs
 from testbed.enter import as_user
 from testbed.errors import CommandFailed
-from testbed.paths import H3SERVER, PYTHON, ROOT, chown_to_user, shown
+from testbed.paths import H3SERVER, PYTHON, ROOT, shown
+from testbed.validate import verdict
+from testbed.validate.verdict import Row
 
 TRACE = "/usr/share/mahimahi/traces/TMobile-LTE-driving.up"
 PROBE_IP = "203.0.113.1"  # TEST-NET-3; exists only inside the doctor's namespace
 
 
-@dataclass
-class Row:
-    name: str
-    status: str  # PASS, FAIL or INFO
-    detail: str
-    hint: str = ""
-    required: bool = True
-
-
 def passed(name: str, detail: str) -> Row:
-    return Row(name, "PASS", detail)
+    return Row(name, observed=detail, ok=True)
 
 
 def failed(name: str, detail: str, hint: str) -> Row:
-    return Row(name, "FAIL", detail, hint)
+    return Row(name, observed=detail, ok=False, hint=hint)
 
 
 def info(name: str, detail: str, hint: str = "") -> Row:
-    return Row(name, "INFO", detail, hint, required=False)
+    return Row(name, observed=detail, ok=None, hint=hint, required=False)
+
+
+def json_row(row: Row) -> dict:
+    """A row as `testbed doctor --json` gives it."""
+    return {"name": row.name, "status": verdict.PASS_FAIL.word(row.ok), "detail": row.observed,
+            "hint": row.hint, "required": row.required}
 
 
 def first_line(text: str) -> str:
@@ -283,16 +281,14 @@ def check_mahimahi(topo) -> list[Row]:
 
 
 def check_chromium_load(topo) -> Row:
-    profile = Path(tempfile.mkdtemp(prefix="doctor-chromium-"))
-    chown_to_user(profile)
+    profile = chromium.make_profile(prefix="doctor-chromium-")
     try:
-        argv = ["chromium", "--headless=new", "--disable-gpu", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                f"--user-data-dir={profile}", "--disable-quic",
-                f"--host-resolver-rules=MAP doctor.test {PROBE_IP}", "--dump-dom", "http://doctor.test/"]
+        argv = chromium.command(profile, ["--disable-gpu", *chromium.STACK_FLAGS["tcp"],
+                                          f"--host-resolver-rules=MAP doctor.test {PROBE_IP}",
+                                          "--dump-dom", "http://doctor.test/"])
         cp = proc.run(as_user(argv, netns=topo.client.name), check=False, timeout=60)
     finally:
-        shutil.rmtree(profile, ignore_errors=True)
+        safefs.rmtree(profile)  # the testbed user's tree
     if "doctor-ok" in cp.stdout:
         return passed("Chromium headless load", f"loaded a local page as {runstate.USER}, sandbox on")
     return failed("Chromium headless load", first_line(cp.stderr) or f"exit {cp.returncode}",
@@ -332,23 +328,21 @@ def run_checks() -> list[Row]:
     return rows
 
 
+COLUMNS = (verdict.column("capability", "name"), verdict.verdict("status", "left"),
+           verdict.column("detail", "observed"), verdict.column("hint", "hint"))
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 def doctor(as_json: bool) -> None:
     """Check every capability the testbed needs on this machine (exit 1 if a required one fails)."""
     rows = run_checks()
     if as_json:
-        click.echo(json.dumps([asdict(r) for r in rows], indent=1))
+        click.echo(json.dumps([json_row(r) for r in rows], indent=1))
     else:
         from rich.console import Console
-        from rich.table import Table
 
-        table = Table(title="testbed doctor", show_lines=False)
-        for col in ("capability", "status", "detail", "hint"):
-            table.add_column(col, overflow="fold")
-        colour = {"PASS": "green", "FAIL": "bold red", "INFO": "cyan"}
-        for r in rows:
-            table.add_row(r.name, f"[{colour[r.status]}]{r.status}[/]", r.detail, r.hint)
-        Console(width=160).print(table)
-    if any(r.status == "FAIL" and r.required for r in rows):
+        verdict.render(Console(width=160), rows, COLUMNS, "testbed doctor",
+                       words=verdict.PASS_FAIL, fold=True)
+    if verdict.failed(rows):
         sys.exit(1)

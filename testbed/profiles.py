@@ -103,7 +103,7 @@ class NetworkProfile(_Profile):
         """Each rate has an exact trace of reasonable size; a buffer holds a packet."""
         from fractions import Fraction
 
-        from testbed.emulate import traces
+        from testbed import traces
 
         for d in ("uplink", "downlink"):
             mbit = getattr(self, f"{d}_mbit")
@@ -219,7 +219,7 @@ def load_network(profile: str | Path) -> NetworkProfile:
 
 def _check_trace(p: NetworkProfile, d: str) -> None:
     """A trace path resolves into Mahimahi's traces or the profile's folder, and parses."""
-    from testbed.emulate import traces
+    from testbed import traces
 
     name = getattr(p, f"{d}_trace")
     where = f"{_shown(Path(p.source))}: key {d}_trace"

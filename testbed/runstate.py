@@ -24,6 +24,7 @@ __all__ = [
     "STATE_ROOT",
     "USER",
     "Run",
+    "alive",
     "current",
     "owner_alive",
     "release",
@@ -81,11 +82,27 @@ class Run:
 
 
 def owner_alive(run_dir: Path) -> bool:
+    """Whether the process named in run_dir/owner (pid and start time) still runs."""
     try:
         pid, started = (run_dir / "owner").read_text().split()
     except (FileNotFoundError, ValueError):
         return False
     return start_time(int(pid)) == started
+
+
+def alive(run_id: str) -> bool:
+    """Whether run `run_id` is alive: the one rule for the sweep, `cleanup --check` and tests.
+
+    With an owner file in its state folder, while that owner runs (a reused pid
+    is not mistaken for it). Without one, while a process with pid `run_id`
+    exists: `current()` makes the folder before it writes the owner file, and a
+    run whose state lives under another TESTBED_STATE_DIR has no folder here at
+    all, yet its namespaces are named after it; neither may be taken for dead.
+    """
+    run_dir = STATE_ROOT / run_id
+    if (run_dir / "owner").exists():
+        return owner_alive(run_dir)
+    return run_id.isdigit() and start_time(int(run_id)) is not None
 
 
 @cache

@@ -46,12 +46,12 @@ class ReplayTopology:
         self.client = NetNS("cli", self.run)
         self.server_dev = f"tb{self.run.id}s"
         self.client_dev = f"tb{self.run.id}c"
-        self._stack = ExitStack()
+        self._exits = ExitStack()
 
     def __enter__(self) -> Self:
-        with ExitStack() as stack:
-            stack.enter_context(self.server)
-            stack.enter_context(self.client)
+        with ExitStack() as exits:
+            exits.enter_context(self.server)
+            exits.enter_context(self.client)
             proc.run(["ip", "link", "add", self.server_dev, "netns", self.server.name,
                       "type", "veth", "peer", "name", self.client_dev, "netns", self.client.name])
             for ns, dev, ip in ((self.server, self.server_dev, SERVER_LINK_IP),
@@ -65,11 +65,11 @@ class ReplayTopology:
                 proc.run(self.client.exec(["ip", "route", "add", f"{ip}/32",
                                            "via", SERVER_LINK_IP, "dev", self.client_dev]))
             self.set_client_route()
-            self._stack = stack.pop_all()
+            self._exits = exits.pop_all()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stack.close()
+        self._exits.close()
 
     def set_client_route(self, **metrics: int) -> None:
         """The server namespace's route to the client, with route metrics such as

@@ -32,13 +32,14 @@ def _nothing_left_behind():
         return
     import time
 
-    from testbed import leftovers, runstate
+    from testbed import runstate
+    from testbed.cleanup import leftovers
 
     runstate.release()
-    found = leftovers.find()
+    found = leftovers()
     for _ in range(20):  # processes may still be exiting
         if not found:
             break
         time.sleep(0.25)
-        found = leftovers.find()
+        found = leftovers()
     assert not found, f"the tests left behind: {found}"

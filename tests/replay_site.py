@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from testbed.replay.synthetic import exchange, write
+from testbed.validate.site import exchange, write
 
 WWW, STATIC, CDN = "www.replay.test", "static.replay.test", "cdn.example.org"
 IP_A, IP_B = "93.184.216.34", "198.51.100.7"

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testbed.emulate import figures, phasegate, probe, traces
+from testbed import traces
+from testbed.emulate import figures, phasegate, udp_probe
 from testbed.emulate.shells import ShellChain, build_chain, link_traces, reply_wait_ms
 from testbed.profiles import load_network
 
@@ -270,11 +271,11 @@ def test_delivered_rate():
 
 
 def test_probe_packets_roundtrip():
-    data = probe.pack(probe.ECHO, 7, 42, 123, 456, 64)
+    data = udp_probe.pack(udp_probe.ECHO, 7, 42, 123, 456, 64)
     assert len(data) == 64
-    assert probe.unpack(data) == (probe.MAGIC, probe.ECHO, 7, 42, 123, 456)
-    assert probe.unpack(b"junk") is None
-    assert probe.parse_addr("198.18.1.1:9000") == ("198.18.1.1", 9000)
+    assert udp_probe.unpack(data) == (udp_probe.MAGIC, udp_probe.ECHO, 7, 42, 123, 456)
+    assert udp_probe.unpack(b"junk") is None
+    assert udp_probe.parse_addr("198.18.1.1:9000") == ("198.18.1.1", 9000)
 
 
 def test_trace_starting_later_is_a_rotation():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from testbed.emulate import calibrate, figures, probe
+from testbed.emulate import calibrate, figures, udp_probe
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import ShellChain, build_chain
 from testbed.profiles import load_network
@@ -28,12 +28,12 @@ def test_probe_over_loopback(tmp_path):
     import sys
 
     dump = tmp_path / "dump.json"
-    srv = subprocess.Popen([sys.executable, "-m", "testbed.emulate.probe", "server", "--bind",
+    srv = subprocess.Popen([sys.executable, "-m", "testbed.emulate.udp_probe", "server", "--bind",
                             "127.0.0.1", "--port", "19000", "--dump", str(dump)],
                            stdout=subprocess.PIPE, text=True)
     try:
         assert "probe server on" in srv.stdout.readline()
-        out = probe.rtt(("127.0.0.1", 19000), 200, 1000.0, 32, 1.0, 1, 7)
+        out = udp_probe.rtt(("127.0.0.1", 19000), 200, 1000.0, 32, 1.0, 1, 7)
     finally:
         srv.terminate()
         srv.wait(10)
@@ -94,7 +94,7 @@ def test_phase_gate_starts_sparse_links_in_phase(site):
     sparse link the gate starts it again until they start together."""
     from testbed import proc
     from testbed.emulate import phasegate
-    from testbed.emulate.validate import link_phase_ms
+    from testbed.validate.network import link_phase_ms
 
     chain = build_chain(load_network("da2gc"), site.dir, 5)
     assert chain.phase_gate

@@ -110,7 +110,7 @@ def big_site():
 
 
 def load_and_capture(site: Path, pacing: str) -> list[float]:
-    from testbed.replay.browser import BASE_FLAGS
+    from testbed.chromium import BASE_FLAGS
     from testbed.replay.env import ReplayEnv
 
     args = ["--cc", "cubic", "--initial-cwnd-packets", "32", "--pacing", pacing]

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from needs import need
 
-from testbed.measure import har
+from testbed.chromium import CDPError, Chromium
+from testbed.measure import trial_har
 from testbed.replay import env as env_mod
-from testbed.replay.browser import CDPError, Chromium
 from testbed.replay.env import ReplayEnv
 
 pytestmark = pytest.mark.e2e
@@ -63,7 +63,7 @@ def load(stack: str) -> tuple[dict[str, int], set[str]]:
             if all(r[3] for r in images):
                 break
     assert len(images) == 40, rows
-    return har.max_in_flight(as_har(rows)), {r[3] for r in images}
+    return trial_har.max_in_flight(as_har(rows)), {r[3] for r in images}
 
 
 def test_quic_is_not_held_to_six_requests_per_host():

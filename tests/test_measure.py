@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.measure import browsertime, har, metrics, visual
+from testbed.measure import browsertime, metrics, trial_har, visual
 from testbed.measure.trial import Evidence, judge
 
 FIX = Path(__file__).parent / "fixtures" / "measure"
@@ -19,19 +19,19 @@ def load(name):
 # --- HAR -------------------------------------------------------------------------------
 def test_block_har_splits_by_iteration_and_proves_each_protocol():
     block = load("block.har")
-    assert har.page_ids(block) == {1: "page_1", 2: "page_1-1"}
-    first, second = har.iteration(block, 1), har.iteration(block, 2)
-    assert har.protocols(first) == {"h2": 30}
-    assert har.protocols(second) == {"h3": 30}
-    assert har.requests(first) == 30
-    assert har.iteration(block, 3) is None
+    assert trial_har.page_ids(block) == {1: "page_1", 2: "page_1-1"}
+    first, second = trial_har.iteration(block, 1), trial_har.iteration(block, 2)
+    assert trial_har.protocols(first) == {"h2": 30}
+    assert trial_har.protocols(second) == {"h3": 30}
+    assert trial_har.requests(first) == 30
+    assert trial_har.iteration(block, 3) is None
 
 
 @pytest.mark.parametrize("version, name", [
     ("h2", "h2"), ("HTTP/2.0", "h2"), ("h3", "h3"), ("http/2+quic/43", "h3"),
     ("h3-29", "h3"), ("http/1.1", "http/1.1"), ("", "unknown")])
 def test_protocol_names_are_normalised(version, name):
-    assert har.normalise(version) == name
+    assert trial_har.normalise(version) == name
 
 
 def test_mixed_protocols_are_counted_and_data_urls_ignored():
@@ -40,7 +40,7 @@ def test_mixed_protocols_are_counted_and_data_urls_ignored():
         {"request": {"url": "https://b.test/x"}, "response": {"httpVersion": "h2"}},
         {"request": {"url": "data:image/png;base64,AA"}, "response": {"httpVersion": ""}},
     ]}}
-    assert har.protocols(h) == {"h2": 1, "h3": 1}
+    assert trial_har.protocols(h) == {"h2": 1, "h3": 1}
 
 
 # --- metrics -----------------------------------------------------------------------------

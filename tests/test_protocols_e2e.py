@@ -12,8 +12,8 @@ from testbed import proc
 from testbed.emulate.probesite import PROBE_IP, ProbeSite
 from testbed.emulate.shells import ShellChain
 from testbed.profiles import ProtocolProfile, load_protocol
-from testbed.protocols import evidence
 from testbed.protocols.apply import PACING_PRELOAD, server_options
+from testbed.validate import evidence
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""HAR 1.2 export (testbed/har.py) and `testbed recording show|har`, without the network."""
+"""HAR 1.2 export (testbed/har_export.py) and `testbed recording show|har`, without the network."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from referencing import Registry, Resource
 
 from testbed import recording
-from testbed.har import to_har, url_of
+from testbed.har_export import to_har, url_of
 from testbed.record.cli import recording as recording_cli
-from testbed.record.summary import resource_type, summarise
+from testbed.record.recording_summary import resource_type, summarise
 
 HAR_SCHEMA = Path(__file__).parent / "har_schema"
 BUNDLED = recording.RECORDINGS_DIR / "local-news"

@@ -8,9 +8,9 @@ import pytest
 
 from testbed import recording as rec
 from testbed.replay import app as app_mod
-from testbed.replay import summary
+from testbed.replay import server_summary
 from testbed.replay.app import ReplayApp
-from testbed.replay.synthetic import exchange, write
+from testbed.validate.site import exchange, write
 
 HTML = b"<!doctype html><title>t</title>"
 
@@ -102,7 +102,7 @@ def test_host_header_when_no_front_end_variable(recording, tmp_path):
 def test_misses_are_404_and_counted(recording, tmp_path):
     path = tmp_path / "summary.json"
     app = ReplayApp(recording, path)
-    before = summary.read(path)
+    before = server_summary.read(path)
     assert before["requests"] == 0 and before["server"] == "uwsgi"
     call(app, "/", conn="7")
     call(app, "/app.js?v=1", conn="7")
@@ -111,13 +111,13 @@ def test_misses_are_404_and_counted(recording, tmp_path):
     assert status == "404 Not Found"
     assert ("content-length", str(len(body))) in headers
     after = json.loads(path.read_text())
-    assert set(after) == set(summary.KEYS)
+    assert set(after) == set(server_summary.KEYS)
     assert after["requests"] == 4
     assert after["misses"] == 2
     assert after["miss_urls"] == ["https://www.a.test/nope?x=1", "https://www.a.test/"]
     assert after["bytes"] == len(HTML) + 2 + 2 * len(body)
     assert after["connections"] == 2
-    assert summary.diff(before, after)["misses"] == 2
+    assert server_summary.diff(before, after)["misses"] == 2
 
 
 def test_counted_once_the_body_is_sent(recording, tmp_path):
@@ -127,9 +127,9 @@ def test_counted_once_the_body_is_sent(recording, tmp_path):
                "TESTBED_HOST": "www.a.test"}
     result = app(environ, lambda s, h: None)
     assert b"".join(result) == HTML
-    assert summary.read(path)["requests"] == 0
+    assert server_summary.read(path)["requests"] == 0
     result.close()
-    assert summary.read(path)["requests"] == 1
+    assert server_summary.read(path)["requests"] == 1
 
 
 def test_head_sends_no_body(recording, tmp_path):
@@ -158,16 +158,16 @@ def test_summary_written_in_the_background(tmp_path):
     import time
 
     path = tmp_path / "summary.json"
-    s = summary.Summary(path, "uwsgi", "1", in_background=True)
-    assert summary.read(path)["requests"] == 0
+    s = server_summary.Summary(path, "uwsgi", "1", in_background=True)
+    assert server_summary.read(path)["requests"] == 0
     for i in range(50):
         s.record(url=f"https://a.test/{i}", hit=i % 10 != 0, nbytes=10, connection=i % 3)
     deadline = time.monotonic() + 5
-    while summary.read(path)["requests"] != 50 and time.monotonic() < deadline:
+    while server_summary.read(path)["requests"] != 50 and time.monotonic() < deadline:
         time.sleep(0.01)
-    after = summary.read(path)
+    after = server_summary.read(path)
     assert (after["requests"], after["misses"], after["bytes"], after["connections"]) == (
         50, 5, 500, 3)
     s.record(url="https://a.test/x", hit=True, nbytes=1)
     s.flush()
-    assert summary.read(path)["requests"] == 51
+    assert server_summary.read(path)["requests"] == 51

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from testbed import recording as rec
-from testbed.replay import nginx, probe, summary
+from testbed.replay import nginx, readiness, server_summary
 from testbed.replay.env import ReplayEnv, resolver_rules, stack_flags
-from testbed.replay.synthetic import exchange, write
+from testbed.validate.site import exchange, write
 
 
 @pytest.fixture
@@ -119,25 +119,25 @@ def test_unknown_stack_is_an_input_error(recording):
 
 
 def test_probe_targets_parse():
-    t = probe.Target.parse("quic:192.0.2.1:443:a.test")
+    t = readiness.Target.parse("quic:192.0.2.1:443:a.test")
     assert (t.kind, t.ip, t.port, t.sni) == ("quic", "192.0.2.1", 443, "a.test")
-    assert str(probe.Target.parse("tcp:192.0.2.1:80")) == "tcp:192.0.2.1:80"
+    assert str(readiness.Target.parse("tcp:192.0.2.1:80")) == "tcp:192.0.2.1:80"
     with pytest.raises(ValueError):
-        probe.Target.parse("udp:1.2.3.4:1")
+        readiness.Target.parse("udp:1.2.3.4:1")
 
 
 def test_probe_reports_what_never_answered():
     # 127.0.0.1:9 (discard) is closed here: refused at once, on loopback only
-    failed = probe.wait_all([probe.Target("tcp", "127.0.0.1", 9)], deadline_s=0.2)
+    failed = readiness.wait_all([readiness.Target("tcp", "127.0.0.1", 9)], deadline_s=0.2)
     assert len(failed) == 1 and failed[0].startswith("tcp:127.0.0.1:9: ")
 
 
 def test_summary_diff_counts_one_load():
     before = {"requests": 3, "misses": 1, "miss_urls": ["a"], "bytes": 10, "connections": 1}
     after = {"requests": 8, "misses": 2, "miss_urls": ["a", "b"], "bytes": 50, "connections": 3}
-    assert summary.diff(before, after) == {"requests": 5, "misses": 1, "miss_urls": ["b"],
+    assert server_summary.diff(before, after) == {"requests": 5, "misses": 1, "miss_urls": ["b"],
                                            "bytes": 40, "connections": 2}
-    assert summary.read(Path("/nonexistent/summary.json"))["requests"] == 0
+    assert server_summary.read(Path("/nonexistent/summary.json"))["requests"] == 0
 
 
 def test_a_killed_server_is_named_on_the_first_line_with_its_signal(recording, tmp_path):

@@ -17,10 +17,10 @@ import replay_site
 
 from testbed import proc
 from testbed import recording as rec
+from testbed.chromium import Chromium
 from testbed.replay import env as env_mod
-from testbed.replay import parity
-from testbed.replay.browser import Chromium
 from testbed.replay.env import ReplayEnv
+from testbed.validate import servers
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +45,7 @@ def site():
 def navigate(page, url):
     """Chromium may report a network change while the new namespaces' IPv6 link-local
     addresses settle; a load it aborted for that is loaded again."""
-    from testbed.replay.browser import CDPError
+    from testbed.chromium import CDPError
 
     for attempt in range(3):
         try:
@@ -225,7 +225,7 @@ def test_validate_servers_runs_through_both_stacks():
         data = json.loads(out.read_text())
     assert "gap (quic vs tcp)" in cp.stdout
     assert "Lost on the path: tcp: " in cp.stdout
-    assert data["rate_mbit"] == parity.RATE_MBIT == 100
+    assert data["rate_mbit"] == servers.RATE_MBIT == 100
     assert [r["stack"] for r in data["results"]] == ["tcp", "quic"]
     for r in data["results"]:
         assert len(r["times_ms"]["10000"]) == 2 and r["misses"] == 0

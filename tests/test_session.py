@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from testbed.measure import browsertime, har
+from testbed.measure import browsertime, trial_har
 from testbed.measure.session import Session
 
 FAKE = Path(__file__).parent / "fake_browsertime.py"
@@ -50,7 +50,7 @@ def run(tmp_path, kinds, stacks=None, broken=(), timeout_s=30.0):
 def test_each_trial_gets_its_own_flags_and_its_own_har(tmp_path):
     outcomes, driver = run(tmp_path, ["ok", "ok", "ok"], stacks=["tcp", "quic", "tcp"])
     assert [o.measured for o in outcomes] == [True, True, True]
-    assert [har.protocols(o.har) for o in outcomes] == [{"h2": 3}, {"h3": 3}, {"h2": 3}]
+    assert [trial_har.protocols(o.har) for o in outcomes] == [{"h2": 3}, {"h3": 3}, {"h2": 3}]
     assert [o.result[0]["browserScripts"]["timings"]["flags"] for o in outcomes] == [
         ["--disable-quic"], ["--enable-quic"], ["--disable-quic"]]
     # servers are readied for the next trial right after the previous load
@@ -63,7 +63,7 @@ def test_a_failed_load_fails_only_its_trial(tmp_path):
     outcomes, _ = run(tmp_path, ["ok", "fail", "ok"])
     assert [o.measured for o in outcomes] == [True, False, True]
     assert outcomes[1].browser_error and outcomes[1].har is None
-    assert har.protocols(outcomes[2].har) == {"h2": 3}
+    assert trial_har.protocols(outcomes[2].har) == {"h2": 3}
 
 
 def test_a_browser_that_does_not_start_fails_only_its_trial(tmp_path):

@@ -102,6 +102,7 @@ pub struct Args {
 
     /// TLS secrets are appended to $SSLKEYLOGFILE when it is set (NSS key
     /// log format), for Wireshark. Not an option: read from the environment.
+    /// Defaults to none (no key log).
     #[arg(skip = std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from))]
     pub keylog_file: Option<PathBuf>,
 }

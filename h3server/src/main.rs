@@ -1,10 +1,13 @@
 //! h3server: serves one testbed recording from memory over HTTP/3 (quiche).
 //!
-//! Wiring only: arguments (args.rs), the recording (recording.rs), the
-//! event loop (server.rs). Exit status: 0 after SIGINT/SIGTERM, 2 for bad
+//! Wiring only: arguments (args.rs), the settings and QUIC configuration
+//! made of them (config.rs), the recording (recording.rs), the event loop
+//! (server.rs), which hands requests to http.rs. Exit status: 0 after SIGINT/SIGTERM, 2 for bad
 //! input (arguments, recording, certificate), 1 for anything else.
 
 mod args;
+mod config;
+mod http;
 mod logging;
 mod matching;
 mod pacer;
@@ -51,8 +54,8 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &args::Args) -> Result<(), Fatal> {
-    let settings = server::Settings::from_args(args)?;
-    let config = server::quic_config(&settings, &args.cert, &args.key)?;
+    let settings = config::Settings::from_args(args)?;
+    let config = config::quic_config(&settings, &args.cert, &args.key)?;
     let rec = recording::load(&args.recording).map_err(|e| Fatal::Input(e.0))?;
     info!(
         "{} recording {} ({}): {} exchanges, {} body bytes in memory",

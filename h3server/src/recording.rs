@@ -279,61 +279,67 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    /// The error loading the test manifest gives when its body file holds
+    /// `body` (None: there is none), the folder's path written as DIR.
+    fn body_error(name: &str, body: Option<&[u8]>) -> String {
+        body_error_after(name, body, |_| {})
+    }
+
+    /// The same after `prepare` has changed the folder.
+    fn body_error_after(name: &str, body: Option<&[u8]>, prepare: impl FnOnce(&Path)) -> String {
+        let d = tmp(name);
+        write(&d, &manifest(), body);
+        prepare(&d);
+        let e = load(&d).unwrap_err().0;
+        std::fs::remove_dir_all(&d).unwrap();
+        e.replacen(&d.display().to_string(), "DIR", 1)
+    }
+
     #[test]
     fn missing_body_is_named() {
-        let d = tmp("missing");
-        write(&d, &manifest(), None);
-        let e = load(&d).unwrap_err().0;
-        assert!(e.ends_with(&format!("key exchanges/0/body: bodies/{HELLO} is missing")), "{e}");
-        assert!(e.starts_with(&d.join("manifest.json").display().to_string()), "{e}");
-        std::fs::remove_dir_all(&d).unwrap();
+        let e = body_error("missing", None);
+        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} is missing"));
     }
 
     #[test]
     fn wrong_body_size_is_named() {
-        let d = tmp("size");
-        write(&d, &manifest(), Some(b"hello!"));
-        let e = load(&d).unwrap_err().0;
-        assert!(e.contains("key exchanges/0/body_size"), "{e}");
-        std::fs::remove_dir_all(&d).unwrap();
+        let e = body_error("size", Some(b"hello!"));
+        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body_size: 5, but bodies/{HELLO} has 6 bytes"));
     }
 
     #[test]
     fn tampered_body_is_refused() {
-        let d = tmp("tampered");
-        write(&d, &manifest(), Some(b"HELLO"));
-        let e = load(&d).unwrap_err().0;
-        assert!(e.contains("key exchanges/0/body: bodies/") && e.contains("does not hash"), "{e}");
-        std::fs::remove_dir_all(&d).unwrap();
+        let e = body_error("tampered", Some(b"HELLO"));
+        let why = "does not hash to its name (expected the SHA-256 of its bytes)";
+        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} {why}"));
     }
 
     #[test]
     fn symlinked_body_and_bodies_are_not_followed() {
-        let d = tmp("symlink");
-        write(&d, &manifest(), None);
-        let outside = d.join("outside");
-        std::fs::write(&outside, b"hello").unwrap(); // even the right bytes
-        std::os::unix::fs::symlink(&outside, d.join("bodies").join(HELLO)).unwrap();
-        let e = load(&d).unwrap_err().0;
-        assert!(e.ends_with(&format!("bodies/{HELLO} is a symbolic link, expected a regular file")), "{e}");
-        std::fs::remove_dir_all(d.join("bodies")).unwrap();
-        std::fs::create_dir_all(d.join("real")).unwrap();
-        std::fs::write(d.join("real").join(HELLO), b"hello").unwrap();
-        std::os::unix::fs::symlink(d.join("real"), d.join("bodies")).unwrap();
-        let e = load(&d).unwrap_err().0;
-        assert!(e.contains("bodies/ that is a symbolic link"), "{e}");
-        std::fs::remove_dir_all(&d).unwrap();
+        let e = body_error_after("symlink", None, |d| {
+            let outside = d.join("outside");
+            std::fs::write(&outside, b"hello").unwrap(); // even the right bytes
+            std::os::unix::fs::symlink(&outside, d.join("bodies").join(HELLO)).unwrap();
+        });
+        let why = "is a symbolic link, expected a regular file";
+        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} {why}"));
+        let e = body_error_after("symlink", None, |d| {
+            std::fs::remove_dir_all(d.join("bodies")).unwrap();
+            std::fs::create_dir_all(d.join("real")).unwrap();
+            std::fs::write(d.join("real").join(HELLO), b"hello").unwrap();
+            std::os::unix::fs::symlink(d.join("real"), d.join("bodies")).unwrap();
+        });
+        let why = "is in a bodies/ that is a symbolic link, expected a folder";
+        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} {why}"));
     }
 
     #[test]
     fn fifo_body_is_not_waited_on() {
-        let d = tmp("fifo");
-        write(&d, &manifest(), None);
-        let path = std::ffi::CString::new(d.join("bodies").join(HELLO).as_os_str().as_encoded_bytes()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
-        let e = load(&d).unwrap_err().0;
-        assert!(e.ends_with("is not a regular file"), "{e}");
-        std::fs::remove_dir_all(&d).unwrap();
+        let e = body_error_after("fifo", None, |d| {
+            let path = std::ffi::CString::new(d.join("bodies").join(HELLO).as_os_str().as_encoded_bytes()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        });
+        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} is not a regular file"));
     }
 
     #[test]

@@ -1,35 +1,36 @@
-//! The event loop: one UDP socket per listen address, QUIC connections,
-//! HTTP/3 requests answered from the recording, paced sending.
+//! The event loop: one UDP socket per listen address, QUIC connections
+//! accepted, fed and closed, their datagrams paced out, the summary kept
+//! written and the statistics logged at exit.
 //!
 //! One thread, one mio poll. Deadlines (quiche timers, pacing release times,
 //! the summary's next write) arm one timerfd, whose nanosecond resolution is
 //! what pacing needs (epoll's own timeout has millisecond resolution).
 //! SIGINT/SIGTERM arrive on a signalfd: connections are closed, the summary
 //! written, and `run` returns.
+//!
+//! Must not decide anything about HTTP: requests and responses are http.rs's,
+//! settings config.rs's, release times pacer.rs's.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use log::{debug, error, info, trace, warn};
+use log::{debug, error, info, warn};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
-use quiche::h3::NameValue;
 
-use crate::args::Args;
+use crate::config::Settings;
+use crate::http::{Responder, Streams};
 use crate::logging::{self, SERVER};
-use crate::matching;
 use crate::pacer::{Pacer, PathView};
-use crate::priority::Priority;
 use crate::recording::Recording;
 use crate::response;
 use crate::summary::{self, Summary};
@@ -44,86 +45,8 @@ const SIGNALS: Token = Token(usize::MAX - 2);
 const CID_LEN: usize = quiche::MAX_CONN_ID_LEN;
 /// Largest UDP datagram read.
 const RECV_BUF: usize = 65_535;
-/// Idle timeout advertised to clients, ms.
-const IDLE_TIMEOUT_MS: u64 = 30_000;
-/// Concurrent request streams a client may open (nginx's HTTP/2 default).
-const MAX_STREAMS_BIDI: u64 = 128;
 /// H3_NO_ERROR, for closing connections at exit.
 const H3_NO_ERROR: u64 = 0x100;
-
-/// Everything fixed for the server's life.
-pub struct Settings {
-    pub listen: Vec<SocketAddr>,
-    pub cc: crate::args::Cc,
-    pub initial_cwnd_packets: usize,
-    pub pacing: bool,
-    pub gso: bool,
-    pub max_udp_payload: usize,
-    pub alt_svc: bool,
-    pub qlog_dir: Option<PathBuf>,
-    pub keylog: Option<File>,
-    pub summary: Option<PathBuf>,
-}
-
-impl Settings {
-    pub fn from_args(args: &Args) -> Result<Settings, Fatal> {
-        let keylog = match &args.keylog_file {
-            Some(p) => Some(
-                File::options()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .map_err(|e| Fatal::Input(format!("{}: SSLKEYLOGFILE cannot be opened: {e}", p.display())))?,
-            ),
-            None => None,
-        };
-        if let Some(dir) = &args.qlog_dir {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Fatal::Input(format!("{}: --qlog-dir cannot be created: {e}", dir.display())))?;
-        }
-        Ok(Settings {
-            listen: args.listen.clone(),
-            cc: args.cc,
-            initial_cwnd_packets: args.initial_cwnd_packets as usize,
-            pacing: args.pacing.on(),
-            gso: args.gso.on(),
-            max_udp_payload: args.max_udp_payload as usize,
-            alt_svc: args.alt_svc.on(),
-            qlog_dir: args.qlog_dir.clone(),
-            keylog,
-            summary: args.summary.clone(),
-        })
-    }
-}
-
-/// The QUIC configuration every connection is accepted with.
-pub fn quic_config(s: &Settings, cert: &std::path::Path, key: &std::path::Path) -> Result<quiche::Config, Fatal> {
-    let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION)
-        .map_err(|e| Fatal::Runtime(format!("quiche config: {e}")))?;
-    c.load_cert_chain_from_pem_file(&cert.to_string_lossy())
-        .map_err(|e| Fatal::Input(format!("{}: not a usable PEM certificate chain ({e})", cert.display())))?;
-    c.load_priv_key_from_pem_file(&key.to_string_lossy())
-        .map_err(|e| Fatal::Input(format!("{}: not a usable PEM private key ({e})", key.display())))?;
-    c.set_application_protos(quiche::h3::APPLICATION_PROTOCOL)
-        .map_err(|e| Fatal::Runtime(format!("ALPN: {e}")))?;
-    c.set_max_idle_timeout(IDLE_TIMEOUT_MS);
-    c.set_max_send_udp_payload_size(s.max_udp_payload);
-    c.set_initial_max_data(16 << 20);
-    c.set_initial_max_stream_data_bidi_local(4 << 20);
-    c.set_initial_max_stream_data_bidi_remote(4 << 20);
-    c.set_initial_max_stream_data_uni(1 << 20);
-    c.set_initial_max_streams_bidi(MAX_STREAMS_BIDI);
-    c.set_initial_max_streams_uni(16);
-    c.set_disable_active_migration(true);
-    c.set_cc_algorithm(s.cc.algorithm());
-    c.set_initial_congestion_window_packets(s.initial_cwnd_packets);
-    // Only quiche's BBRv2 reads this; CUBIC and Reno are paced by crate::pacer.
-    c.enable_pacing(s.pacing);
-    if s.keylog.is_some() {
-        c.log_keys();
-    }
-    Ok(c)
-}
 
 struct Socket {
     io: mio::net::UdpSocket,
@@ -139,26 +62,14 @@ struct Datagram {
     at: Instant,
 }
 
-/// A response not yet entirely handed to quiche.
-struct Pending {
-    /// Headers still to send (the stream was blocked).
-    headers: Option<Vec<quiche::h3::Header>>,
-    body: Arc<[u8]>,
-    /// Whether the body goes out (not for HEAD, 1xx, 204, 304).
-    with_body: bool,
-    written: usize,
-    priority: Priority,
-}
-
 struct Client {
     conn: quiche::Connection,
     h3: Option<quiche::h3::Connection>,
     socket: usize,
     /// Connection IDs routed to this client.
     cids: Vec<Vec<u8>>,
-    pending: HashMap<u64, Pending>,
-    /// Whether this connection is in the summary's count (at its first request).
-    counted: bool,
+    /// Requests and responses in progress (http.rs).
+    streams: Streams,
     pacer: Pacer,
     out: VecDeque<Datagram>,
 }
@@ -422,8 +333,7 @@ impl Server {
                 h3: None,
                 socket: sock,
                 cids,
-                pending: HashMap::new(),
-                counted: false,
+                streams: Streams::default(),
                 pacer: Pacer::new(),
                 out: VecDeque::new(),
             },
@@ -458,78 +368,16 @@ impl Server {
             }
         }
         let alt_svc = self.settings.alt_svc.then(|| response::alt_svc(self.sockets[c.socket].local.port()));
-        let Client { conn, h3, pending, counted, .. } = c;
+        let Client { conn, h3, streams, .. } = c;
         let Some(h3) = h3.as_mut() else { return };
-        let writable: Vec<u64> = conn.writable().filter(|s| pending.contains_key(s)).collect();
-        for stream in writable {
-            let p = pending.get_mut(&stream).expect("filtered");
-            match advance(conn, h3, stream, p, &mut self.summary) {
-                Ok(true) => {
-                    pending.remove(&stream);
-                    self.writer.changed(Instant::now());
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    debug!("{} stream {stream}: response abandoned: {e}", conn.trace_id());
-                    pending.remove(&stream);
-                }
-            }
-        }
-        let mut scratch = [0u8; 16 * 1024];
-        loop {
-            match h3.poll(conn) {
-                Ok((stream, quiche::h3::Event::Headers { list, .. })) => {
-                    let now = Instant::now();
-                    if !*counted {
-                        // Counted at its first request, so that readiness
-                        // probes (handshake only) leave the summary alone.
-                        *counted = true;
-                        self.summary.connections += 1;
-                    }
-                    let mut p = answer(conn, stream, &list, &self.recording, &self.not_found, &mut self.summary);
-                    if let (Some(h), Some(headers)) = (&alt_svc, p.headers.as_mut()) {
-                        headers.push(h.clone());
-                    }
-                    self.writer.changed(now);
-                    match advance(conn, h3, stream, &mut p, &mut self.summary) {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            pending.insert(stream, p);
-                        }
-                        Err(e) => debug!("{} stream {stream}: response abandoned: {e}", conn.trace_id()),
-                    }
-                }
-                Ok((stream, quiche::h3::Event::Data)) => {
-                    // Request bodies are not part of the matching rule: drain them.
-                    while let Ok(n) = h3.recv_body(conn, stream, &mut scratch) {
-                        trace!("{} stream {stream}: {n} request body bytes ignored", conn.trace_id());
-                    }
-                }
-                Ok((_, quiche::h3::Event::Finished)) => {}
-                Ok((stream, quiche::h3::Event::Reset(code))) => {
-                    debug!("{} stream {stream} reset by the client ({code:#x})", conn.trace_id());
-                    pending.remove(&stream);
-                }
-                Ok((stream, quiche::h3::Event::PriorityUpdate)) => {
-                    let Ok(value) = h3.take_last_priority_update(stream) else { continue };
-                    let Some(prio) = Priority::parse(&value) else { continue };
-                    trace!("{} stream {stream}: priority update {prio:?}", conn.trace_id());
-                    match pending.get_mut(&stream) {
-                        Some(p) if p.headers.is_some() => p.priority = prio,
-                        _ => {
-                            let _ = prio.apply(conn, stream);
-                        }
-                    }
-                }
-                Ok((_, quiche::h3::Event::GoAway)) => {}
-                Err(quiche::h3::Error::Done) => break,
-                Err(e) => {
-                    // quiche closes the connection itself on fatal errors.
-                    error!("{} HTTP/3 error: {e}", conn.trace_id());
-                    break;
-                }
-            }
-        }
+        let mut responder = Responder {
+            recording: &self.recording,
+            not_found: &self.not_found,
+            alt_svc,
+            summary: &mut self.summary,
+            writer: &mut self.writer,
+        };
+        streams.serve(conn, h3, &mut responder);
     }
 
     /// Send what is due: everything when pacing is off (or `now_all`),
@@ -659,81 +507,4 @@ impl Server {
             }
         }
     }
-}
-
-/// Decide the response to a request (a recorded exchange or a 404) and count it.
-fn answer(
-    conn: &quiche::Connection,
-    stream: u64,
-    list: &[quiche::h3::Header],
-    recording: &Recording,
-    not_found: &Arc<[u8]>,
-    summary: &mut Summary,
-) -> Pending {
-    let mut method = String::new();
-    let mut scheme = String::new();
-    let mut authority = None;
-    let mut host = None;
-    let mut target = String::new();
-    let mut priority = Priority::default();
-    for h in list {
-        let v = || String::from_utf8_lossy(h.value()).into_owned();
-        match h.name() {
-            b":method" => method = v(),
-            b":scheme" => scheme = v(),
-            b":authority" => authority = Some(v()),
-            b":path" => target = v(),
-            b"host" => host = Some(v()),
-            b"priority" => priority = Priority::parse(h.value()).unwrap_or_default(),
-            _ => {}
-        }
-    }
-    let authority = authority.or(host).unwrap_or_default();
-    let req = matching::Request { scheme: &scheme, authority: &authority, method: &method, target: &target };
-    let url = format!("{scheme}://{authority}{target}");
-    let is_head = method == "HEAD";
-    summary.requests += 1;
-    let (headers, body, with_body) = match recording.find(&req) {
-        Some(x) => {
-            info!("{} stream {stream}: {method} {url} -> {} ({} bytes)", conn.trace_id(), x.status, x.body.len());
-            (response::headers(x), x.body.clone(), !is_head && response::has_content(x.status))
-        }
-        None => {
-            warn!("{} stream {stream}: {method} {url} -> 404 (not in the recording)", conn.trace_id());
-            summary.misses += 1;
-            summary.miss_urls.push(url);
-            (response::not_found(), not_found.clone(), !is_head)
-        }
-    };
-    Pending { headers: Some(headers), body, with_body, written: 0, priority }
-}
-
-/// Hand as much of a response to quiche as it takes; Ok(true) when all of it.
-fn advance(
-    conn: &mut quiche::Connection,
-    h3: &mut quiche::h3::Connection,
-    stream: u64,
-    p: &mut Pending,
-    summary: &mut Summary,
-) -> Result<bool, quiche::h3::Error> {
-    let no_body = !p.with_body || p.body.is_empty();
-    if let Some(headers) = &p.headers {
-        match h3.send_response_with_priority(conn, stream, headers, &p.priority.h3(), no_body) {
-            Ok(()) => p.headers = None,
-            Err(quiche::h3::Error::StreamBlocked) => return Ok(false),
-            Err(e) => return Err(e),
-        }
-        if no_body {
-            return Ok(true);
-        }
-    }
-    match h3.send_body(conn, stream, &p.body[p.written..], true) {
-        Ok(n) => {
-            p.written += n;
-            summary.bytes += n as u64;
-        }
-        Err(quiche::h3::Error::Done) => {}
-        Err(e) => return Err(e),
-    }
-    Ok(p.written == p.body.len())
 }

@@ -178,7 +178,7 @@ def _check_trace_buffer(p: profiles.NetworkProfile) -> None:
         return
     from fractions import Fraction
 
-    from testbed.emulate import traces
+    from testbed import traces
 
     for d in ("uplink", "downlink"):
         path = p.trace_path(d)

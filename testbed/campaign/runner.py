@@ -58,11 +58,11 @@ from testbed.campaign.config import Campaign
 from testbed.campaign.store import Row, Store
 from testbed.errors import InputError, TestbedError
 from testbed.measure import browsertime, metrics
-from testbed.measure import har as harlib
+from testbed.measure import trial_har as harlib
 from testbed.measure.session import Outcome, Session
 from testbed.measure.trial import Evidence, judge
 from testbed.profiles import NetworkProfile, load_network
-from testbed.replay import summary as summary_mod
+from testbed.replay import server_summary as summary_mod
 from testbed.replay.env import ReplayEnv
 from testbed.runstate import USER, current
 from testbed.topology import ReplayTopology

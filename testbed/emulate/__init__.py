@@ -2,6 +2,6 @@
 
 profiles (testbed.profiles) → traces (exact link schedules) → shells (the
 chain's argv) → calibrate (the chain's own delay, measured and taken off
-mm-delay) → validate (`testbed validate network`). probe and probesite are
-the measurement tools both use.
+mm-delay). probe and probesite are the measurement tools calibration and
+`testbed validate network` (testbed/validate/network.py) use.
 """

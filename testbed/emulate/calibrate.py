@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from testbed import proc, safefs
-from testbed.emulate import figures, traces
+from testbed import proc, safefs, traces
+from testbed.emulate import figures
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import (
     ShellChain,

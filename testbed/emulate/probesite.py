@@ -55,27 +55,27 @@ class ProbeSite:
     def __init__(self):
         self.topology = ReplayTopology([PROBE_IP])
         self.dir: Path | None = None
-        self._stack = ExitStack()
+        self._exits = ExitStack()
         self._n = 0
 
     def __enter__(self) -> Self:
         for tool in ("mm-link", "mm-delay", "mm-loss", "iperf3"):
             if shutil.which(tool, path=enter.SAFE_PATH) is None:
                 raise TestbedError(f"{tool} not found; run `make setup`")
-        with ExitStack() as stack:
-            stack.enter_context(self.topology)
+        with ExitStack() as exits:
+            exits.enter_context(self.topology)
             self.dir = Path(tempfile.mkdtemp(prefix="emulate-", dir=current().dir))
-            stack.callback(safefs.rmtree, self.dir)
+            exits.callback(safefs.rmtree, self.dir)
             os.chmod(self.dir, 0o755)
             self.userdir = safefs.user_dir(self.dir / "user")  # mm-link's logs
             # iperf3's TCP measures the link, not the congestion control: BBR, named
             # explicitly (the namespace would inherit the host's default).
             self.topology.server.sysctl("net.ipv4.tcp_congestion_control", "bbr")
-            self._stack = stack.pop_all()
+            self._exits = exits.pop_all()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stack.close()
+        self._exits.close()
 
     @property
     def server_ns(self):
@@ -88,7 +88,7 @@ class ProbeSite:
         dump = self.dir / f"probe-{self._n}.json"
         log = self.dir / f"probe-{self._n}.log"
         bg = proc.Background(NICE + self.topology.server.exec(
-            [sys.executable, "-m", "testbed.emulate.probe", "server", "--bind", PROBE_IP,
+            [sys.executable, "-m", "testbed.emulate.udp_probe", "server", "--bind", PROBE_IP,
              "--port", str(PROBE_PORT), "--dump", str(dump)]), log=log, cwd=str(ROOT))
         with bg:
             bg.wait_for_log("probe server on", "probe server")
@@ -104,7 +104,7 @@ class ProbeSite:
 
     def probe(self, chain: ShellChain, args: list[str], timeout: float) -> dict:
         """Run the probe client inside the shells; its JSON output."""
-        cp = proc.run(self.client_argv(chain, [sys.executable, "-m", "testbed.emulate.probe",
+        cp = proc.run(self.client_argv(chain, [sys.executable, "-m", "testbed.emulate.udp_probe",
                                                *args]), timeout=timeout)
         try:
             return json.loads(cp.stdout)

@@ -22,7 +22,7 @@ Outer (started in the client namespace) to inner (where the browser runs):
   cost about 45 % of the chain's CPU), mm-link when the profile does not
   shape, mm-delay when the delay is 0.
 
-Queues are drop-tail in bytes (testbed.emulate.traces.queue_bytes).
+Queues are drop-tail in bytes (testbed.traces.queue_bytes).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from testbed.emulate import traces
+from testbed import traces
 from testbed.paths import chown_to_user
 from testbed.profiles import NetworkProfile
 

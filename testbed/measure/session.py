@@ -46,8 +46,7 @@ from pathlib import Path
 from typing import Protocol
 
 from testbed import enter, proc, safefs
-from testbed.measure import browsertime, visual
-from testbed.measure import har as harlib
+from testbed.measure import browsertime, trial_har, visual
 
 log = logging.getLogger(__name__)
 
@@ -358,7 +357,7 @@ class Session:
             return
         for o in outcomes:
             if o is not None and o.measured:
-                o.har = harlib.iteration(har, o.index + 1)
+                o.har = trial_har.iteration(har, o.index + 1)
 
     def remove(self) -> None:
         if self._ctl_fd is not None:

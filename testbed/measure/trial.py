@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from testbed.measure.har import expected_protocol
 from testbed.measure.metrics import Metrics
+from testbed.measure.trial_har import expected_protocol
 
 
 @dataclass(frozen=True)

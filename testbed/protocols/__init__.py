@@ -2,9 +2,8 @@
 
 profiles/protocols/*.toml (testbed.profiles.ProtocolProfile) → apply
 (server namespace sysctls and route, nginx's environment, h3server's
-options, Chromium's flags) → validate (`testbed validate protocols`: each
-setting proven in force during a replay). evidence holds the pure parsers
-(pcap flights, ss) the proof is built from.
+options, Chromium's flags). `testbed validate protocols`
+(testbed/validate/protocols.py) proves each setting in force during a replay.
 """
 
 

@@ -33,6 +33,7 @@ from functools import cache
 from pathlib import Path
 
 from testbed import proc
+from testbed.chromium import STACK_FLAGS
 from testbed.errors import InputError, TestbedError
 from testbed.paths import PACING_PRELOAD
 from testbed.profiles import ProtocolProfile, load_protocol
@@ -44,8 +45,7 @@ PROFILE_KEYS = {"net.ipv4.tcp_congestion_control": "congestion_control",
                 "net.ipv4.tcp_slow_start_after_idle": "slow_start_after_idle",
                 "net.ipv4.tcp_rmem": "tcp_rmem", "net.ipv4.tcp_wmem": "tcp_wmem"}
 """The protocol profile's key behind each managed sysctl (for messages)."""
-CHROMIUM_FLAGS = {"tcp": ("--disable-quic",),
-                  "quic": ("--enable-quic", "--origin-to-force-quic-on=*")}
+CHROMIUM_FLAGS = STACK_FLAGS  # defined once, with the Chromium driver
 
 # Each server namespace's own values of the managed sysctls, read before the first change.
 _originals: dict[str, dict[str, str]] = {}

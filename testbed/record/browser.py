@@ -3,7 +3,7 @@
     with recording_browser(proxy_port, spki, netns) as browser:
         result = load(browser, "https://example.org/", timeout=60)
 
-The browser is testbed.replay.browser.Chromium (headless, DevTools over a
+The browser is testbed.chromium.Chromium (headless, DevTools over a
 pipe, as the testbed user with its sandbox, a fresh profile deleted
 afterwards). For recording it sends every request to the proxy, trusts the
 proxy's certificates by the SHA-256 of their public key
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from testbed.replay.browser import CDPError, Chromium
+from testbed.chromium import STACK_FLAGS, CDPError, Chromium
 
 
 def flags(proxy_port: int, spki: str) -> list[str]:
@@ -28,7 +28,7 @@ def flags(proxy_port: int, spki: str) -> list[str]:
         f"--ignore-certificate-errors-spki-list={spki}",
         # Names are resolved by the proxy only; Chromium itself must not look up any.
         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-        "--disable-quic",
+        *STACK_FLAGS["tcp"],  # QUIC off: the proxy speaks TCP only
         "--disable-domain-reliability",
         "--disable-client-side-phishing-detection",
         "--disable-breakpad",

@@ -64,7 +64,7 @@ def show(name):
     from rich.console import Console
     from rich.table import Table
 
-    from testbed.record.summary import summarise
+    from testbed.record.recording_summary import summarise
 
     rec = recording_mod.load(name)
     s = summarise(rec)
@@ -107,7 +107,7 @@ def har(name, output, bodies):
 
     NAME is a recording in recordings/ or the path of a recording folder.
     """
-    from testbed.har import to_har
+    from testbed.har_export import to_har
 
     doc = to_har(recording_mod.load(name), bodies=bodies)
     text = json.dumps(doc, indent=1) + "\n"

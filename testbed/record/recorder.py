@@ -211,11 +211,11 @@ def record(opts: RecordOptions, progress=None) -> Path:
     final = preconditions(opts)
     say = progress or (lambda msg: None)
     run = runstate.current()
-    with ExitStack() as stack:
+    with ExitStack() as exits:
         work = Path(tempfile.mkdtemp(prefix="record-", dir=run.dir))
         os.chmod(work, 0o755)
-        stack.callback(shutil.rmtree, work, True)
-        proxy = stack.enter_context(Mitmdump(work, netns=opts.netns, resolve=opts.resolve,
+        exits.callback(shutil.rmtree, work, True)
+        proxy = exits.enter_context(Mitmdump(work, netns=opts.netns, resolve=opts.resolve,
                                              upstream_ca=opts.upstream_ca, run=run))
         loads: list[list[dict]] = []
         chromium_version = ""

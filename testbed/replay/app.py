@@ -6,7 +6,7 @@ connection serial (TESTBED_CONNECTION). The app loads the whole recording
 when it starts, matches with testbed.replay.matching (Mahimahi's rule), and
 answers with the recorded status, headers and body: hop-by-hop headers
 dropped, content-length set to the body's size. No match: 404, counted as a
-miss in the summary (testbed.replay.summary).
+miss in the summary (testbed.replay.server_summary).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import testbed
 from testbed import recording as rec
 from testbed.replay.matching import Matcher, Request
-from testbed.replay.summary import Summary
+from testbed.replay.server_summary import Summary
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",

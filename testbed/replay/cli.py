@@ -100,12 +100,12 @@ def replay(recording: str, stack: str, protocol: str | None, cmd: tuple[str, ...
     RECORDING served over STACK; everything is torn down when CMD ends, and
     CMD's exit status is returned. Put `--` before CMD."""
     loaded = rec.load(recording)
-    with ExitStack() as stack_:
+    with ExitStack() as exits:
         opts = protocol_options(protocol, stack) if protocol else None
-        topology = stack_.enter_context(ReplayTopology(loaded.ips))
+        topology = exits.enter_context(ReplayTopology(loaded.ips))
         if opts is not None and callable(_get(opts, "apply")):
             _get(opts, "apply")(topology)
-        env = stack_.enter_context(ReplayEnv(
+        env = exits.enter_context(ReplayEnv(
             loaded, stack, topology=topology,
             h3server_args=_get(opts, "h3server_args", ()) or (),
             nginx_env=dict(_get(opts, "nginx_env", {}) or {})))

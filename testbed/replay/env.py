@@ -38,10 +38,10 @@ from typing import Self
 
 from testbed import enter, proc, safefs
 from testbed import recording as rec
+from testbed.chromium import STACK_FLAGS
 from testbed.errors import InputError, TestbedError
 from testbed.paths import H3SERVER, chown_to_user
-from testbed.replay import certs, nginx
-from testbed.replay import summary as summary_mod
+from testbed.replay import certs, nginx, server_summary
 from testbed.replay.matching import normalise_host
 from testbed.runstate import USER, current
 from testbed.topology import ReplayTopology
@@ -75,8 +75,7 @@ def resolver_rules(recording: rec.Recording) -> str:
 
 
 def stack_flags(stack: str) -> list[str]:
-    return ["--enable-quic", "--origin-to-force-quic-on=*"] if stack == "quic" else [
-        "--disable-quic"]
+    return list(STACK_FLAGS[stack])
 
 
 class ReplayEnv:
@@ -110,7 +109,7 @@ class ReplayEnv:
         self.listens = nginx.listeners(self.recording, stack)
         self.servers: dict[str, proc.Background] = {}
         self.startup_seconds: float | None = None
-        self._stack = ExitStack()
+        self._exits = ExitStack()
 
     # --- what a client needs -------------------------------------------------------
     @property
@@ -144,11 +143,11 @@ class ReplayEnv:
                 f"--host-resolver-rules={self.host_resolver_rules}"]
 
     def summary(self) -> dict:
-        """The running server's summary (see testbed.replay.summary); diff two reads
+        """The running server's summary (see testbed.replay.server_summary); diff two reads
         around a page load for that load's requests and misses. uWSGI rewrites it
         after every response; h3server at most every 50 ms, so read it ~0.1 s after
         the load's last response."""
-        return summary_mod.read(self.summary_path)
+        return server_summary.read(self.summary_path)
 
     def check_alive(self) -> None:
         """TestbedError naming the server that died (its first line: a trial's reason),
@@ -174,12 +173,12 @@ class ReplayEnv:
     def __enter__(self) -> Self:
         t0 = time.monotonic()
         self._preconditions()
-        stack = ExitStack()
+        exits = ExitStack()
         try:
             if self.topology is None:
                 self.topology = ReplayTopology(self.recording.ips)
-                stack.enter_context(self.topology)
-                stack.callback(setattr, self, "topology", None)
+                exits.enter_context(self.topology)
+                exits.callback(setattr, self, "topology", None)
             else:
                 missing = set(self.recording.ips) - set(self.topology.ips)
                 if missing:
@@ -188,21 +187,21 @@ class ReplayEnv:
                 raise TestbedError("a replay stack already runs on this topology "
                                    "(one stack at a time)")
             _busy.add(id(self.topology))
-            stack.callback(_busy.discard, id(self.topology))
+            exits.callback(_busy.discard, id(self.topology))
             self.dir = self._make_dir()
-            stack.callback(self._remove_dir)
+            exits.callback(self._remove_dir)
             self.leaf = certs.issue_leaf([*self.recording.hosts, *self.recording.ips],
                                          self.dir, group=True)
             if self.stack == "tcp":
-                self._start_tcp(stack)
+                self._start_tcp(exits)
             else:
-                self._start_quic(stack)
+                self._start_quic(exits)
             self._wait_ready()
         except BaseException as e:
             self._keep_dir = True  # the servers' logs explain the failure
-            _close(stack, e)
+            _close(exits, e)
             raise
-        self._stack = stack
+        self._exits = exits
         self.startup_seconds = time.monotonic() - t0
         log.info("replay %s over %s ready in %.2f s", self.recording.name, self.stack,
                  self.startup_seconds)
@@ -211,8 +210,8 @@ class ReplayEnv:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc is not None and self.dir is not None:
             self._keep_dir = True  # the servers' logs explain the failure
-        _close(self._stack, exc)
-        self._stack = ExitStack()
+        _close(self._exits, exc)
+        self._exits = ExitStack()
 
     # --- parts -----------------------------------------------------------------------------
     def _preconditions(self) -> None:
@@ -246,34 +245,34 @@ class ReplayEnv:
         elif self.dir is not None:
             log.warning("replay files (server logs) kept in %s until the run ends", self.dir)
 
-    def _server(self, stack: ExitStack, name: str, argv: list[str],
+    def _server(self, exits: ExitStack, name: str, argv: list[str],
                 env: dict[str, str] | None = None) -> None:
         bg = proc.Background(enter.as_user(argv, netns=self.server_netns, env=env,
                                            cwd=str(self.var)),
                              log=self.dir / f"{name}.log")
-        stack.enter_context(bg)
+        exits.enter_context(bg)
         self.servers[name] = bg
-        stack.callback(self.servers.pop, name, None)
+        exits.callback(self.servers.pop, name, None)
 
-    def _start_tcp(self, stack: ExitStack) -> None:
+    def _start_tcp(self, exits: ExitStack) -> None:
         sock = self.var / "uwsgi.sock"
         conf = nginx.NginxConfig(
             prefix=self.var, cert=self.leaf.chain_path, key=self.leaf.key_path, socket=sock,
             listens=tuple(self.listens),
             largest_body=max((x.body_size for x in self.recording.exchanges), default=0))
         conf_path = safefs.write_file(self.dir / "nginx.conf", nginx.render(conf))
-        self._server(stack, "uwsgi", nginx.uwsgi_argv(
+        self._server(exits, "uwsgi", nginx.uwsgi_argv(
             socket=sock, recording=self.recording.path, summary=self.summary_path))
-        self._server(stack, "nginx", nginx.nginx_argv(self.var, conf_path), env=self.nginx_env)
+        self._server(exits, "nginx", nginx.nginx_argv(self.var, conf_path), env=self.nginx_env)
 
-    def _start_quic(self, stack: ExitStack) -> None:
+    def _start_quic(self, exits: ExitStack) -> None:
         argv = [str(H3SERVER), "--recording", str(self.recording.path)]
         for lst in self.listens:
             argv += ["--listen", f"{lst.ip}:{lst.port}"]
         argv += ["--cert", str(self.leaf.chain_path), "--key", str(self.leaf.key_path),
                  "--summary", str(self.summary_path), *self.h3server_args]
         env = {k: os.environ[k] for k in ("SSLKEYLOGFILE", "RUST_LOG") if k in os.environ}
-        self._server(stack, "h3server", argv, env=env)
+        self._server(exits, "h3server", argv, env=env)
 
     def _probe_targets(self) -> list[str]:
         sni: dict[str, str] = {}
@@ -295,18 +294,18 @@ class ReplayEnv:
                 time.sleep(0.02)
         left = max(1.0, deadline - time.monotonic())
         cp = proc.run(self._topo().client.exec(
-            [sys.executable, "-m", "testbed.replay.probe", "--timeout", f"{left:.1f}",
+            [sys.executable, "-m", "testbed.replay.readiness", "--timeout", f"{left:.1f}",
              *self._probe_targets()]), check=False, timeout=left + 30)
         self.check_alive()
         if cp.returncode != 0:
             raise TestbedError(f"replay servers ({self.stack}) not ready: {cp.stderr.strip()}")
 
 
-def _close(stack: ExitStack, original: BaseException | None) -> None:
+def _close(exits: ExitStack, original: BaseException | None) -> None:
     """Run the teardown; if it fails while `original` propagates, log it instead of
     letting it replace the original error."""
     try:
-        stack.close()
+        exits.close()
     except BaseException as e:
         if original is None:
             raise

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import leftovers
+from testbed.cleanup import leftovers
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TESTBED = str(ROOT / ".venv/bin/testbed")
@@ -74,12 +74,12 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
     assert set(ids) == planned, f"lost: {planned - set(ids)}, unexpected: {set(ids) - planned}"
     on_disk = {p.name for p in (out / "trials").iterdir()}
     assert on_disk == planned, on_disk ^ planned
-    found = leftovers.find()
+    found = leftovers()
     for _ in range(20):
         if not found:
             break
         time.sleep(0.25)
-        found = leftovers.find()
+        found = leftovers()
     assert not found, found
     print(f"\nkills survived: {kills}; stored after each: {progress}; "
           f"trials lost: {len(planned - set(ids))}; duplicated: {len(ids) - len(set(ids))}; "

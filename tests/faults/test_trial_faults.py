@@ -24,7 +24,7 @@ import pytest
 from needs import need
 
 from testbed.campaign import plan
-from testbed.replay.synthetic import exchange, write
+from testbed.validate.site import exchange, write
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TESTBED = str(ROOT / ".venv/bin/testbed")

@@ -130,9 +130,4 @@ def _left_behind(before: set[str]) -> set[str]:
     testbed command running on the machine at the same time is alive)."""
     from testbed import runstate
 
-    def alive(r: str) -> bool:
-        if (STATE / r / "owner").exists():
-            return runstate.owner_alive(STATE / r)
-        return r.isdigit() and Path(f"/proc/{r}").exists()  # still being made
-
-    return {r for r in _runs() - before if not alive(r)}
+    return {r for r in _runs() - before if not runstate.alive(r)}

@@ -79,19 +79,19 @@ class LocalSite:
         self.spec = spec
         self.promo = promo
         self.purpose = purpose
-        self._stack = ExitStack()
+        self._exits = ExitStack()
 
     def __enter__(self) -> Self:
-        with ExitStack() as stack:
+        with ExitStack() as exits:
             self.dir = Path(tempfile.mkdtemp(prefix="testsite-"))
-            stack.callback(shutil.rmtree, self.dir, True)
-            self.ns = stack.enter_context(NetNS(self.purpose))
+            exits.callback(shutil.rmtree, self.dir, True)
+            self.ns = exits.enter_context(NetNS(self.purpose))
             for ip in sorted(set(self.spec.ips.values())):
                 self.ns.add_address(ip)
             self.ca_file, cert, key = make_certs(self.spec.hosts, self.dir)
             self.log = self.dir / "served.jsonl"
             ready = self.dir / "ready"
-            self.server = stack.enter_context(proc.Background(
+            self.server = exits.enter_context(proc.Background(
                 self.ns.exec([sys.executable, SERVER, "--site", self.spec.name, "--cert", cert,
                               "--key", key, "--log", self.log, "--ready", ready,
                               "--promo", self.promo]),
@@ -101,11 +101,11 @@ class LocalSite:
                 if not self.server.alive() or time.monotonic() > deadline:
                     raise RuntimeError(f"test site server did not start: {self.server.tail()}")
                 time.sleep(0.05)
-            self._stack = stack.pop_all()
+            self._exits = exits.pop_all()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stack.close()
+        self._exits.close()
 
     @property
     def netns(self) -> str:

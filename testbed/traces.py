@@ -8,7 +8,9 @@ opportunities, so the rate is exact over every period and nothing drifts:
 opportunity k (1..C) is at floor(k*N/C) ms, spread as evenly as whole
 milliseconds allow, the last at N.
 
-Pure functions: no I/O except write_trace/read_trace.
+Pure functions: no I/O except write_trace/read_trace. Bottom layer: profile
+loading checks rates and trace files with it, the emulate stage builds its
+links from it.
 """
 
 from __future__ import annotations

@@ -12,10 +12,14 @@ Pure functions over captured data:
   unpaced one leaves back to back).
 - parse_ss: `ss -tinm` output into per-connection congestion control, cwnd,
   pacing and buffer figures.
+- parse_qlog, qlog_states, qlog_initial_cwnd: h3server's qlog (JSON-SEQ) into
+  events, the congestion states they name and the first congestion window.
+- parse_snmp: /proc/net/snmp into counters per protocol (drops, retransmissions).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import struct
@@ -250,4 +254,63 @@ def parse_ss(text: str) -> list[SockInfo]:
                             pacing_rate=pacing.group(1) if pacing else None,
                             max_pacing_rate=pacing.group(2) if pacing else None,
                             sndbuf=int(tb.group(1)) if tb else None))
+    return out
+
+
+# ------------------------------------------------------------------ qlog
+
+def parse_qlog(text: str) -> list[dict]:
+    """The events of a qlog in JSON-SEQ (records after RS characters); records that
+    are not JSON objects are skipped."""
+    events = []
+    for raw in text.split("\x1e"):
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            ev = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(ev, dict):
+            events.append(ev)
+    return events
+
+
+def qlog_states(events: list[dict]) -> set[str]:
+    """Congestion states the events name, normalised ("BBR Startup" -> bbr_startup)."""
+    states: set[str] = set()
+    for ev in events:
+        if str(ev.get("name", "")).endswith("congestion_state_updated"):
+            data = ev.get("data", {})
+            for key in ("new", "state"):
+                if isinstance(data, dict) and isinstance(data.get(key), str):
+                    states.add(_norm(data[key]))
+    return states
+
+
+def qlog_initial_cwnd(events: list[dict]) -> int | None:
+    """The first congestion_window (bytes) the events report."""
+    for ev in events:
+        data = ev.get("data", {})
+        cwnd = data.get("congestion_window") if isinstance(data, dict) else None
+        if isinstance(cwnd, int):
+            return cwnd
+    return None
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z]+", "_", s.lower()).strip("_")
+
+
+# ------------------------------------------------------------------ /proc/net/snmp
+
+def parse_snmp(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/snmp (a line of names, then a line of values, per protocol):
+    {"Tcp": {"RetransSegs": ...}, "Udp": {"RcvbufErrors": ...}, ...}."""
+    out: dict[str, dict[str, int]] = {}
+    lines = text.splitlines()
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        group, _, keys = names.partition(":")
+        out[group] = dict(zip(keys.split(), map(int, values.partition(":")[2].split()),
+                              strict=False))
     return out

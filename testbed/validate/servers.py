@@ -1,98 +1,22 @@
 """`testbed validate servers`: the paper's server-parity check.
 
 Both replay stacks serve the same single files (10 KB, 100 KB, 1 MB, 10 MB by
-default, from a recording made on the fly) to the same client, Chromium as
-the testbed user inside `mm-link RATE RATE -- mm-delay 5` (10 ms RTT, no loss).
-Each file is downloaded 31 times per stack; a download's time is Resource
-Timing's responseEnd - requestStart. The check passes when, at every size,
-the medians of the two stacks differ by at most 5 %.
+default, a file-download site made on the fly: testbed/validate/site.py) to
+the same client, Chromium as the testbed user inside
+`mm-link RATE RATE -- mm-delay 5` (10 ms RTT, no loss). Each file is
+downloaded 31 times per stack, every download over a new connection to an
+origin and IP the browser has not contacted yet; a download's time is
+Resource Timing's responseEnd - requestStart (the handshake is not in it: that
+is a protocol property, not a server's). The stacks take turns in rounds
+(ABBA), each turn with freshly started servers and browser, sizes interleaved
+within a turn. The check passes when, at every size, the medians of the two
+stacks differ by at most 5 %.
 
-The paper ran it without a rate limit. On a small machine that makes the
-machine the bottleneck instead of a link, and the check then measures how
-each transport copes with it rather than the servers. On 2 cores, 10 MB
-without a rate limit moves at ~600 Mbit/s and loses packets in two places
-no server controls: Mahimahi's TUN device queues (500 packets; they dropped
-~10 % of unpaced TCP's segments in slow-start bursts) and Chromium's 2 MB
-QUIC socket receive buffer (its network thread falls behind; 21,052
-datagrams dropped in one check). Even without drops the client's QUIC stack
-shows: it reads, decrypts and acknowledges ~20 us per packet (~50,000
-packets/s, ~600 Mbit/s), so a 32-packet flight arriving at once is
-acknowledged over ~0.65 ms (qlog: an ACK every 2 packets, 40 us apart),
-while TCP's ACKs come from the client's kernel at once; each slow-start
-round of QUIC then takes longer (+7 % at 1 MB without a rate limit, up to
-+5.3 % at 100 KB behind a 400 Mbit/s link). h3server sends within ~10 us of each
-ACK (median, qlog).
-
-So the check puts a link of RATE Mbit/s in front of the delay: by default
-100, 4 times the fastest network profile (DSL's 25 Mbit/s) and a sixth of
-what the client's QUIC stack can take, so a flight reaches the browser over
-a few ms and is acknowledged as it comes. mm-link's queue is unbounded and
-the shells' TUN devices hold 10,000 packets: the link, not the CPU, is the
-bottleneck, and nothing is lost. `--rate 0` runs the paper's condition
-exactly (on this machine it fails at 10 MB and 1 MB, by +7 % each).
-
-The link has a cost: mm-link delivers on 1 ms ticks, so a server answering
-within the same tick as another looks just as fast. nginx+uWSGI answers a
-request ~0.3 ms later than h3server (0.67 against 0.39 ms median, request to
-first response byte at the server's veth); without the link that is 2-3 %
-of a 10 KB download at 10 ms RTT, with it mostly invisible, as it is in
-every shaped network profile.
-
-The check counts what the path dropped (TUN queue drops, the browser's UDP
-receive-buffer drops; server TCP retransmissions are shown too) and says so
-when the "no loss" condition did not hold.
-
-Fairness choices:
-- Every download goes to a file origin this browser has not contacted yet,
-  each on its own IP (so neither HTTP/2 nor QUIC pools it onto an existing
-  connection), fetched from one page on yet another origin: each file goes
-  over a new connection that has just finished its handshake, as the first
-  resources of a page load do, without a TLS session to resume (nginx issues
-  no tickets; session caches are per host). Reusing one connection would let
-  the congestion window left by earlier downloads (and each stack's
-  idle-restart rules) decide the outcome instead of the servers. (A fresh
-  browser context per download would also give fresh connections, but
-  starting and ending a renderer process around every download made the
-  times far noisier on a 2-core machine.)
-- The handshake is not in the measured time (requestStart is after it):
-  QUIC's 1-RTT versus TCP+TLS's 2-RTT setup is a protocol property that the
-  page-load experiments measure, not a server-implementation difference.
-- Both transports get the same settings, so a gap means the servers, not
-  their tuning, differ: CUBIC, initial window 32 packets (the paper's tuned
-  TCP+ and QUIC, whose comparison is the central one), 1500-byte IP packets
-  (h3server --max-udp-payload 1472, as TCP's 1448-byte segments),
-  segmentation offload on both (the kernel's GSO for TCP, --gso on for
-  h3server), and no pacing unless --pacing. Paced, the check compares the
-  pacers too: Linux's internal TCP pacing against h3server's own (quiche
-  paces only BBRv2), and h3server's is the slower in slow start (on this
-  machine +6 % at 10 KB to 1 MB behind the 100 Mbit/s link, +20 % at 1 MB
-  behind a 400 Mbit/s one): it spreads each flight over half of quiche's
-  smoothed RTT, whose first sample (12.3 ms at 10 ms RTT, from qlog)
-  includes the browser's handshake processing; Linux's first sample is the
-  SYN's round trip, and its pacing lets through bursts of about a
-  millisecond's worth of data. --pacing shows it.
-- Chromium's TCP receive window may open as far as its QUIC flow-control
-  windows (megabytes from the start). By default the kernel starts it at
-  64 KB and grows it per round trip (Mahimahi's namespace copies the host's
-  tcp_rmem), which throttled TCP, not the server, at 100 KB and 1 MB. The
-  check raises it inside the innermost Mahimahi namespace it created.
-- nginx sends no TLS session tickets (the replay never resumes sessions:
-  fresh profiles), which would otherwise take two segments of TCP's initial
-  window and push a 10 KB response into a second round trip.
-- Why not 10 packets: with a 10-segment window nginx still spends three
-  segments of the first flight on tiny records (its SETTINGS, the SETTINGS
-  ACK when the client's SETTINGS arrives apart from its Finished, and the
-  END_STREAM of a proxied response, always a separate empty DATA frame),
-  and Linux does not grow the window on the ACK of the handshake flight
-  (not window-limited), so a 10 KB response needs an eleventh segment about
-  half the time: one more round trip. QUIC counts its window in bytes and
-  coalesces frames into full packets. That is a property of nginx's HTTP/2
-  over TCP at IW10, shown by `--initial-window 10`, not noise.
-- The stacks take turns in rounds (ABBA order), each turn with freshly started
-  servers and browser, and sizes are interleaved within a turn, so load and
-  drift over time hit both stacks and all sizes alike. Each browser first
-  downloads uncounted until it has run a few seconds (Chromium reports
-  network changes while Mahimahi's interfaces settle).
+Both transports get alike settings (settings()), the browser's TCP receive
+window opens like its QUIC windows (open_receive_window), Mahimahi's TUN
+queues hold a 10 MB flight (deepen_tun_queues), and what the path lost anyway
+is counted and shown (path_losses). Why each choice, and what it was measured
+against: README, "Server parity".
 """
 
 from __future__ import annotations
@@ -108,25 +32,28 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from testbed import proc, safefs
 from testbed import recording as rec
-from testbed.emulate.traces import fixed_rate, write_trace
-from testbed.errors import TestbedError
+from testbed.chromium import CDPError, Chromium
+from testbed.errors import InputError, TestbedError
 from testbed.profiles import ProtocolProfile
 from testbed.protocols.apply import ServerOptions, server_options
-from testbed.replay.browser import CDPError, Chromium
 from testbed.replay.env import ReplayEnv
-from testbed.replay.synthetic import exchange, write
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
+from testbed.traces import fixed_rate, write_trace
+from testbed.validate import evidence, site, verdict
+from testbed.validate.site import PROTOCOL
+from testbed.validate.verdict import Row
 
 PAGE_HOST, PAGE_IP = "page.parity.test", "192.0.2.80"
 FIRST_FILE_IP = 100  # file hosts are on 192.0.2.100 and up, one IP each
 WARM_PASSES = 2
 SPARE_HOSTS = 2  # per size, for downloads redone after a network change
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
+MAX_SIZE = 100_000_000
+"""Largest --size: the servers hold every file in memory."""
 RUNS = 31
 RTT_MS = 10
 MAX_GAP = 0.05
@@ -151,7 +78,6 @@ def settings(initial_window: int = INITIAL_WINDOW, pacing: bool = False,
 
 
 TCP_CONGESTION_CONTROL = "cubic"
-PROTOCOL = {"tcp": "h2", "quic": "h3"}
 
 
 def label(size: int) -> str:
@@ -176,39 +102,42 @@ def hosts_per_size(runs: int, rounds: int) -> int:
     return WARM_PASSES + max(rounds_of(runs, rounds)) + SPARE_HOSTS
 
 
+def check_options(runs: int, rtt_ms: int, sizes, rounds: int, initial_window: int,
+                  max_gap: float) -> None:
+    """Values the check cannot run with, refused before anything starts."""
+    if runs < 1:
+        raise InputError(f"--runs: expected at least 1 download per size and stack, got {runs}")
+    if rtt_ms < 0:
+        raise InputError(f"--rtt: expected 0 ms or more, got {rtt_ms}")
+    for size in sizes:
+        if not 1 <= size <= MAX_SIZE:
+            raise InputError(f"--size: expected 1 to {MAX_SIZE} bytes, got {size}")
+    if not 1 <= initial_window <= 1000:
+        raise InputError(f"--initial-window: expected 1 to 1000 packets, got {initial_window}")
+    if not max_gap >= 0:
+        raise InputError(f"--max-gap: expected 0 or more, got {max_gap}")
+    hosts = hosts_per_size(runs, rounds) * len(sizes)
+    if hosts > 254 - FIRST_FILE_IP:
+        raise InputError(f"--runs: {hosts} file hosts for {runs} downloads in "
+                         f"{len(rounds_of(runs, rounds))} rounds of {len(sizes)} sizes do not "
+                         f"fit in 192.0.2.{FIRST_FILE_IP}-254; expected fewer --runs per round "
+                         f"(more --rounds) or fewer sizes")
+
+
 def make_recording(out_dir: Path, sizes=SIZES, per_size: int = 1) -> Path:
-    """A page origin, and per size `per_size` file origins (each on its own IP) serving
-    that file: random, incompressible bytes."""
+    """The file-download site with, per size, `per_size` file origins (each on its own
+    IP) serving that file: random, incompressible bytes."""
     if not 1 <= per_size * len(sizes) <= 254 - FIRST_FILE_IP:
         raise TestbedError(f"{per_size * len(sizes)} file hosts do not fit in "
                            f"192.0.2.{FIRST_FILE_IP}-254; use fewer --runs per round "
                            f"(more --rounds) or fewer sizes")
-    rnd = random.Random(2019)
-    cors = (("access-control-allow-origin", "*"), ("timing-allow-origin", "*"),
-            ("cache-control", "no-store"))
-    page = b'<!doctype html><title>server parity</title><link rel="icon" href="data:,"><p>parity'
-    exchanges = [exchange(f"https://{PAGE_HOST}/", PAGE_IP, page, headers=cors[2:])]
+    rnd = random.Random(site.SEED)
+    files = []
     for i, size in enumerate(sizes):
         body = rnd.randbytes(size)
-        for k in range(per_size):
-            host, ip = file_host(i, k, per_size)
-            exchanges.append(exchange(f"https://{host}{file_target(size)}", ip, body,
-                                      "application/octet-stream", headers=cors))
-    return write(out_dir, "server-parity", f"https://{PAGE_HOST}/", exchanges)
-
-
-FETCH_JS = """(async () => {
-  const url = %s;
-  const r = await fetch(url, {cache: "no-store"});
-  const n = (await r.arrayBuffer()).byteLength;
-  let e;
-  for (let i = 0; i < 100 && !e; i++) {
-    e = performance.getEntriesByName(url)[0];
-    if (!e) await new Promise(ok => setTimeout(ok, 10));
-  }
-  return {status: r.status, bytes: n, protocol: e ? e.nextHopProtocol : null,
-          ms: e ? e.responseEnd - e.requestStart : null};
-})()"""
+        files += [site.File(*file_host(i, k, per_size), file_target(size), body)
+                  for k in range(per_size)]
+    return site.make(out_dir, "server-parity", PAGE_HOST, PAGE_IP, files)
 
 
 @dataclass
@@ -281,7 +210,7 @@ def _round(recording, topo, result: StackResult, sizes, n: int, wrap: list[str],
                 for size in sizes:
                     d.download(size, counted=False)
             # Chromium reports network changes while Mahimahi's interfaces settle.
-            time.sleep(max(0.0, SETTLE_S - (time.monotonic() - started)))
+            time.sleep(max(0.0, site.SETTLE_S - (time.monotonic() - started)))
             for _ in range(n):
                 for size in sizes:
                     result.times_ms[size].append(d.download(size))
@@ -358,17 +287,7 @@ SHOWN = {"tcp": ("tun_drops", "tcp_retransmits"), "quic": DROPS}
 
 def snmp(argv: list[str]) -> dict[str, dict[str, int]]:
     """/proc/net/snmp as read by argv (`cat` inside some namespace): {"Tcp": {...}}."""
-    return parse_snmp(proc.output(argv))
-
-
-def parse_snmp(text: str) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    lines = text.splitlines()
-    for names, values in zip(lines[::2], lines[1::2], strict=False):
-        group, _, keys = names.partition(":")
-        out[group] = dict(zip(keys.split(), map(int, values.partition(":")[2].split()),
-                              strict=False))
-    return out
+    return evidence.parse_snmp(proc.output(argv))
 
 
 def tun_drops(ns: list[str]) -> int:
@@ -386,10 +305,6 @@ def path_losses(browser: Chromium) -> dict[str, int]:
     udp = snmp([*shells[-1], "cat", "/proc/net/snmp"])["Udp"]
     return {"tun_drops": sum(tun_drops(ns) for ns in shells),
             "udp_rcvbuf_drops": udp["RcvbufErrors"]}
-
-
-NETWORK_ERRORS = ("ERR_NETWORK_CHANGED", "Failed to fetch")
-SETTLE_S = 3.0
 
 
 class _Downloader:
@@ -424,7 +339,7 @@ class _Downloader:
             try:
                 return _download(self.page, self.env, self.stack, host, size, self.tag)
             except CDPError as e:
-                if not any(x in str(e) for x in NETWORK_ERRORS) or attempt == 4:
+                if not site.network_changed(e) or attempt == 4:
                     raise
                 if counted:
                     self.result.retries += 1
@@ -434,14 +349,14 @@ class _Downloader:
 
 def _download(page, env: ReplayEnv, stack: str, host: str, size: int, tag: str) -> float:
     url = f"https://{host}{file_target(size)}?{tag}"
-    got = page.evaluate(FETCH_JS % json.dumps(url), timeout=120)
-    if got["status"] != 200 or got["bytes"] != size:
+    got = site.fetch(page, url, timeout=120)
+    if got.status != 200 or got.bytes != size:
         env.check_alive()
-        raise TestbedError(f"{stack}: {url} gave status {got['status']}, {got['bytes']} bytes")
-    if got["protocol"] != PROTOCOL[stack]:
-        raise TestbedError(f"{stack}: {url} went over {got['protocol']!r}, "
+        raise TestbedError(f"{stack}: {url} gave status {got.status}, {got.bytes} bytes")
+    if got.protocol != PROTOCOL[stack]:
+        raise TestbedError(f"{stack}: {url} went over {got.protocol!r}, "
                            f"expected {PROTOCOL[stack]}")
-    return float(got["ms"])
+    return float(got.ms)
 
 
 def gap(tcp_ms: float, quic_ms: float) -> float:
@@ -454,28 +369,34 @@ def conditions(rtt_ms: int, rate_mbit: int) -> str:
     return f"{rtt_ms} ms RTT, {link}"
 
 
-def table(results: dict[str, StackResult], sizes, max_gap: float,
-          conditions_text: str = "") -> tuple[Table, bool]:
-    t = Table(title=f"Server parity: median download time (ms), {runs_label(results)}"
-              + (f", {conditions_text}" if conditions_text else ""),
-              title_justify="left")
-    t.add_column("size", justify="right")
-    for stack in results:
-        t.add_column(f"{stack} ({PROTOCOL[stack]})", justify="right")
+def rows(results: dict[str, StackResult], sizes, max_gap: float) -> list[Row]:
+    """Per size: each stack's median (figures) and, with both stacks, QUIC's gap to TCP
+    (observed) judged against max_gap."""
     both = {"tcp", "quic"} <= set(results)
-    if both:
-        t.add_column("gap (quic vs tcp)", justify="right")
-        t.add_column(f"|gap| <= {max_gap:.0%}", justify="center")
-    ok = True
+    out = []
     for size in sizes:
-        row = [label(size)] + [f"{results[s].median(size):.2f}" for s in results]
+        medians = tuple(f"{results[s].median(size):.2f}" for s in results)
         if both:
             g = gap(results["tcp"].median(size), results["quic"].median(size))
-            passed = abs(g) <= max_gap
-            ok &= passed
-            row += [f"{g:+.1%}", "[green]yes[/green]" if passed else "[red]NO[/red]"]
-        t.add_row(*row)
-    return t, ok
+            out.append(Row(label(size), expected=f"|gap| <= {max_gap:.0%}", observed=f"{g:+.1%}",
+                           ok=abs(g) <= max_gap, figures=medians))
+        else:
+            out.append(Row(label(size), figures=medians))
+    return out
+
+
+def columns(results: dict[str, StackResult], max_gap: float) -> list[verdict.Column]:
+    cols = [verdict.column("size", "name", "right")]
+    cols += [verdict.figure(f"{stack} ({PROTOCOL[stack]})", i) for i, stack in enumerate(results)]
+    if {"tcp", "quic"} <= set(results):
+        cols += [verdict.column("gap (quic vs tcp)", "observed", "right"),
+                 verdict.verdict(f"|gap| <= {max_gap:.0%}", "center")]
+    return cols
+
+
+def title(results: dict[str, StackResult], conditions_text: str = "") -> str:
+    return (f"Server parity: median download time (ms), {runs_label(results)}"
+            + (f", {conditions_text}" if conditions_text else ""))
 
 
 def loss_report(results: dict[str, StackResult]) -> tuple[str, bool]:
@@ -499,7 +420,8 @@ def runs_label(results) -> str:
               help="Link rate each way in Mbit/s (mm-link, unbounded queue); 0: no rate limit, "
                    "the paper's condition, where on a small machine the CPU is the bottleneck.")
 @click.option("--size", "sizes", multiple=True, type=int,
-              help="File size in bytes (repeatable); default 10 KB, 100 KB, 1 MB, 10 MB.")
+              help="File size in bytes (repeatable; at most 100 MB); default 10 KB, 100 KB, "
+                   "1 MB, 10 MB.")
 @click.option("--stack", "stacks", multiple=True, type=click.Choice(["tcp", "quic"]),
               help="Run only this stack (repeatable; the gap needs both).")
 @click.option("--rounds", default=ROUNDS, show_default=True,
@@ -518,9 +440,10 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
     """The paper's server-parity check: single files through nginx+uWSGI (HTTP/2)
     and h3server (HTTP/3) at 10 ms RTT and no loss; fails if the medians differ by
     more than 5 %."""
+    sizes = tuple(sizes) or SIZES
+    check_options(runs, rtt_ms, sizes, rounds, initial_window, max_gap)
     if json_out:  # checked before the measurement, written after it
         safefs.check_out_file(json_out, "--json")
-    sizes = tuple(sizes) or SIZES
     stacks = tuple(dict.fromkeys(stacks)) or ("tcp", "quic")
     console = Console(stderr=False)
     work = Path(tempfile.mkdtemp(prefix="parity-", dir=current().dir))
@@ -544,8 +467,9 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
                           f"{s} {r.startup_s:.2f} s" for s, r in results.items()))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    t, ok = table(results, sizes, max_gap, conditions(rtt_ms, rate_mbit))
-    console.print(t)
+    by_size = rows(results, sizes, max_gap)
+    verdict.render(console, by_size, columns(results, max_gap),
+                   title(results, conditions(rtt_ms, rate_mbit)))
     losses, lost = loss_report(results)
     console.print(losses)
     if lost:
@@ -556,5 +480,5 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
         doc = {"rtt_ms": rtt_ms, "rate_mbit": rate_mbit, "runs": runs, "max_gap": max_gap,
                "results": [asdict(r) for r in results.values()]}
         safefs.write_out_file(json_out, json.dumps(doc, indent=1), "--json")
-    if not ok:
+    if not verdict.all_ok(by_size):
         raise TestbedError(f"server parity failed: a median gap exceeds {max_gap:.0%}")

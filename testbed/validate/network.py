@@ -37,15 +37,16 @@ from pathlib import Path
 import click
 import numpy as np
 from rich.console import Console
-from rich.table import Table
 
 from testbed import safefs
 from testbed.emulate import calibrate, figures
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import ShellChain, build_chain, link_traces
-from testbed.emulate.traces import UDP_PAYLOAD, opportunity_wait_quantile
-from testbed.errors import TestbedError
+from testbed.errors import InputError, TestbedError
 from testbed.profiles import NETWORKS_DIR, NetworkProfile, available, load_network
+from testbed.traces import UDP_PAYLOAD, opportunity_wait_quantile
+from testbed.validate import verdict
+from testbed.validate.verdict import Row
 
 DEFAULT_PROFILES = ("dsl", "lte", "da2gc", "mss")
 PROBES = 10_000
@@ -59,16 +60,6 @@ UDP_OVERLOAD = 1.10
 
 
 @dataclass
-class Row:
-    prop: str
-    expected: str
-    measured: str
-    tolerance: str = ""
-    ok: bool | None = None
-    """None: shown for information, not checked."""
-
-
-@dataclass
 class Report:
     profile: NetworkProfile
     calibration: calibrate.Calibration
@@ -78,10 +69,10 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return all(r.ok is not False for r in self.rows)
+        return verdict.all_ok(self.rows)
 
     def failed(self) -> list[str]:
-        return [r.prop for r in self.rows if r.ok is False]
+        return [r.name for r in verdict.failed(self.rows)]
 
 
 # ------------------------------------------------------------------ measurements
@@ -125,7 +116,7 @@ def rtt_and_loss(site: ProbeSite, profile: NetworkProfile, chain: ShellChain, pr
     report.rows.append(Row(
         "min RTT (ms)", f"{target:g}",
         f"{m:.2f} (starts {min(mins):.2f}..{max(mins):.2f})",
-        f"±{MIN_RTT_TOLERANCE_MS:g}", bool(abs(m - target) <= MIN_RTT_TOLERANCE_MS)))
+        tolerance=f"±{MIN_RTT_TOLERANCE_MS:g}", ok=bool(abs(m - target) <= MIN_RTT_TOLERANCE_MS)))
     lt = link_traces(profile)
     wait = opportunity_wait_quantile(lt.uplink, 0.5) if lt else 0.0
     expected = target + wait
@@ -137,8 +128,8 @@ def rtt_and_loss(site: ProbeSite, profile: NetworkProfile, chain: ShellChain, pr
         "median RTT (ms)", f"{expected:.2f} = {target:g} + {wait:.2f} uplink wait"
         + (" (trace mean)" if traced else ""),
         f"{med:.2f} (starts {min(medians):.2f}..{max(medians):.2f}; all probes {pooled:.2f})",
-        "" if traced else f"±{MEDIAN_RTT_TOLERANCE_MS:g}",
-        None if traced else bool(abs(med - expected) <= MEDIAN_RTT_TOLERANCE_MS)))
+        tolerance="" if traced else f"±{MEDIAN_RTT_TOLERANCE_MS:g}",
+        ok=None if traced else bool(abs(med - expected) <= MEDIAN_RTT_TOLERANCE_MS)))
     up_conf, down_conf = profile.uplink_loss_percent / 100, profile.downlink_loss_percent / 100
     sent = sum(r.sent for r in runs)
     at_server = sum(r.at_server for r in runs)
@@ -150,7 +141,7 @@ def rtt_and_loss(site: ProbeSite, profile: NetworkProfile, chain: ShellChain, pr
             f"{name} loss (%)", f"{100 * loss.configured:g}",
             f"{100 * loss.fraction:.2f} ({loss.lost}/{loss.trials}; 99 % CI "
             f"{100 * low:.2f}..{100 * high:.2f})",
-            "in 99 % CI", bool(loss.consistent(LOSS_CONFIDENCE))))
+            tolerance="in 99 % CI", ok=bool(loss.consistent(LOSS_CONFIDENCE))))
 
 
 def udp_rates(site: ProbeSite, profile: NetworkProfile, chain: ShellChain,
@@ -185,8 +176,8 @@ def udp_rates(site: ProbeSite, profile: NetworkProfile, chain: ShellChain,
             f"{ceiling:.4f}" + ("" if fixed else " (trace mean)"),
             f"{measured:.4f} ({share:.1%}; median of {windows} x {window:.2g} s; "
             f"overall {overall:.4f}, {len(arrivals)} datagrams)",
-            f"±{RATE_TOLERANCE:.0%}" if fixed else "",
-            bool(abs(share - 1) <= RATE_TOLERANCE) if fixed else None))
+            tolerance=f"±{RATE_TOLERANCE:.0%}" if fixed else "",
+            ok=bool(abs(share - 1) <= RATE_TOLERANCE) if fixed else None))
 
 
 def tcp_goodput(site: ProbeSite, profile: NetworkProfile, chain: ShellChain,
@@ -209,8 +200,8 @@ def tcp_goodput(site: ProbeSite, profile: NetworkProfile, chain: ShellChain,
         report.rows.append(Row(
             f"{name} TCP goodput (Mbit/s)", f"{rate:g}",
             f"{got:.3f} ({share:.1%})",
-            f">= {TCP_MIN_SHARE:.0%}" if checked else "(lossy: shown)",
-            bool(share >= TCP_MIN_SHARE) if checked else None))
+            tolerance=f">= {TCP_MIN_SHARE:.0%}" if checked else "(lossy: shown)",
+            ok=bool(share >= TCP_MIN_SHARE) if checked else None))
 
 
 def validate_profile(site: ProbeSite, profile: NetworkProfile, probes: int, starts: int,
@@ -231,24 +222,24 @@ def validate_profile(site: ProbeSite, profile: NetworkProfile, probes: int, star
     return report
 
 
-def render(report: Report) -> Table:
+COLUMNS = (verdict.column("property", "name"),
+           verdict.column("configured / expected", "expected", "right"),
+           verdict.column("measured", "observed"),
+           verdict.column("tolerance", "tolerance", "right"),
+           verdict.verdict())
+
+
+def title(report: Report) -> str:
     p, c = report.profile, report.calibration
     phases = ", ".join("?" if x is None else f"{x:+d}" for x in report.phases_ms)
-    title = (f"{p.name}: {p.description}\n"
-             f"mm-delay {c.delay_ms} ms each way"
-             + (f", downlink opportunities {c.reply_wait_ms} ms after uplink ones"
-                if c.reply_wait_ms is not None else "")
-             + f" (chain adds {c.chain_offset_ms:.2f} ms; "
-             f"calibrated {c.measured_at})"
-             + (f"; downlink schedule started {phases} ms after the uplink's" if phases else "")
-             + f"; {report.seconds:.0f} s")
-    t = Table(title=title, title_justify="left")
-    for col in ("property", "configured / expected", "measured", "tolerance", "ok"):
-        t.add_column(col, justify="left" if col in ("property", "measured") else "right")
-    for r in report.rows:
-        verdict = {True: "[green]yes[/green]", False: "[red]NO[/red]", None: "-"}[r.ok]
-        t.add_row(r.prop, r.expected, r.measured, r.tolerance, verdict)
-    return t
+    return (f"{p.name}: {p.description}\n"
+            f"mm-delay {c.delay_ms} ms each way"
+            + (f", downlink opportunities {c.reply_wait_ms} ms after uplink ones"
+               if c.reply_wait_ms is not None else "")
+            + f" (chain adds {c.chain_offset_ms:.2f} ms; "
+            f"calibrated {c.measured_at})"
+            + (f"; downlink schedule started {phases} ms after the uplink's" if phases else "")
+            + f"; {report.seconds:.0f} s")
 
 
 @click.command("network")
@@ -264,8 +255,10 @@ def validate_network(profiles, probes, starts, recalibrate):
     default: dsl lte da2gc mss) through its real Mahimahi shells: RTT, loss, link
     rates and TCP goodput against the profile; exit 1 if any is out of tolerance."""
     loaded = [load_network(p) for p in (profiles or DEFAULT_PROFILES)]
-    if probes < 100 or starts < 1:
-        raise click.BadParameter("need at least 100 probes and 1 start")
+    if probes < 100:
+        raise InputError(f"--probes: expected at least 100, got {probes}")
+    if starts < 1:
+        raise InputError(f"--starts: expected at least 1, got {starts}")
     console = Console()
     console.print(f"profiles available: {', '.join(available(NETWORKS_DIR))}")
     reports = []
@@ -273,7 +266,7 @@ def validate_network(profiles, probes, starts, recalibrate):
         for p in loaded:
             rep = validate_profile(site, p, probes, starts, recalibrate, status.update)
             reports.append(rep)
-            console.print(render(rep))
+            verdict.render(console, rep.rows, COLUMNS, title(rep))
     bad = [f"{r.profile.name} ({', '.join(r.failed())})" for r in reports if not r.ok]
     if bad:
         raise TestbedError(f"network validation failed: {'; '.join(bad)}")

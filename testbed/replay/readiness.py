@@ -1,6 +1,6 @@
 """Readiness probe, run inside the client namespace:
 
-    python -m testbed.replay.probe --timeout 20 tls:IP:PORT:SNI tcp:IP:PORT quic:IP:PORT:SNI
+    python -m testbed.replay.readiness --timeout 20 tls:IP:PORT:SNI tcp:IP:PORT quic:IP:PORT:SNI
 
 Retries each target until it answers: `tls` completes a TLS 1.3 handshake
 that negotiates h2, `tcp` connects, `quic` completes a QUIC handshake that
@@ -89,7 +89,7 @@ def wait_all(targets: list[Target], deadline_s: float, attempt_timeout: float = 
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m testbed.replay.probe")
+    ap = argparse.ArgumentParser(prog="python -m testbed.replay.readiness")
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("targets", nargs="+", type=Target.parse)
     ns = ap.parse_args(argv)

@@ -1,5 +1,7 @@
 """bench/trial_overhead: what a trial costs beyond its page load, and proof that
-the savings leave the measurement alone.
+the savings leave the measurement alone. Needs root and `make setup`.
+
+    bench/trial_overhead [--loads N] [--site NAME] [--network NAME] [--skip-smoke]
 
 One page (a bundled recording) over one network profile and the TCP stack:
 
@@ -170,9 +172,9 @@ def main(argv: list[str] | None = None) -> None:
           f"{os.cpu_count()} cores")
     try:
         chain = calibrate.chain_for(profile, work)
-        with ExitStack() as stack:
-            topo = stack.enter_context(ReplayTopology(r.ips))
-            env = stack.enter_context(ReplayEnv(r, "tcp", topology=topo))
+        with ExitStack() as exits:
+            topo = exits.enter_context(ReplayTopology(r.ips))
+            env = exits.enter_context(ReplayEnv(r, "tcp", topology=topo))
             results = {}
             results["bare"] = bare_loads(env, chain, r.url, a.loads, False, work)
             o_bare = report("bare Browsertime, defaults (video+VM)", *results["bare"])

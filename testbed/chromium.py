@@ -1,11 +1,14 @@
-"""A headless Chromium driven over the DevTools protocol on a pipe.
+"""The one Chromium driver: a headless Chromium driven over the DevTools protocol
+on a pipe, its profiles, and the flags each part of the testbed gives it.
 
-Used by the server-parity check and the replay's end-to-end tests (trials
-themselves are measured by Browsertime). Chromium runs as the testbed user
-in a namespace (testbed.enter.as_user), with its sandbox, optionally inside
-Mahimahi shells (`wrap=["mm-delay", "5"]`); --remote-debugging-pipe means no
-port is opened: commands go in on fd 3, replies come out on fd 4 (the pipes
-survive the execs of ip netns, testbed.enter and Mahimahi's shells).
+Used by the recorder (through the recording proxy), the validations, the
+doctor and the replay's end-to-end tests (trials themselves are measured by
+Browsertime, which gets STACK_FLAGS through the replay environment). Chromium
+runs as the testbed user in a namespace (testbed.enter.as_user), with its
+sandbox, optionally inside Mahimahi shells (`wrap=["mm-delay", "5"]`);
+--remote-debugging-pipe means no port is opened: commands go in on fd 3,
+replies come out on fd 4 (the pipes survive the execs of ip netns,
+testbed.enter and Mahimahi's shells).
 
     with Chromium(env.client_netns, env.chromium_flags()) as browser:
         page = browser.new_page()
@@ -37,6 +40,31 @@ BASE_FLAGS = (
     "--disable-default-apps", "--disable-extensions", "--password-store=basic",
     "--use-mock-keychain", "--mute-audio", "--disable-features=MediaRouter",
 )
+"""Every Chromium the testbed starts itself gets these (Browsertime adds its own)."""
+
+STACK_FLAGS: dict[str, tuple[str, ...]] = {
+    "tcp": ("--disable-quic",),
+    "quic": ("--enable-quic", "--origin-to-force-quic-on=*"),
+}
+"""What makes Chromium use one stack: TCP+TLS+HTTP/2 only, or QUIC/HTTP/3 to every
+origin without waiting for an alternative service. The one definition: the replay
+environment, the protocol settings, Browsertime's trials (through the replay
+environment), the recorder (QUIC off) and the doctor take them from here."""
+
+
+def make_profile(prefix: str = "chromium-", parent: Path | None = None) -> Path:
+    """A fresh, empty profile folder owned by the testbed user (Chromium runs as
+    that user), in the run's own folder unless `parent` is given. The caller
+    removes it (safefs.rmtree: the testbed user's tree)."""
+    profile = Path(tempfile.mkdtemp(prefix=prefix, dir=parent or current().dir))
+    chown_to_user(profile)
+    return profile
+
+
+def command(profile: Path, flags: Sequence[str] = (), binary: str = "chromium") -> list[str]:
+    """Chromium's command line (before testbed.enter.as_user): the base flags, the
+    profile, then `flags`."""
+    return [binary, *BASE_FLAGS, f"--user-data-dir={profile}", *flags]
 
 
 class CDPError(TestbedError):
@@ -63,8 +91,7 @@ class Chromium:
         self.log: Path | None = None
 
     def __enter__(self) -> Self:
-        self.profile = Path(tempfile.mkdtemp(prefix="chromium-", dir=current().dir))
-        chown_to_user(self.profile)
+        self.profile = make_profile()
         self.log = self.profile.with_suffix(".log")
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
@@ -79,8 +106,8 @@ class Chromium:
             os.dup2(cw, 4)
 
         argv = enter.as_user(
-            [*self.wrap, self.binary, *BASE_FLAGS, f"--user-data-dir={self.profile}",
-             "--remote-debugging-pipe", *self.flags, "about:blank"],
+            [*self.wrap, *command(self.profile, ["--remote-debugging-pipe", *self.flags,
+                                                 "about:blank"], self.binary)],
             netns=self.netns)
         with safefs.open_log(self.log) as log:  # root's folder; never through a symlink
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,

@@ -2,10 +2,10 @@
 
 One small program, run on both ends of the emulated path:
 
-    python -m testbed.emulate.probe server --bind IP --port N --dump FILE
-    python -m testbed.emulate.probe rtt --to IP:PORT --count N --rate PPS
-    python -m testbed.emulate.probe send --to IP:PORT --mbit R --seconds T
-    python -m testbed.emulate.probe receive --to IP:PORT --mbit R --seconds T
+    python -m testbed.emulate.udp_probe server --bind IP --port N --dump FILE
+    python -m testbed.emulate.udp_probe rtt --to IP:PORT --count N --rate PPS
+    python -m testbed.emulate.udp_probe send --to IP:PORT --mbit R --seconds T
+    python -m testbed.emulate.udp_probe receive --to IP:PORT --mbit R --seconds T
 
 The server runs in the replay topology's server namespace; the client runs
 inside the Mahimahi shells as the testbed user. Every datagram carries a
@@ -290,7 +290,7 @@ def receive_stream(to: tuple[str, int], bps: float, seconds: float, session: int
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m testbed.emulate.probe")
+    ap = argparse.ArgumentParser(prog="python -m testbed.emulate.udp_probe")
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("server")
     s.add_argument("--bind", required=True)

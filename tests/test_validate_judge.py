@@ -1,0 +1,192 @@
+"""The protocol validation's judge: a pure function of a setting and hand-made
+observations (what capture() would have seen on the wire, in `ss` and in the qlog)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from testbed.protocols.apply import server_options
+from testbed.validate import verdict
+from testbed.validate.evidence import TCP, UDP, Packet, SockInfo
+from testbed.validate.protocols import FILE_IP, FILE_SIZE, Observation, judge
+from testbed.validate.site import Fetched
+
+CLIENT = "198.18.0.2"
+LTE_RTT = 0.074
+
+
+def served(t, n, seq=0, proto=TCP, server=FILE_IP):
+    return Packet(t, proto, server, CLIENT, 443, 5000, n, seq=seq, flags=0x18)
+
+
+def from_client(t, n=0, ack=0, proto=TCP, server=FILE_IP):
+    return Packet(t, proto, CLIENT, server, 5000, 443, n, seq=1, ack=ack,
+                  flags=0x18 if n else 0x10)
+
+
+def tcp_file(window: int, after_idle: int, gap: float = 0.00001) -> list[Packet]:
+    """A TLS flight the client acknowledges, the request, the response's first flight of
+    `window` segments `gap` apart, all acknowledged; 4.2 s later the second request and
+    a flight of `after_idle` segments."""
+    pk = [served(100.0, 1300, seq=1000), from_client(100.075, ack=2300),
+          from_client(100.080, 400, ack=2300)]
+    seq = 2300
+    for i in range(window):
+        pk.append(served(100.081 + i * gap, 1448, seq))
+        seq += 1448
+    pk.append(from_client(100.081 + window * gap + LTE_RTT, ack=seq))
+    pk.append(from_client(104.3, 400, ack=seq))
+    for i in range(after_idle):
+        pk.append(served(104.301 + i * gap, 1448, seq))
+        seq += 1448
+    pk.append(from_client(104.301 + after_idle * gap + LTE_RTT, ack=seq))
+    return pk
+
+
+def sock(cc="cubic", cwnd=10, sndbuf=46080, max_pacing_rate=None):
+    return SockInfo(f"{FILE_IP}:443", f"{CLIENT}:5000", cc, cwnd, None, max_pacing_rate, sndbuf)
+
+
+def tcp_observation(window=10, after_idle=10, gap=0.00001, iw=10, cc="cubic", buffers=None,
+                    max_pacing_rate=None, protocol="h2") -> Observation:
+    rmem = wmem = buffers or "4096 131072 6291456"
+    return Observation(
+        applied={"net.ipv4.tcp_congestion_control": cc, "net.ipv4.tcp_rmem": rmem,
+                 "net.ipv4.tcp_wmem": wmem,
+                 "route": f"198.18.0.2 dev veth0 initcwnd {iw} initrwnd {iw}"},
+        fetched=(Fetched(200, FILE_SIZE, protocol, 300.0),) * 2,
+        packets=tuple(tcp_file(window, after_idle, gap)),
+        socks=(sock(cc, iw, int((buffers or "0 46080").split()[1]), max_pacing_rate),) * 3)
+
+
+def quic_observation(gap=0.001, states=("slow_start", "congestion_avoidance"), cwnd=43200,
+                     payload=1350) -> Observation:
+    pk = [from_client(1.0, 1250, proto=UDP)]
+    pk += [served(1.001 + i * 0.0001, 1200, proto=UDP) for i in range(3)]  # handshake
+    pk.append(from_client(1.08, 1250, proto=UDP))  # Finished and the request
+    pk += [served(1.081 + i * gap, payload, proto=UDP) for i in range(32)]
+    pk.append(from_client(1.081 + 32 * gap + LTE_RTT, 40, proto=UDP))
+    qlog = [{"name": "quic:recovery_metrics_updated", "data": {"congestion_window": cwnd}}]
+    qlog += [{"name": "quic:congestion_state_updated", "data": {"new": s}} for s in states]
+    return Observation(applied={}, fetched=(Fetched(200, FILE_SIZE, "h3", 300.0),) * 2,
+                       packets=tuple(pk), qlog=tuple(qlog))
+
+
+def by_name(rows):
+    return {r.name: r for r in rows}
+
+
+def test_tcp_baseline_as_configured():
+    rows = judge(server_options("tcp", fq=False), tcp_observation(), LTE_RTT)
+    assert [r.name for r in rows] == [
+        "stack (Chromium flags)", "congestion control (ss)", "initial window (first flight)",
+        "initial cwnd (ss, first sample)", "pacing", "slow start after idle",
+        "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "send buffer (ss skmem tb, first sample)",
+        "route to client"]
+    assert verdict.all_ok(rows), [r for r in rows if r.ok is False]
+    r = by_name(rows)
+    assert r["initial window (first flight)"].observed.startswith("10 segments in flight")
+    assert r["net.ipv4.tcp_rmem"].ok is None  # namespace default: shown, not checked
+    assert r["stack (Chromium flags)"].observed == "h2, h2"
+
+
+def test_a_larger_first_flight_fails_the_initial_window_only():
+    rows = judge(server_options("tcp", fq=False), tcp_observation(window=14), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == ["initial window (first flight)"]
+    assert by_name(rows)["initial window (first flight)"].observed.startswith("14 segments")
+
+
+def test_slow_start_after_idle_is_judged_on_the_flight_after_the_idle():
+    opts = server_options("tcp", fq=False)  # on: back to the initial window
+    rows = judge(opts, tcp_observation(after_idle=40), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == ["slow start after idle"]
+    rows = judge(opts, tcp_observation(after_idle=0), LTE_RTT)
+    assert by_name(rows)["slow start after idle"].observed == "no flight after the idle"
+    assert by_name(rows)["slow start after idle"].ok is False
+
+
+def test_unpaced_setting_with_a_spread_flight_fails_pacing():
+    rows = judge(server_options("tcp", fq=False), tcp_observation(gap=0.002), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == ["pacing"]
+    assert "median gap 2.00 ms" in by_name(rows)["pacing"].observed
+
+
+def test_tcp_plus_bbr_counts_the_handshake_bbr_acknowledged():
+    opts = server_options("tcp-plus-bbr", fq=False)
+    buffers = "4096 1048576 33554432"
+    obs = tcp_observation(window=33, after_idle=60, gap=0.001, iw=32, cc="bbr", buffers=buffers,
+                          max_pacing_rate="147573952589676412927")
+    rows = judge(opts, obs, LTE_RTT)
+    assert verdict.all_ok(rows), [r for r in rows if r.ok is False]
+    r = by_name(rows)
+    assert r["initial window (first flight)"].expected == (
+        "32 segments + 1 acked in the handshake (BBR startup)")
+    assert r["pacing"].expected.startswith("on (internal, SO_MAX_PACING_RATE)")
+    assert r["max pacing rate set (ss)"].ok is True
+    assert r["net.ipv4.tcp_wmem"].ok is True and r["send buffer (ss skmem tb, first sample)"].ok
+    # the same flight without the handshake's acknowledgement counted is one short
+    rows = judge(opts, replace(obs, packets=tuple(tcp_file(32, 60, 0.001))), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == ["initial window (first flight)"]
+    # internal pacing without a maximum pacing rate set is not in force
+    rows = judge(opts, replace(obs, socks=(sock("bbr", 32, 1048576),)), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == ["max pacing rate set (ss)"]
+
+
+def test_wrong_congestion_control_buffers_and_route_are_caught():
+    opts = server_options("tcp-plus", fq=False)
+    obs = tcp_observation(window=32, after_idle=60, gap=0.001, iw=32, cc="bbr",
+                          buffers="4096 131072 6291456", max_pacing_rate="1")
+    obs = replace(obs, applied={**obs.applied, "route": "198.18.0.2 dev veth0 initcwnd 32"})
+    failed = [r.name for r in verdict.failed(judge(opts, obs, LTE_RTT))]
+    assert failed == ["congestion control (ss)", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+                      "send buffer (ss skmem tb, first sample)", "route to client"]
+
+
+def test_the_wrong_protocol_or_a_failed_fetch_fails_the_stack():
+    opts = server_options("tcp", fq=False)
+    rows = judge(opts, tcp_observation(protocol="h3"), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == ["stack (Chromium flags)"]
+    obs = replace(tcp_observation(), fetched=(Fetched(404, 9, "h2", 1.0),) * 2)
+    (row,) = verdict.failed(judge(opts, obs, LTE_RTT))
+    assert row.observed == "h2, h2 (fetch failed)"
+
+
+def test_no_connection_to_the_file_server_ends_the_judgement():
+    obs = replace(tcp_observation(),
+                  packets=tuple(replace(p, src="192.0.2.90") if p.sport == 443 else
+                                replace(p, dst="192.0.2.90") for p in tcp_file(10, 10)))
+    rows = judge(server_options("tcp", fq=False), obs, LTE_RTT)
+    assert [(r.name, r.ok) for r in rows] == [("stack (Chromium flags)", True),
+                                             ("capture", False)]
+
+
+def test_quic_as_configured():
+    rows = judge(server_options("quic"), quic_observation(), LTE_RTT)
+    assert [r.name for r in rows] == [
+        "stack (Chromium flags)", "congestion control (qlog states)",
+        "initial window (qlog congestion_window)", "first flight on the wire", "pacing",
+        "max UDP payload"]
+    assert verdict.all_ok(rows), [r for r in rows if r.ok is False]
+    r = by_name(rows)
+    assert r["congestion control (qlog states)"].observed == (
+        "cubic: congestion_avoidance, slow_start")
+    assert r["first flight on the wire"].ok is None
+    assert r["first flight on the wire"].observed.startswith("43200 bytes = 32.0 x 1350")
+
+
+def test_quic_mismatches_are_caught():
+    rows = judge(server_options("quic-bbr"), quic_observation(), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == ["congestion control (qlog states)"]
+    rows = judge(server_options("quic-bbr"),
+                 quic_observation(states=("bbr_startup", "BBR Drain")), LTE_RTT)
+    assert verdict.all_ok(rows)
+    rows = judge(server_options("quic"), quic_observation(gap=0.00001, cwnd=14720,
+                                                          payload=1200), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == [
+        "initial window (qlog congestion_window)", "pacing", "max UDP payload"]
+    rows = judge(server_options("quic"), replace(quic_observation(), qlog=()), LTE_RTT)
+    r = by_name(rows)
+    assert r["congestion control (qlog states)"].observed == "?: none"
+    assert r["initial window (qlog congestion_window)"].observed == "not in the qlog"
+    assert not r["congestion control (qlog states)"].ok
+
