@@ -8,24 +8,13 @@ a laptop with Jupyter. Typical use:
     a = analyse(trials)                     # only status == 'ok' enters statistics
     a.summary, a.relative, a.win_tie_loss, a.design, a.health
     write_report(a, "reports/paper")
+
+The names below are imported when first used, so that `analysis.schema` (the
+results contract, which the campaign store is built from) is read without
+pandas, SciPy or matplotlib.
 """
 
-from analysis.cdf import ecdf, relative_cdfs
-from analysis.design import design_impact, single_origin_sites
-from analysis.health import failures_by_reason, trial_health
 from analysis.load import ResultsError, load, ok_trials
-from analysis.plots import cdf_figure
-from analysis.report import Analysis, Config, analyse, write_report
-from analysis.stats import (
-    compare,
-    default_pairs,
-    effect_sizes,
-    measurements,
-    relative_difference,
-    relative_summary,
-    summarize,
-    win_tie_loss,
-)
 
 __all__ = [
     "Analysis", "Config", "ResultsError", "analyse", "cdf_figure", "compare", "default_pairs",
@@ -33,3 +22,25 @@ __all__ = [
     "relative_cdfs", "relative_difference", "relative_summary", "single_origin_sites",
     "summarize", "trial_health", "win_tie_loss", "write_report",
 ]
+
+
+def __getattr__(name: str):
+    if name not in __all__:
+        raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+    if name in ("ecdf", "relative_cdfs"):
+        from analysis import cdf as module
+    elif name in ("design_impact", "single_origin_sites"):
+        from analysis import design as module
+    elif name in ("failures_by_reason", "trial_health"):
+        from analysis import health as module
+    elif name == "cdf_figure":
+        from analysis import plots as module
+    elif name in ("Analysis", "Config", "analyse", "write_report"):
+        from analysis import report as module
+    else:
+        from analysis import stats as module
+    return getattr(module, name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

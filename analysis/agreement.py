@@ -20,17 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.inference import DEFAULT_MDE
 from analysis.load import ResultsError, load
-from analysis.report import choose_baseline
-from analysis.stats import (
-    DEFAULT_ALPHA,
-    _sort_pairs,
-    compare,
-    default_pairs,
-    effect_sizes,
-    measurements,
-)
+from analysis.report import Config, choose_baseline, pairs_of, verdicts
+from analysis.stats import DEFAULT_ALPHA, measurements, sort_pairs
 
 KEYS = ["a", "b", "network", "metric", "site"]
 
@@ -112,13 +104,15 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
         raise ValueError(f"no setting {baseline} in both campaigns; "
                          f"in both: {', '.join(sorted(common)) or 'none'}")
     baseline, _ = choose_baseline(common, baseline)
-    pairs = tuple(pairs) if pairs is not None else tuple(default_pairs(common, baseline))
+    config = Config(baseline=baseline, alpha=alpha, test=test, correction=correction,
+                    resamples=resamples, pairs=None if pairs is None else tuple(pairs))
+    pairs = pairs_of(common, baseline, config)
     parts = []
     for trials in (trials_a, trials_b):
         meas = measurements(trials, metrics) if metrics else measurements(trials)
-        verdicts = compare(meas, pairs, alpha, test, correction)[KEYS + ["outcome"]]
-        effects = effect_sizes(meas, pairs, alpha, DEFAULT_MDE, resamples=resamples)
-        parts.append(verdicts.merge(effects[KEYS + ["rel", "rel_low", "rel_high"]], on=KEYS))
+        outcomes, effects = verdicts(meas, pairs, config)
+        parts.append(outcomes[KEYS + ["outcome"]].merge(
+            effects[KEYS + ["rel", "rel_low", "rel_high"]], on=KEYS))
     sites = parts[0].merge(parts[1], on=KEYS, suffixes=("_a", "_b"))
     sites = sites.rename(columns={"outcome_a": "verdict_a", "outcome_b": "verdict_b"})
     tested = (sites["verdict_a"] != "untested") & (sites["verdict_b"] != "untested")
@@ -129,8 +123,8 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
                    + ((sites["rel_high_b"] - sites["rel_low_b"]) / 2) ** 2)
     sites["diff_low"] = sites["diff_rel"] - half
     sites["diff_high"] = sites["diff_rel"] + half
-    sites = _sort_pairs(sites[KEYS + ["verdict_a", "verdict_b", "agree", "rel_a", "rel_b",
-                                      "diff_rel", "diff_low", "diff_high"]], list(pairs))
+    sites = sort_pairs(sites[KEYS + ["verdict_a", "verdict_b", "agree", "rel_a", "rel_b",
+                                     "diff_rel", "diff_low", "diff_high"]], list(pairs))
     summary = (sites.assign(tested=sites["agree"].notna(), agreeing=sites["agree"].fillna(False))
                .groupby(KEYS[:4], sort=False, observed=True)
                .agg(sites=("site", "count"), tested=("tested", "sum"),
@@ -138,7 +132,7 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
                .reset_index())
     with np.errstate(invalid="ignore", divide="ignore"):
         summary.insert(7, "agreement", summary["agreeing"] / summary["tested"].replace(0, np.nan))
-    summary = _sort_pairs(summary, list(pairs)) if len(summary) else summary
+    summary = sort_pairs(summary, list(pairs)) if len(summary) else summary
     tested_total = int(sites["agree"].notna().sum())
     score = float(sites["agree"].sum()) / tested_total if tested_total else float("nan")
     return Agreement(sites=sites, summary=summary,

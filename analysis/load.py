@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.schema import ADDED, COLUMNS, DTYPES, OK, TEXT
+
+if TYPE_CHECKING:
+    import pandas as pd
+# pandas is imported where it is used: `import analysis` (and with it the results
+# contract, analysis.schema) stays light for the campaign store.
 
 STORE_NAMES = ("trials.sqlite", "trials.parquet", "trials.csv", "trials.csv.gz")
 """What a results folder is searched for, in this order."""
@@ -24,6 +28,8 @@ class ResultsError(ValueError):
 
 def load(source: str | Path) -> pd.DataFrame:
     """Every trial of `source` (ok and failed), sorted by trial_id, index 0..n-1."""
+    import pandas as pd
+
     path = resolve(Path(source))
     name = path.name.lower()
     if name.endswith((".sqlite", ".sqlite3", ".db")):
@@ -54,6 +60,8 @@ def resolve(path: Path) -> Path:
 
 
 def _read_sqlite(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     # Read-only, so reading a running campaign's store never writes to it.
     uri = f"{path.resolve().as_uri()}?mode=ro"
     try:
@@ -66,6 +74,8 @@ def _read_sqlite(path: Path) -> pd.DataFrame:
 def normalise(raw: pd.DataFrame, source: str = "trials") -> pd.DataFrame:
     """`raw` with exactly the contract's columns in order, cast to their dtypes (a
     column added to the contract later is all missing in an older source)."""
+    import pandas as pd
+
     missing = [c for c in COLUMNS if c not in raw.columns and c not in ADDED]
     if missing:
         raise ResultsError(f"{source}: missing column(s) {', '.join(missing)}; "

@@ -38,13 +38,13 @@ from analysis.schema import (
 )
 from analysis.stats import (
     DEFAULT_ALPHA,
-    _sort_pairs,
     compare,
     default_pairs,
     effect_sizes,
     measurements,
     relative_difference,
     relative_summary,
+    sort_pairs,
     sort_table,
     summarize,
     win_tie_loss,
@@ -130,6 +130,23 @@ def choose_baseline(settings, wanted: str | None = None) -> tuple[str, str]:
     return settings[0], "the campaign has no tcp setting: its first setting"
 
 
+def pairs_of(settings, baseline: str, config: Config) -> tuple[tuple[str, str], ...]:
+    """The (a, b) settings compared: config.pairs, or by default each setting vs the
+    baseline, QUIC vs TCP+ and QUIC+BBR vs TCP+BBR."""
+    if config.pairs is not None:
+        return tuple(config.pairs)
+    return tuple(default_pairs(settings, baseline))
+
+
+def verdicts(meas: pd.DataFrame, pairs, config: Config) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per pair x network x metric x site of `meas` (analysis.stats.measurements): the
+    per-site test's outcome (analysis.stats.compare) and the relative difference with
+    its bootstrap CI and power (analysis.stats.effect_sizes), as `config` says."""
+    comparisons = compare(meas, pairs, config.alpha, config.test, config.correction)
+    effects = effect_sizes(meas, pairs, config.alpha, config.mde, resamples=config.resamples)
+    return comparisons, effects
+
+
 def analyse(trials: pd.DataFrame, config: Config = Config()) -> Analysis:
     """Run every statistic on `trials` (from analysis.load); only ok trials enter them."""
     if config.test not in TESTS:
@@ -148,10 +165,8 @@ def analyse(trials: pd.DataFrame, config: Config = Config()) -> Analysis:
                      "no relative differences or CDFs.")
         rel = pd.DataFrame(columns=["network", "site", "protocol", "metric", "mean", "baseline",
                                     "baseline_mean", "rel"])
-    pairs = (tuple(config.pairs) if config.pairs is not None
-             else tuple(default_pairs(set(trials["protocol"]), baseline)))
-    comparisons = compare(meas, pairs, config.alpha, config.test, config.correction)
-    effects = effect_sizes(meas, pairs, config.alpha, config.mde, resamples=config.resamples)
+    pairs = pairs_of(set(trials["protocol"]), baseline, config)
+    comparisons, effects = verdicts(meas, pairs, config)
     design_metrics = [m for m in DESIGN_METRICS if m in config.metrics]
     design = design_impact(trials, summary, config.design_pairs, design_metrics)
     if design.empty:
@@ -211,7 +226,7 @@ def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config)
            .agg(median_rel=("rel", "median"), ci_excludes_0=("excl", "mean"),
                 median_power=("power", "median"), median_detectable=("detectable", "median"))
            .reset_index())
-    return _sort_pairs(out.merge(agg, on=keys, how="left"), list(pairs))
+    return sort_pairs(out.merge(agg, on=keys, how="left"), list(pairs))
 
 
 # -- the report folder ---------------------------------------------------------------

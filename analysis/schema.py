@@ -1,40 +1,91 @@
-"""The campaign results contract as the analysis reads it, and display names.
+"""The campaign results contract, and display names.
 
 One row per finished trial; `trials.sqlite`, its CSV export and its Parquet
-export all have exactly these columns. The loader casts every source to the
-dtypes below, so the three read back as identical DataFrames.
+export all have exactly the columns of TRIALS, in its order. The campaign
+store (testbed.campaign.store) builds its table and its Row from TRIALS; the
+loader casts every source to DTYPES, so the three read back as identical
+DataFrames.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-TEXT = ("trial_id", "campaign", "site", "network", "protocol", "status", "reason",
-        "started_at", "protocols", "max_in_flight")
+
+@dataclass(frozen=True)
+class Column:
+    """One column of table `trials`."""
+
+    name: str
+    kind: str
+    """"text", "integer" or "real" (SQLite's TEXT, INTEGER, REAL)."""
+    required: bool
+    """Every trial has a value (NOT NULL in the store); otherwise NULL when failed or
+    unavailable."""
+    doc: str = ""
+    key: bool = False
+    """The primary key: a trial is stored once."""
+    allowed: tuple[str, ...] = ()
+    """The only values it may hold (none: any)."""
+
+
+TEXT_KIND, INTEGER_KIND, REAL_KIND = "text", "integer", "real"
+
+STATUSES = ("ok", "failed")
+"""The values of column `status`."""
+
+TRIALS = (
+    Column("trial_id", TEXT_KIND, True, "`<site>|<network>|<protocol>|<run>`.", key=True),
+    Column("campaign", TEXT_KIND, True, "The campaign file's name."),
+    Column("site", TEXT_KIND, True, "The recording's name."),
+    Column("network", TEXT_KIND, True, "The network profile's name."),
+    Column("protocol", TEXT_KIND, True, "The protocol setting's name."),
+    Column("run", INTEGER_KIND, True, "Run number, from 0."),
+    Column("status", TEXT_KIND, True, "Only ok trials enter statistics.", allowed=STATUSES),
+    Column("reason", TEXT_KIND, False, "Why a trial failed (timeout, wrong-protocol, ...)."),
+    Column("attempt", INTEGER_KIND, True, "Which attempt was stored (1 = the first)."),
+    Column("started_at", TEXT_KIND, True, "When the trial started (ISO 8601, UTC)."),
+    Column("wall_s", REAL_KIND, True, "The trial's wall-clock time in seconds."),
+    Column("plt_ms", REAL_KIND, False, "Page load time."),
+    Column("fvc_ms", REAL_KIND, False, "First visual change."),
+    Column("lvc_ms", REAL_KIND, False, "Last visual change."),
+    Column("vc85_ms", REAL_KIND, False, "Visual complete 85 %."),
+    Column("si_ms", REAL_KIND, False, "Speed index."),
+    Column("ttfb_ms", REAL_KIND, False, "Time to first byte."),
+    Column("requests", INTEGER_KIND, False, "Requests the browser made."),
+    Column("bytes", INTEGER_KIND, False, "Bytes the replay servers sent."),
+    Column("misses", INTEGER_KIND, False, "Requests the replay had no response for."),
+    Column("protocols", TEXT_KIND, False, "JSON object protocol -> request count."),
+    Column("rtt_ms", REAL_KIND, True, "The network profile's minimum RTT."),
+    Column("origins", INTEGER_KIND, True, "Origins in the recording."),
+    Column("max_in_flight", TEXT_KIND, False,
+           "JSON object host -> the most requests to that host on the wire at the same "
+           "time (from the trial's HAR timings, from sending the request to the "
+           "response's last byte; see testbed.measure.trial_har.max_in_flight)."),
+)
+"""Every column of table `trials`, in the contract's order: the one definition of the
+results schema (the store, the exports, this package's loader and its synthetic
+campaigns are all made from it)."""
+
+COLUMNS = tuple(c.name for c in TRIALS)
+"""Every column's name, in the contract's order."""
+
+TEXT = tuple(c.name for c in TRIALS if c.kind == TEXT_KIND)
 """Text columns (pandas "string" dtype, missing = <NA>)."""
 
-INTEGER = ("run", "attempt", "origins")
+INTEGER = tuple(c.name for c in TRIALS if c.kind == INTEGER_KIND and c.required)
 """Integer columns that every row has."""
 
-NULLABLE_INTEGER = ("requests", "bytes", "misses")
+NULLABLE_INTEGER = tuple(c.name for c in TRIALS if c.kind == INTEGER_KIND and not c.required)
 """Integer columns that are NULL when failed or unavailable."""
 
-REAL = ("wall_s", "plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms", "ttfb_ms", "rtt_ms")
+REAL = tuple(c.name for c in TRIALS if c.kind == REAL_KIND)
 """Real columns (float64, missing = NaN)."""
 
-COLUMNS = ("trial_id", "campaign", "site", "network", "protocol", "run", "status", "reason",
-           "attempt", "started_at", "wall_s", "plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms",
-           "ttfb_ms", "requests", "bytes", "misses", "protocols", "rtt_ms", "origins",
-           "max_in_flight")
-"""Every column of table `trials`, in the contract's order.
-
-`protocols` and `max_in_flight` are JSON objects: protocol -> requests, and host ->
-the most requests to that host on the wire at the same time (from the trial's HAR
-timings, from sending the request to the response's last byte; see
-testbed.measure.trial_har.max_in_flight)."""
-
 ADDED = ("max_in_flight",)
-"""Columns newer than the first stores and exports: missing (all NULL) in older ones."""
+"""Columns newer than the first stores and exports: missing (all NULL) in older ones.
+They come last and may be NULL, so an older store gains them with ALTER TABLE."""
 
 DTYPES = {
     **{c: "string" for c in TEXT},
@@ -42,8 +93,30 @@ DTYPES = {
     **{c: "Int64" for c in NULLABLE_INTEGER},
     **{c: "float64" for c in REAL},
 }
+"""Column -> the pandas dtype the loader casts it to."""
 
-OK = "ok"
+TABLE = "trials"
+
+
+def sql_declaration(column: Column) -> str:
+    """`name TYPE constraints` of one column in CREATE TABLE / ALTER TABLE ADD COLUMN."""
+    out = f"{column.name} {column.kind.upper()}"
+    if column.key:
+        return out + " PRIMARY KEY"
+    if column.required:
+        out += " NOT NULL"
+    if column.allowed:
+        out += f" CHECK ({column.name} IN ({', '.join(repr(v) for v in column.allowed)}))"
+    return out
+
+
+def create_table(if_not_exists: bool = False) -> str:
+    """The SQL that makes table `trials` of a store."""
+    cols = ", ".join(sql_declaration(c) for c in TRIALS)
+    return f"CREATE TABLE {'IF NOT EXISTS ' if if_not_exists else ''}{TABLE} ({cols})"
+
+
+OK = STATUSES[0]
 """The only status whose trials enter statistics."""
 
 METRICS = {

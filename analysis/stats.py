@@ -158,7 +158,7 @@ def compare(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
         out["p_adj"] = p_adj
     out["outcome"] = [_outcome(na, nb, ca, cb, p, alpha) for na, nb, ca, cb, p in
                       zip(out["n_a"], out["n_b"], out.pop("_ca"), out.pop("_cb"), out["p_adj"])]
-    return _sort_pairs(out, pairs)
+    return sort_pairs(out, pairs)
 
 
 def effect_sizes(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
@@ -188,7 +188,7 @@ def effect_sizes(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     out = pd.DataFrame(rows, columns=["a", "b", "network", "metric", "site", "n_a", "n_b",
                                       "rel", "rel_low", "rel_high", "hedges_g", "power",
                                       "detectable"])
-    return _sort_pairs(out, pairs)
+    return sort_pairs(out, pairs)
 
 
 def paired_groups(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]):
@@ -225,7 +225,7 @@ def _outcome(na: int, nb: int, mean_a: float, mean_b: float, p: float, alpha: fl
     return "win" if mean_a < mean_b else "loss"
 
 
-def _sort_pairs(df: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> pd.DataFrame:
+def sort_pairs(df: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> pd.DataFrame:
     """Pairs in the order given, then network, metric and site in the paper's order."""
     pair_rank = {p: i for i, p in enumerate(dict.fromkeys(pairs))}
     df = sort_table(df.drop(columns=["a", "b"]).assign(_a=df["a"], _b=df["b"]))
@@ -250,4 +250,4 @@ def win_tie_loss(comparisons: pd.DataFrame) -> pd.DataFrame:
     out = counts.merge(diff, on=keys, how="left")
     out.insert(4, "sites", out[["wins", "ties", "losses", "untested"]].sum(axis=1))
     pairs = list(dict.fromkeys(zip(comparisons["a"], comparisons["b"])))
-    return _sort_pairs(out, pairs)
+    return sort_pairs(out, pairs)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import normalise
-from analysis.schema import COLUMNS, SETTING_LABELS
+from analysis.schema import COLUMNS, SETTING_LABELS, create_table
 
 
 @dataclass(frozen=True)
@@ -174,24 +174,14 @@ def trials(rows: Sequence[dict] | pd.DataFrame, **defaults) -> pd.DataFrame:
     return normalise(df, "test trials")
 
 
-SQLITE_DDL = """
-CREATE TABLE trials (
-    trial_id TEXT PRIMARY KEY, campaign TEXT, site TEXT, network TEXT, protocol TEXT,
-    run INTEGER, status TEXT, reason TEXT, attempt INTEGER, started_at TEXT, wall_s REAL,
-    plt_ms REAL, fvc_ms REAL, lvc_ms REAL, vc85_ms REAL, si_ms REAL, ttfb_ms REAL,
-    requests INTEGER, bytes INTEGER, misses INTEGER, protocols TEXT, rtt_ms REAL,
-    origins INTEGER, max_in_flight TEXT
-)"""
-"""Table `trials` as the results contract defines it."""
-
-
 def write_sqlite(trials: pd.DataFrame, path) -> None:
-    """Write `trials` as a contract store (table trials) at `path`, which must not exist."""
+    """Write `trials` as a contract store (table trials, made as the campaign store makes
+    it) at `path`, which must not exist."""
     import sqlite3
 
     rows = trials[list(COLUMNS)].astype(object).where(trials[list(COLUMNS)].notna(), None)
     with sqlite3.connect(path) as db:
-        db.execute(SQLITE_DDL)
+        db.execute(create_table())
         db.executemany(f"INSERT INTO trials VALUES ({', '.join('?' * len(COLUMNS))})",
                        rows.itertuples(index=False, name=None))
     db.close()

@@ -34,11 +34,10 @@ from testbed import enter, safefs
 from testbed import recording as rec
 from testbed.measure import browsertime, metrics
 from testbed.measure.session import Session
+from testbed.paths import ROOT
 from testbed.replay.env import ReplayEnv
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def fmt(xs: list[float]) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import pwd
 import subprocess
 import tempfile
 import threading
@@ -32,7 +31,8 @@ from typing import Self
 
 from testbed import enter, safefs
 from testbed.errors import TestbedError
-from testbed.runstate import USER, current
+from testbed.paths import chown_to_user
+from testbed.runstate import current
 
 BASE_FLAGS = (
     "--headless=new", "--no-first-run", "--no-default-browser-check",
@@ -56,9 +56,8 @@ def make_profile(prefix: str = "chromium-", parent: Path | None = None) -> Path:
     """A fresh, empty profile folder owned by the testbed user (Chromium runs as
     that user), in the run's own folder unless `parent` is given. The caller
     removes it (safefs.rmtree: the testbed user's tree)."""
-    pw = pwd.getpwnam(USER)
     profile = Path(tempfile.mkdtemp(prefix=prefix, dir=parent or current().dir))
-    os.chown(profile, pw.pw_uid, pw.pw_gid)
+    chown_to_user(profile)
     return profile
 
 

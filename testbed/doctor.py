@@ -23,13 +23,10 @@ import click
 from testbed import chromium, proc, runstate, safefs
 from testbed.enter import as_user
 from testbed.errors import CommandFailed
+from testbed.paths import H3SERVER, PYTHON, ROOT, shown
 from testbed.validate import verdict
 from testbed.validate.verdict import Row
 
-ROOT = Path(__file__).resolve().parent.parent
-TOOLS = ROOT / ".tools"
-H3SERVER = ROOT / "h3server/target/release/h3server"
-PYTHON = ROOT / ".venv/bin/python"
 TRACE = "/usr/share/mahimahi/traces/TMobile-LTE-driving.up"
 PROBE_IP = "203.0.113.1"  # TEST-NET-3; exists only inside the doctor's namespace
 
@@ -180,7 +177,7 @@ def check_uwsgi() -> Row:
 
 def check_h3server() -> Row:
     if not H3SERVER.exists():
-        return failed("HTTP/3 server", f"{H3SERVER.relative_to(ROOT)} not built", "make setup")
+        return failed("HTTP/3 server", f"{shown(H3SERVER)} not built", "make setup")
     ver = version_of([str(H3SERVER), "--version"])
     if not ver:
         return failed("HTTP/3 server", "h3server does not start", "make setup rebuilds it")

@@ -15,18 +15,16 @@ Unknown keys are rejected, so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
-import hashlib
-import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from testbed import tomlfile
 from testbed.errors import InputError
+from testbed.paths import NETWORKS_DIR, PROTOCOLS_DIR
+from testbed.tomlfile import Expected, KeyProblem
 
-ROOT = Path(__file__).resolve().parent.parent
-NETWORKS_DIR = ROOT / "profiles" / "networks"
-PROTOCOLS_DIR = ROOT / "profiles" / "protocols"
 MAHIMAHI_TRACES = Path("/usr/share/mahimahi/traces")
 
 
@@ -86,18 +84,18 @@ class NetworkProfile(_Profile):
     def _consistent(self) -> NetworkProfile:
         for d in ("uplink", "downlink"):
             if getattr(self, f"{d}_mbit") is not None and getattr(self, f"{d}_trace") is not None:
-                raise _KeyError(f"{d}_trace", f"give either {d}_mbit or {d}_trace, not both")
+                raise KeyProblem(f"{d}_trace", f"give either {d}_mbit or {d}_trace, not both")
         up, down = self.uplink_shaped, self.downlink_shaped
         if up != down:
             missing = "downlink" if up else "uplink"
-            raise _KeyError(f"{missing}_mbit",
+            raise KeyProblem(f"{missing}_mbit",
                             "missing: mm-link shapes both directions, so give a rate "
                             f"({missing}_mbit) or a trace ({missing}_trace) for each")
         if self.trace_start_ms and self.uplink_trace is None and self.downlink_trace is None:
-            raise _KeyError("trace_start_ms", "only for trace-driven links (uplink_trace, "
+            raise KeyProblem("trace_start_ms", "only for trace-driven links (uplink_trace, "
                                               "downlink_trace)")
         if self.buffer_ms is not None and not up:
-            raise _KeyError("buffer_ms", "a buffer needs a shaped link (uplink_mbit/downlink_mbit)")
+            raise KeyProblem("buffer_ms", "a buffer needs a shaped link (uplink_mbit/downlink_mbit)")
         self._buildable()
         return self
 
@@ -114,10 +112,10 @@ class NetworkProfile(_Profile):
             try:
                 per_ms = traces.check_rate(mbit)
             except traces.TraceError as e:
-                raise _KeyError(f"{d}_mbit", str(e)) from None
+                raise KeyProblem(f"{d}_mbit", str(e)) from None
             if self.buffer_ms is not None and Fraction(str(self.buffer_ms)) * per_ms < 1:
                 least = float(1 / per_ms)
-                raise _KeyError("buffer_ms", f"expected at least one 1500-byte packet of queue "
+                raise KeyProblem("buffer_ms", f"expected at least one 1500-byte packet of queue "
                                              f"(>= {least:.4g} ms at {d}_mbit = {mbit:g}), "
                                              f"got {self.buffer_ms:g}")
 
@@ -142,6 +140,9 @@ class NetworkProfile(_Profile):
 
     def _folder(self) -> Path | None:
         return Path(self.source).parent if self.source else None
+
+
+_MEM = "a list of 3 whole numbers [min, default, max]"
 
 
 class ProtocolProfile(_Profile):
@@ -170,9 +171,9 @@ class ProtocolProfile(_Profile):
     testbed.protocols.apply). QUIC: the server's --pacing."""
     slow_start_after_idle: bool = True
     """TCP only: net.ipv4.tcp_slow_start_after_idle (Linux default: true)."""
-    tcp_rmem: tuple[int, int, int] | None = None
+    tcp_rmem: Annotated[tuple[int, int, int] | None, Expected(_MEM)] = None
     """TCP only: net.ipv4.tcp_rmem (min, default, max bytes); omitted: kernel default."""
-    tcp_wmem: tuple[int, int, int] | None = None
+    tcp_wmem: Annotated[tuple[int, int, int] | None, Expected(_MEM)] = None
     """TCP only: net.ipv4.tcp_wmem (min, default, max bytes); omitted: kernel default."""
     max_udp_payload: int | None = Field(default=None, ge=1200, le=65527)
     """QUIC only: largest UDP payload the server sends (--max-udp-payload);
@@ -187,35 +188,26 @@ class ProtocolProfile(_Profile):
     def _consistent(self) -> ProtocolProfile:
         allowed = {"tcp": ("cubic", "reno", "bbr"), "quic": ("cubic", "reno", "bbr2")}[self.stack]
         if self.congestion_control not in allowed:
-            raise _KeyError("congestion_control",
+            raise KeyProblem("congestion_control",
                             f"expected one of {', '.join(allowed)} for stack {self.stack}, "
                             f"got {self.congestion_control!r}")
         if self.stack == "quic":
             for key in ("tcp_rmem", "tcp_wmem"):
                 if getattr(self, key) is not None:
-                    raise _KeyError(key, "only for stack tcp")
+                    raise KeyProblem(key, "only for stack tcp")
             if not self.slow_start_after_idle:
-                raise _KeyError("slow_start_after_idle", "only for stack tcp")
+                raise KeyProblem("slow_start_after_idle", "only for stack tcp")
         if self.stack == "tcp" and self.max_udp_payload is not None:
-            raise _KeyError("max_udp_payload", "only for stack quic")
+            raise KeyProblem("max_udp_payload", "only for stack quic")
         for key in ("tcp_rmem", "tcp_wmem"):
             v = getattr(self, key)
             if v is not None and not (0 < v[0] <= v[1] <= v[2]):
-                raise _KeyError(key, f"expected [min, default, max] with 0 < min <= default <= max, "
+                raise KeyProblem(key, f"expected [min, default, max] with 0 < min <= default <= max, "
                                      f"got {list(v)}")
         return self
 
 
 # ------------------------------------------------------------------ loading
-
-class _KeyError(ValueError):
-    """A cross-field problem, pinned to one key."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(message)
-        self.key = key
-        self.message = message
-
 
 def load_network(profile: str | Path) -> NetworkProfile:
     p = _load(NetworkProfile, profile, NETWORKS_DIR)
@@ -268,22 +260,7 @@ def _locate(profile: str | Path, folder: Path) -> Path:
 
 def _load(model: type[_Profile], profile: str | Path, folder: Path):
     path = _locate(profile, folder)
-    shown = _shown(path)
-    raw = path.read_bytes()
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(f"{shown}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{shown}: not valid TOML: {e}") from None
-    for reserved in ("name", "source", "digest"):
-        if reserved in data:
-            raise InputError(f"{shown}: key {reserved}: unknown key (set from the file, not in it)")
-    try:
-        return model.model_validate({**data, "name": path.stem, "source": str(path),
-                                     "digest": hashlib.sha256(raw).hexdigest()})
-    except ValidationError as e:
-        raise InputError(f"{shown}: {_describe(model, e.errors()[0], data)}") from None
+    return tomlfile.load(path, model, shown=_shown(path), what="profile")
 
 
 def _shown(path: Path) -> str:
@@ -291,57 +268,6 @@ def _shown(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def _describe(model: type[BaseModel], err: dict, data: dict) -> str:
-    """One pydantic error as 'key K: expected ..., got V'."""
-    path = err.get("loc", ())
-    loc = str(path[0]) if path else ""
-    kind = err.get("type", "")
-    ctx = err.get("ctx") or {}
-    got = err.get("input")
-    got_text = f", got {_toml_repr(got)}"
-    if len(path) > 1 and loc in data:  # inside a list: name the key, show the whole value
-        return (f"key {loc}: expected a list of 3 whole numbers [min, default, max], "
-                f"got {_toml_repr(data[loc])}")
-    if kind == "value_error" and isinstance(ctx.get("error"), _KeyError):
-        e = ctx["error"]
-        return f"key {e.key}: {e.message}"
-    if kind == "extra_forbidden":
-        allowed = ", ".join(k for k in model.model_fields if k not in ("name", "source", "digest"))
-        return f"key {loc}: unknown key (allowed: {allowed})"
-    if kind == "missing":
-        return f"key {loc}: missing (required)"
-    bounds = {"greater_than": (">", "gt"), "greater_than_equal": (">=", "ge"),
-              "less_than": ("<", "lt"), "less_than_equal": ("<=", "le")}
-    if kind in bounds:
-        op, name = bounds[kind]
-        return f"key {loc}: expected a number {op} {ctx.get(name):g}{got_text}"
-    if kind in ("float_type", "float_parsing", "finite_number"):
-        return f"key {loc}: expected a number{got_text}"
-    if kind in ("int_type", "int_parsing", "int_from_float"):
-        return f"key {loc}: expected a whole number{got_text}"
-    if kind == "bool_type":
-        return f"key {loc}: expected true or false{got_text}"
-    if kind == "string_type":
-        return f"key {loc}: expected a string{got_text}"
-    if kind == "literal_error":
-        return f"key {loc}: expected one of {ctx.get('expected')}{got_text}"
-    if kind in ("tuple_type", "too_short", "too_long"):
-        return f"key {loc}: expected a list of 3 whole numbers [min, default, max]{got_text}"
-    if kind == "value_error":
-        return f"key {loc}: {ctx.get('error')}"
-    return f"key {loc}: {err.get('msg')}{got_text}"
-
-
-def _toml_repr(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return f'"{v}"'
-    if isinstance(v, dict):
-        return "a table"
-    return repr(v)
 
 
 def _resolve_trace(name: str, base: Path | None) -> Path | None:

@@ -33,10 +33,10 @@ import jsonschema
 
 from testbed import recording_rules
 from testbed.errors import InputError
+from testbed.paths import RECORDING_SCHEMA, RECORDINGS_DIR
 
 FORMAT = "testbed-recording/1"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "recording.schema.json"
-RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "recordings"
+SCHEMA_PATH = RECORDING_SCHEMA
 MAX_MANIFEST_BYTES = 256 * 1024 * 1024
 
 Headers = tuple[tuple[str, str], ...]

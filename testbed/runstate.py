@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from testbed import safefs
-from testbed.safefs import USER
+from testbed.paths import IPTABLES_SHIM, USER
 
 __all__ = [
     "PREFIX",
@@ -73,7 +73,7 @@ class Run:
             for entry in os.scandir("/etc/alternatives"):
                 if entry.is_symlink():
                     os.symlink(os.readlink(entry.path), tmp / entry.name)
-            shim = Path(__file__).resolve().parent.parent / ".tools/libexec/mm-iptables-shim"
+            shim = IPTABLES_SHIM
             if (tmp / "iptables").exists() or (tmp / "iptables").is_symlink():
                 (tmp / "iptables").unlink()
             os.symlink(shim, tmp / "iptables")

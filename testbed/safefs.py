@@ -35,13 +35,10 @@ import pwd
 import secrets
 import shutil
 import stat
-from functools import cache
 from pathlib import Path
 
 from testbed.errors import InputError, TestbedError
-
-USER = os.environ.get("TESTBED_USER", "testbed")
-"""The unprivileged user every browser, proxy and server of the testbed runs as."""
+from testbed.paths import USER, chown_to_user, user, user_gids, user_group
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_LINKS = 40
@@ -51,26 +48,7 @@ class UnsafePath(TestbedError):
     """A path root refuses to write or read through (a symlink, another user's file)."""
 
 
-# --- the testbed user ----------------------------------------------------------------
-
-@cache
-def user() -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(USER)
-    except KeyError:
-        raise TestbedError(f"user {USER} missing; run `make setup`") from None
-
-
-@cache
-def user_gids() -> frozenset[int]:
-    """The testbed user's groups (primary and supplementary)."""
-    pw = user()
-    return frozenset(os.getgrouplist(pw.pw_name, pw.pw_gid))
-
-
-def user_group() -> int:
-    return user().pw_gid
-
+# --- who may write (the testbed user itself: testbed.paths) ---------------------------
 
 def trusted_uids() -> frozenset[int]:
     """Owners root writes below: root, this process's user and the user who ran sudo;
@@ -130,7 +108,8 @@ def root_dir(path: Path, *, group: bool = False, exist_ok: bool = False) -> Path
             raise
     st = os.lstat(path)
     if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
-        os.chown(path, -1, user_group() if group else -1, follow_symlinks=False)
+        if group:
+            chown_to_user(path, group_only=True)
         os.chmod(path, 0o750 if group else 0o755)  # a folder of ours in one of ours
     check_root_dir(path)
     return path
@@ -142,14 +121,14 @@ def user_dir(path: Path, *subdirs: str, mode: int = 0o755) -> Path:
     afterwards except with write_at."""
     path = Path(path)
     check_root_dir(path.parent)
-    pw = user()
+    user()  # the user exists before anything is made
     os.mkdir(path, 0o700)  # root's until every subfolder is made and given away
     for sub in subdirs:
         d = path / sub
         os.mkdir(d, 0o700)
-        os.chown(d, pw.pw_uid, pw.pw_gid, follow_symlinks=False)
+        chown_to_user(d)
         os.chmod(d, mode)
-    os.chown(path, pw.pw_uid, pw.pw_gid, follow_symlinks=False)
+    chown_to_user(path)
     os.chmod(path, mode)
     return path
 
@@ -274,6 +253,27 @@ def open_log(path: Path):
         raise UnsafePath(f"{path}: not a log file of uid {os.geteuid()}; not written")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "ab")
+
+
+def read_capped(path: Path, limit: int, *, follow_symlinks: bool = True) -> bytes:
+    """The bytes of the regular file `path`, which may hold at most `limit` of them.
+    A FIFO is never waited on; follow_symlinks=False: a symlink as its last step is
+    not opened (OSError ELOOP). OSError if it cannot be opened or read; ValueError
+    saying why ('not a regular file', 'N bytes, expected at most M') if it is not
+    such a file."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ValueError("not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > limit:
+            raise ValueError(f"{st.st_size} bytes, expected at most {limit}")
+        raw = f.read(limit + 1)
+    if len(raw) > limit:  # it grew while being read
+        raise ValueError(f"more than {limit} bytes, expected at most {limit}")
+    return raw
 
 
 def read_log(path: Path) -> str:

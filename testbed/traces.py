@@ -18,13 +18,13 @@ from __future__ import annotations
 import errno
 import itertools
 import math
-import os
-import stat
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+
+from testbed import safefs
 
 OPPORTUNITY_BYTES = 1500
 """IP bytes per delivery opportunity, the convention of Mahimahi's traces."""
@@ -137,18 +137,12 @@ def read_trace(path: Path) -> Trace:
     """
     where = f"{path}: not a Mahimahi trace"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        raw = safefs.read_capped(path, MAX_TRACE_BYTES, follow_symlinks=False)
     except OSError as e:
         why = "a symbolic link" if e.errno == errno.ELOOP else e.strerror
         raise TraceError(f"{where} ({why})") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise TraceError(f"{where} (not a regular file)")
-    with os.fdopen(fd, "rb") as f:
-        if st.st_size > MAX_TRACE_BYTES:
-            raise TraceError(f"{where} ({st.st_size} bytes, expected at most {MAX_TRACE_BYTES})")
-        raw = f.read(MAX_TRACE_BYTES + 1)
+    except ValueError as e:
+        raise TraceError(f"{where} ({e})") from None
     stray = raw.translate(None, b"0123456789 \t\r\n")
     if stray:
         line = raw.count(b"\n", 0, raw.index(stray[:1])) + 1

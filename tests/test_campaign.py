@@ -7,9 +7,10 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from analysis import schema
+from analysis.schema import COLUMNS as NAMES
 from testbed.campaign import config, plan
-from testbed.campaign import store as store_mod
-from testbed.campaign.store import NAMES, Row, Store, read_rows
+from testbed.campaign.store import Row, Store, read_rows
 from testbed.errors import InputError
 
 SITES = ["a", "b", "c", "d"]
@@ -41,9 +42,12 @@ def test_defaults(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    (GOOD + "runs = 0\n", "key runs: Input should be greater than or equal to 1"),
+    (GOOD + "runs = 0\n", "key runs: expected a number >= 1, got 0"),
     (GOOD + "rusn = 3\n", "key rusn: unknown key"),
-    (GOOD + "timeout_s = 'long'\n", "key timeout_s: Input should be a valid number"),
+    (GOOD + "timeout_s = 'long'\n", 'key timeout_s: expected a number, got "long"'),
+    (GOOD.replace('["tcp", "quic"]', "[]"), "key protocols: expected a list of at least 1 entry, got []"),
+    (GOOD.replace('["dsl"]', '"dsl"'), 'key networks: expected a list, got "dsl"'),
+    (GOOD.replace('["dsl"]', '["dsl", 3]'), "key networks.1: expected a string, got 3"),
     ('networks = ["dsl"]\nprotocols = ["tcp"]\n', "key sites: missing (required)"),
     (GOOD.replace('["tcp", "quic"]', '["tcp", "tcp"]'), "key protocols: listed twice: tcp"),
     (GOOD.replace('"dsl"', '"dls"'), "key networks.0: dls: no such profile"),
@@ -140,10 +144,10 @@ def row(trial_id="s|dsl|tcp|0", status="ok", **kw):
 
 def test_an_older_store_gets_the_added_columns(tmp_path):
     db = tmp_path / "trials.sqlite"
-    old = [(n, t) for n, t in store_mod.COLUMNS if n not in store_mod.ADDED]
+    old = [schema.sql_declaration(c) for c in schema.TRIALS if c.name not in schema.ADDED]
     con = sqlite3.connect(db)
-    con.execute(f"CREATE TABLE trials ({', '.join(f'{n} {t}' for n, t in old)})")
-    r = {k: v for k, v in row("s|dsl|tcp|0").__dict__.items() if k not in store_mod.ADDED}
+    con.execute(f"CREATE TABLE trials ({', '.join(old)})")
+    r = {k: v for k, v in row("s|dsl|tcp|0").__dict__.items() if k not in schema.ADDED}
     con.execute(f"INSERT INTO trials ({', '.join(r)}) VALUES ({', '.join('?' * len(r))})",
                 list(r.values()))
     con.commit()

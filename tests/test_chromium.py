@@ -8,7 +8,7 @@ from pathlib import Path
 
 from needs import need_root
 
-from testbed import chromium, safefs
+from testbed import chromium, paths, safefs
 from testbed.protocols import apply
 from testbed.record import browser as record_browser
 from testbed.replay.env import STACKS, stack_flags
@@ -40,7 +40,7 @@ def test_make_profile_is_an_empty_folder_of_the_testbed_user(tmp_path):
     try:
         st = profile.stat()
         assert profile.parent == tmp_path and profile.name.startswith("t-")
-        assert st.st_uid == pwd.getpwnam(chromium.USER).pw_uid
+        assert st.st_uid == pwd.getpwnam(paths.USER).pw_uid
         assert not os.listdir(profile)
     finally:
         safefs.rmtree(profile)

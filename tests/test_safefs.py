@@ -6,6 +6,7 @@ written or read through it."""
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
 import stat
@@ -276,3 +277,20 @@ def test_out_file_is_written_by_rename_in_a_checked_folder(tmp_path, canary, tb)
     with pytest.raises(InputError):
         safefs.write_out_file(theirs / "t.csv", "x", "--csv")
     assert unchanged(canary, before)
+
+
+def test_read_capped_reads_only_small_regular_files(tmp_path):
+    f = tmp_path / "f"
+    f.write_bytes(b"x" * 10)
+    assert safefs.read_capped(f, 10) == b"x" * 10
+    with pytest.raises(ValueError, match="^11 bytes, expected at most 10$"):
+        f.write_bytes(b"x" * 11)
+        safefs.read_capped(f, 10)
+    os.mkfifo(tmp_path / "fifo")  # nobody writes it: a blocking open would wait for ever
+    with pytest.raises(ValueError, match="not a regular file"):
+        safefs.read_capped(tmp_path / "fifo", 10)
+    (tmp_path / "link").symlink_to(f)
+    assert safefs.read_capped(tmp_path / "link", 100) == b"x" * 11
+    with pytest.raises(OSError) as e:
+        safefs.read_capped(tmp_path / "link", 100, follow_symlinks=False)
+    assert e.value.errno == errno.ELOOP

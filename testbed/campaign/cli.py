@@ -71,7 +71,8 @@ def export(results_dir: Path, csv_out: str | None, parquet_out: str | None):
     """Export a campaign's trials as CSV or Parquet (one row per trial, the store's columns)."""
     import pandas as pd
 
-    from testbed.campaign.store import NAMES, read_rows
+    from analysis.schema import COLUMNS, INTEGER, NULLABLE_INTEGER
+    from testbed.campaign.store import read_rows
 
     if (csv_out is None) == (parquet_out is None):
         raise InputError("give exactly one of --csv FILE or --parquet FILE")
@@ -81,8 +82,8 @@ def export(results_dir: Path, csv_out: str | None, parquet_out: str | None):
     db = results_dir / "trials.sqlite"
     if not db.is_file():
         raise InputError(f"{db}: no campaign store here (run `testbed run` first)")
-    df = pd.DataFrame(read_rows(db), columns=list(NAMES))
-    for col in ("run", "attempt", "requests", "bytes", "misses", "origins"):
+    df = pd.DataFrame(read_rows(db), columns=list(COLUMNS))
+    for col in INTEGER + NULLABLE_INTEGER:  # whole numbers, also beside an empty cell
         df[col] = df[col].astype("Int64")
     if csv_out is not None:
         if csv_out == "-":

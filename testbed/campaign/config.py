@@ -14,18 +14,15 @@ and profiles that exist when the campaign is loaded.
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from testbed import profiles
+from testbed import profiles, tomlfile
 from testbed import recording as rec
 from testbed.errors import InputError
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-CAMPAIGNS_DIR = ROOT / "profiles" / "campaigns"
+from testbed.paths import CAMPAIGNS_DIR
 
 
 class Campaign(BaseModel):
@@ -89,32 +86,8 @@ def _locate(path: str | Path) -> Path:
 
 def load(path: str | Path, check_names: bool = True) -> Campaign:
     """Load and validate a campaign file (a path, or a name in profiles/campaigns/)."""
-    try:
-        p = _locate(path)
-        raw = p.read_bytes()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the campaign file: {e.strerror}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise InputError(f"{p}: not valid TOML: {e}") from None
-    for reserved in ("name", "source", "digest"):
-        if reserved in data:
-            raise InputError(f"{p}: key {reserved}: unknown key (set from the file, not in it)")
-    try:
-        c = Campaign.model_validate({**data, "name": p.stem, "source": str(p),
-                                     "digest": hashlib.sha256(raw).hexdigest()})
-    except ValidationError as e:
-        err = e.errors()[0]
-        key = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            allowed = ", ".join(k for k in Campaign.model_fields
-                                if k not in ("name", "source", "digest"))
-            msg = f"unknown key (allowed: {allowed})"
-        elif err["type"] == "missing":
-            msg = "missing (required)"
-        raise InputError(f"{p}: key {key}: {msg}") from None
+    p = _locate(path)
+    c = tomlfile.load(p, Campaign, what="campaign")
     check_size(c, c.runs, "key runs")
     if check_names:
         _check_names(c, p)

@@ -16,78 +16,34 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, field, make_dataclass
 from pathlib import Path
 from typing import Self
 
-COLUMNS = (
-    ("trial_id", "TEXT PRIMARY KEY"),
-    ("campaign", "TEXT NOT NULL"),
-    ("site", "TEXT NOT NULL"),
-    ("network", "TEXT NOT NULL"),
-    ("protocol", "TEXT NOT NULL"),
-    ("run", "INTEGER NOT NULL"),
-    ("status", "TEXT NOT NULL CHECK (status IN ('ok', 'failed'))"),
-    ("reason", "TEXT"),
-    ("attempt", "INTEGER NOT NULL"),
-    ("started_at", "TEXT NOT NULL"),
-    ("wall_s", "REAL NOT NULL"),
-    ("plt_ms", "REAL"),
-    ("fvc_ms", "REAL"),
-    ("lvc_ms", "REAL"),
-    ("vc85_ms", "REAL"),
-    ("si_ms", "REAL"),
-    ("ttfb_ms", "REAL"),
-    ("requests", "INTEGER"),
-    ("bytes", "INTEGER"),
-    ("misses", "INTEGER"),
-    ("protocols", "TEXT"),
-    ("rtt_ms", "REAL NOT NULL"),
-    ("origins", "INTEGER NOT NULL"),
-    ("max_in_flight", "TEXT"),
-)
-NAMES = tuple(name for name, _ in COLUMNS)
-ADDED = ("max_in_flight",)
-"""Columns newer than the first stores: added (NULL in older rows) when such a store
-is opened again."""
+from analysis import schema
+from analysis.schema import ADDED, COLUMNS, TRIALS
 
 
-@dataclass(frozen=True)
-class Row:
-    """One finished trial, as stored."""
+def _json(counts: dict[str, int] | None) -> str | None:
+    """A count per protocol or host as the store keeps it (a JSON object, keys sorted)."""
+    return None if counts is None else json.dumps(counts, sort_keys=True)
 
-    trial_id: str
-    campaign: str
-    site: str
-    network: str
-    protocol: str
-    run: int
-    status: str
-    reason: str | None
-    attempt: int
-    started_at: str
-    wall_s: float
-    plt_ms: float | None
-    fvc_ms: float | None
-    lvc_ms: float | None
-    vc85_ms: float | None
-    si_ms: float | None
-    ttfb_ms: float | None
-    requests: int | None
-    bytes: int | None
-    misses: int | None
-    protocols: str | None
-    """JSON object protocol -> request count."""
-    rtt_ms: float
-    origins: int
-    max_in_flight: str | None = None
-    """JSON object host -> the most requests to it on the wire at once (from the HAR)."""
 
-    @staticmethod
-    def protocols_json(counts: dict[str, int] | None) -> str | None:
-        return None if counts is None else json.dumps(counts, sort_keys=True)
+def _field(column: schema.Column) -> tuple:
+    """A Row field for a column: its Python type (None allowed unless required); an
+    added column defaults to None."""
+    kind = {schema.TEXT_KIND: str, schema.INTEGER_KIND: int, schema.REAL_KIND: float}[column.kind]
+    kind = kind if column.required else kind | None
+    return (column.name, kind, field(default=None)) if column.name in ADDED else (column.name, kind)
 
-    in_flight_json = protocols_json
+
+Row = make_dataclass(
+    "Row", [_field(c) for c in TRIALS], frozen=True,
+    namespace={"protocols_json": staticmethod(_json), "in_flight_json": staticmethod(_json)})
+Row.__module__ = __name__
+Row.__doc__ = """One finished trial, as stored: a field per column of the results contract
+(analysis.schema.TRIALS), in its order; protocols and max_in_flight are JSON objects
+(Row.protocols_json, Row.in_flight_json)."""
 
 
 class Store:
@@ -97,7 +53,6 @@ class Store:
 
     def __enter__(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        cols = ", ".join(f"{n} {t}" for n, t in COLUMNS)
         if not self.path.exists():
             # made beside and renamed into place: a reader never sees a store without
             # its table
@@ -106,7 +61,7 @@ class Store:
             try:
                 db = sqlite3.connect(new, isolation_level=None)
                 try:
-                    db.execute(f"CREATE TABLE trials ({cols})")
+                    db.execute(schema.create_table())
                 finally:
                     db.close()
                 new.rename(self.path)
@@ -116,12 +71,12 @@ class Store:
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute(f"CREATE TABLE IF NOT EXISTS trials ({cols})")
+        self.db.execute(schema.create_table(if_not_exists=True))
+        # a store made before a column was added to the contract gains it (NULL in its rows)
         have = {r[1] for r in self.db.execute("PRAGMA table_info(trials)")}
-        types = dict(COLUMNS)
-        for name in ADDED:
-            if name not in have:
-                self.db.execute(f"ALTER TABLE trials ADD COLUMN {name} {types[name]}")
+        for column in TRIALS:
+            if column.name in ADDED and column.name not in have:
+                self.db.execute(f"ALTER TABLE trials ADD COLUMN {schema.sql_declaration(column)}")
         return self
 
     def __exit__(self, *exc) -> None:
@@ -146,11 +101,11 @@ class Store:
         end and the commit (the runner's reconcile covers that)."""
         assert self.db is not None
         values = asdict(row)
-        marks = ", ".join("?" for _ in NAMES)
+        marks = ", ".join("?" for _ in COLUMNS)
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            self.db.execute(f"INSERT INTO trials ({', '.join(NAMES)}) VALUES ({marks})",
-                            [values[n] for n in NAMES])
+            self.db.execute(f"INSERT INTO trials ({', '.join(COLUMNS)}) VALUES ({marks})",
+                            [values[n] for n in COLUMNS])
             yield
             self.db.execute("COMMIT")
         except BaseException:
@@ -181,7 +136,7 @@ def read_rows(path: Path) -> list[dict]:
     """Every stored trial as a dict of the contract's columns, in trial_id order."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        cur = db.execute(f"SELECT {', '.join(NAMES)} FROM trials ORDER BY trial_id")
-        return [dict(zip(NAMES, r)) for r in cur]
+        cur = db.execute(f"SELECT {', '.join(COLUMNS)} FROM trials ORDER BY trial_id")
+        return [dict(zip(COLUMNS, r)) for r in cur]
     finally:
         db.close()

@@ -25,10 +25,10 @@ from typing import Self
 from testbed import enter, proc, safefs
 from testbed.emulate.shells import ShellChain
 from testbed.errors import TestbedError
+from testbed.paths import ROOT
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 PROBE_IP = "198.18.1.1"
 """The measurement servers' address in the server namespace (RFC 2544 range)."""
 PROBE_PORT = 9000

@@ -28,14 +28,13 @@ Queues are drop-tail in bytes (testbed.traces.queue_bytes).
 from __future__ import annotations
 
 import os
-import pwd
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from testbed import traces
+from testbed.paths import chown_to_user
 from testbed.profiles import NetworkProfile
-from testbed.runstate import USER
 
 
 @dataclass(frozen=True)
@@ -195,8 +194,7 @@ def _user_dir(path: Path) -> Path:
     """A folder the testbed user can write (created by root, given to the user)."""
     path.mkdir(exist_ok=True)
     if os.geteuid() == 0:
-        pw = pwd.getpwnam(USER)
-        os.chown(path, pw.pw_uid, pw.pw_gid)
+        chown_to_user(path)
     return path
 
 

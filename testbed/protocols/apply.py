@@ -35,11 +35,10 @@ from pathlib import Path
 from testbed import proc
 from testbed.chromium import STACK_FLAGS
 from testbed.errors import InputError, TestbedError
+from testbed.paths import PACING_PRELOAD
 from testbed.profiles import ProtocolProfile, load_protocol
 from testbed.topology import ReplayTopology
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-PACING_PRELOAD = ROOT / ".tools/lib/tcp-pacing-preload.so"
 MANAGED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle",
                    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
 PROFILE_KEYS = {"net.ipv4.tcp_congestion_control": "congestion_control",

@@ -40,6 +40,7 @@ from testbed import enter, proc, safefs
 from testbed import recording as rec
 from testbed.chromium import STACK_FLAGS
 from testbed.errors import InputError, TestbedError
+from testbed.paths import H3SERVER, chown_to_user
 from testbed.replay import certs, nginx, server_summary
 from testbed.replay.matching import normalise_host
 from testbed.runstate import USER, current
@@ -47,8 +48,6 @@ from testbed.topology import ReplayTopology
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-H3SERVER = Path(os.environ.get("TESTBED_H3SERVER", ROOT / "h3server/target/release/h3server"))
 STACKS = ("tcp", "quic")
 
 # Topologies with a stack running on them (one stack at a time per topology).
@@ -233,7 +232,7 @@ class ReplayEnv:
     def _make_dir(self) -> Path:
         """Root's folder for the replay (0750, group testbed), with the servers' var/."""
         d = Path(tempfile.mkdtemp(prefix=f"replay-{self.stack}-", dir=current().dir))
-        os.chown(d, -1, safefs.user_group())
+        chown_to_user(d, group_only=True)
         os.chmod(d, 0o750)
         safefs.check_root_dir(d)
         self.var = safefs.user_dir(d / "var", *(["tmp"] if self.stack == "tcp" else []),
