@@ -54,6 +54,8 @@ def test_package_exports_server_options():
 
 
 # ------------------------------------------------------------------ apply (fake namespace)
+# ServerOptions.apply, the deprecated path (see tests/test_protocols_applied.py for
+# applied(), the context manager)
 
 class FakeNS:
     name = "tb-0-srv"
@@ -93,7 +95,6 @@ class FakeTopology:
 
 @pytest.fixture
 def topo(monkeypatch):
-    monkeypatch.setattr(apply, "_originals", {})
     monkeypatch.setattr(apply, "has_fq", lambda: False)
     monkeypatch.setattr(apply, "PACING_PRELOAD", PACING_PRELOAD.parent)  # exists
     return FakeTopology()
