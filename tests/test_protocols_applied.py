@@ -3,85 +3,17 @@ with the commands run against a made-up kernel (no namespaces, no root)."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
+from fake_kernel import install
 
-from testbed import proc
 from testbed.campaign import servers as servers_mod
-from testbed.errors import CommandFailed
 from testbed.errors import TestbedError as Failed
 from testbed.protocols import applied, apply, netstate, server_options
-from testbed.runstate import Run
-from testbed.topology import ReplayTopology
-
-
-class FakeKernel:
-    """What `ip netns exec NS sysctl|ip route|tc qdisc|ip tcp_metrics` would do in one
-    server namespace. refuse: sysctl keys whose writes fail; ignore: keys whose writes
-    succeed but change nothing; broken: command words that fail ("route replace")."""
-
-    def __init__(self, dev: str):
-        self.dev = dev
-        self.sysctls = {"net.ipv4.tcp_congestion_control": "bbr",
-                        "net.ipv4.tcp_slow_start_after_idle": "1",
-                        "net.ipv4.tcp_rmem": "4096\t131072\t33554432",
-                        "net.ipv4.tcp_wmem": "4096\t16384\t4194304",
-                        "net.ipv4.tcp_allowed_congestion_control": "reno bbr cubic"}
-        self.routes = {"198.18.0.0/30": f"198.18.0.0/30 dev {dev} proto kernel scope link "
-                                        "src 198.18.0.1",
-                       "198.18.0.2": f"198.18.0.2 dev {dev} scope link src 198.18.0.1"}
-        self.refuse: set[str] = set()
-        self.ignore: set[str] = set()
-        self.broken: set[str] = set()
-
-    def __call__(self, argv, *, check=True, **kw) -> subprocess.CompletedProcess:
-        argv = [str(a) for a in argv]
-        assert argv[:3] == ["ip", "netns", "exec"], argv
-        cmd = argv[4:]
-        code, out = self.answer(cmd)
-        if check and code:
-            raise CommandFailed(argv, code, out)
-        return subprocess.CompletedProcess(argv, code, out if code == 0 else "",
-                                           out if code else "")
-
-    def answer(self, cmd: list[str]) -> tuple[int, str]:
-        if " ".join(cmd[1:3]) in self.broken:
-            return 2, "RTNETLINK answers: Operation not permitted"
-        if cmd[:2] == ["sysctl", "-n"]:
-            return 0, self.sysctls[cmd[2]] + "\n"
-        if cmd[:3] == ["sysctl", "-q", "-w"]:
-            key, _, value = cmd[3].partition("=")
-            if key in self.refuse:
-                return 255, f"sysctl: setting key \"{key}\": Operation not permitted"
-            if key not in self.ignore:
-                self.sysctls[key] = value
-            return 0, ""
-        if cmd[:3] == ["ip", "route", "show"]:
-            if len(cmd) > 3:
-                return 0, self.routes.get(cmd[3].removesuffix("/32"), "") + "\n"
-            return 0, "\n".join(self.routes.values()) + "\n"
-        if cmd[:3] == ["ip", "route", "replace"]:
-            dest, words = cmd[3].removesuffix("/32"), dict(zip(cmd[4::2], cmd[5::2]))
-            metrics = "".join(f" {k} {words[k]}" for k in ("initcwnd", "initrwnd") if k in words)
-            self.routes[dest] = f"{dest} dev {words['dev']} scope link src {words['src']}{metrics}"
-            return 0, ""
-        if cmd[:3] == ["tc", "qdisc", "show"]:
-            return 0, f"qdisc noqueue 0: dev lo root refcnt 2\nqdisc noqueue 0: dev {self.dev} root refcnt 2\n"
-        if cmd[:3] == ["ip", "tcp_metrics", "flush"]:
-            return 0, ""
-        raise AssertionError(f"unexpected command {cmd}")
 
 
 @pytest.fixture
 def kernel(monkeypatch, tmp_path):
-    topo = ReplayTopology(["192.0.2.1"], run=Run("0", tmp_path))
-    k = FakeKernel(topo.server_dev)
-    monkeypatch.setattr(proc, "run", k)
-    monkeypatch.setattr(apply, "has_fq", lambda: False)
-    monkeypatch.setattr(apply, "PACING_PRELOAD", tmp_path)  # exists
-    k.topology = topo
-    return k
+    return install(monkeypatch, tmp_path)
 
 
 def keys_snapshot(topo) -> str:
@@ -190,3 +122,56 @@ def test_servers_undo_the_setting_in_force_before_the_next(kernel, monkeypatch):
     assert "initcwnd 10" in kernel.routes["198.18.0.2"]
     servers.close()
     assert keys_snapshot(kernel.topology) == before
+
+
+def test_a_write_the_kernel_refuses_while_applying_raises_naming_it_and_is_undone(kernel):
+    before = keys_snapshot(kernel.topology)
+    kernel.refuse.add("net.ipv4.tcp_rmem")
+    with pytest.raises(Failed, match=r"could not set tcp-plus: net\.ipv4\.tcp_rmem \(exit 255: "
+                                     r".*Operation not permitted"), \
+            applied(server_options("tcp-plus", fq=False), kernel.topology):
+        pass
+    assert keys_snapshot(kernel.topology) == before  # what was set is put back
+
+
+def test_a_switch_is_one_exec_to_read_one_to_change_and_two_to_undo(kernel):
+    topo = kernel.topology
+    kernel.execs.clear()
+    with applied(server_options("tcp-plus", fq=False), topo):
+        assert len(kernel.execs) == 2  # snapshot; the change and its read-back
+    assert len(kernel.execs) == 4  # the namespace read; the write-back and its read-back
+    kernel.execs.clear()
+    with applied(server_options("quic"), topo):
+        pass
+    # QUIC only flushes the TCP metrics cache: the exit reads, finds nothing to put back
+    assert len(kernel.execs) == 3
+    assert not any("-w" in cmd[2] or "route replace" in cmd[2] for cmd in kernel.execs[2:])
+
+
+def test_the_namespace_shell_answer_is_parsed_by_part_and_by_step():
+    steps = [("net.ipv4.tcp_wmem", ["sysctl", "-q", "-w", "net.ipv4.tcp_wmem=1 2 3"]),
+             ("routes", ["ip", "route", "replace", "198.18.0.2"]),
+             ("routes", ["ip", "route", "del", "10.0.0.0/8"])]
+    script = netstate.script(steps, ["net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem"])
+    assert "'net.ipv4.tcp_wmem=1 2 3'" in script
+    text = ("sysctl: setting key \"net.ipv4.tcp_wmem\": Invalid argument\n"
+            "@@testbed step 255 net.ipv4.tcp_wmem\n"
+            "@@testbed step 0 routes\n"
+            "RTNETLINK answers: No such process\n"
+            "@@testbed step 2 routes\n"
+            "@@testbed sysctls\n4096\t16384\t4194304\n4096 131072 6291456\n"
+            "@@testbed routes\n198.18.0.2 dev tb0s scope link\n"
+            "@@testbed qdiscs\nqdisc noqueue 0: dev tb0s root refcnt 2\n")
+    failed, snap = netstate.parse(text, steps, ["net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem"])
+    assert failed == {"net.ipv4.tcp_wmem": 'exit 255: sysctl: setting key '
+                                           '"net.ipv4.tcp_wmem": Invalid argument',
+                      "routes": "exit 2: RTNETLINK answers: No such process"}
+    assert snap.sysctls == (("net.ipv4.tcp_wmem", "4096\t16384\t4194304"),
+                            ("net.ipv4.tcp_rmem", "4096 131072 6291456"))
+    assert snap.routes == "198.18.0.2 dev tb0s scope link"
+    assert snap.qdiscs == "qdisc noqueue 0: dev tb0s root refcnt 2"
+    with pytest.raises(Failed, match="cut short after 1 of 3 steps"):
+        netstate.parse(text.split("@@testbed step 0")[0], steps, ["net.ipv4.tcp_wmem"])
+    with pytest.raises(Failed, match="1 sysctl values for 2 keys"):
+        netstate.parse(text.replace("4096 131072 6291456\n", ""), steps,
+                       ["net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem"])

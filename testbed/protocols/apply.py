@@ -46,7 +46,7 @@ from testbed import proc
 from testbed.errors import InputError, TestbedError
 from testbed.profiles import ProtocolProfile, load_protocol
 from testbed.protocols import netstate
-from testbed.topology import ReplayTopology
+from testbed.topology import CLIENT_LINK_IP, ReplayTopology, client_route_argv
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PACING_PRELOAD = ROOT / ".tools/lib/tcp-pacing-preload.so"
@@ -56,6 +56,9 @@ PROFILE_KEYS = {"net.ipv4.tcp_congestion_control": "congestion_control",
                 "net.ipv4.tcp_slow_start_after_idle": "slow_start_after_idle",
                 "net.ipv4.tcp_rmem": "tcp_rmem", "net.ipv4.tcp_wmem": "tcp_wmem"}
 """The protocol profile's key behind each managed sysctl (for messages)."""
+ALLOWED_CC = "net.ipv4.tcp_allowed_congestion_control"
+FLUSH = "tcp_metrics"
+"""The step flushing the namespace's TCP metrics cache (a failure there is no failure)."""
 CHROMIUM_FLAGS = {"tcp": ("--disable-quic",),
                   "quic": ("--enable-quic", "--origin-to-force-quic-on=*")}
 
@@ -197,22 +200,26 @@ def applied(opts: ServerOptions, topology: ReplayTopology) -> Iterator[Change]:
 
     Before changing anything it takes a snapshot (netstate: the managed sysctls,
     routes, qdiscs); on exit, however the block ends, it puts the snapshot back and
-    reads it back: TestbedError naming what could not be restored."""
-    _check_usable(opts, topology)
-    before = netstate.snapshot(topology, MANAGED_SYSCTLS)
+    reads it back: TestbedError naming what could not be restored. Each of the
+    three (snapshot, change and read-back, restore) is one `ip netns exec`; the
+    restore writes nothing when nothing differs (a QUIC setting's case)."""
+    if opts.pacing_method == "internal" and not PACING_PRELOAD.exists():
+        raise TestbedError(f"{PACING_PRELOAD} missing: run `make setup` (step pacing)")
+    seen = netstate.snapshot(topology, (*MANAGED_SYSCTLS, ALLOWED_CC))
+    _check_allowed(opts, seen.sysctl(ALLOWED_CC))
+    before = seen.only(MANAGED_SYSCTLS)
     with ExitStack() as exits:
         exits.callback(netstate.restore, topology, before)
-        done = _change(opts, topology)
+        done = _change(opts, topology, before)
         yield Change(opts, before, MappingProxyType(done))
 
 
-def _check_usable(opts: ServerOptions, topology: ReplayTopology) -> None:
-    """TestbedError, before any change, if this machine cannot apply opts."""
-    if opts.pacing_method == "internal" and not PACING_PRELOAD.exists():
-        raise TestbedError(f"{PACING_PRELOAD} missing: run `make setup` (step pacing)")
+def _check_allowed(opts: ServerOptions, allowed_text: str) -> None:
+    """TestbedError, before any change, if namespaces may not use opts' congestion
+    control."""
     if opts.stack == "tcp":
         cc = opts.sysctls["net.ipv4.tcp_congestion_control"]
-        allowed = topology.server.read_sysctl("net.ipv4.tcp_allowed_congestion_control").split()
+        allowed = allowed_text.split()
         if cc not in allowed:
             raise TestbedError(
                 f"congestion control {cc} is not allowed for namespaces ({' '.join(allowed)}); "
@@ -220,26 +227,42 @@ def _check_usable(opts: ServerOptions, topology: ReplayTopology) -> None:
                 f"net.ipv4.tcp_allowed_congestion_control='{' '.join(sorted({*allowed, cc}))}'")
 
 
-def _change(opts: ServerOptions, topology: ReplayTopology) -> dict[str, str]:
-    """Set the server namespace for opts; {key: value} of what it set, read back."""
-    ns = topology.server
-    done: dict[str, str] = {}
-    for key in MANAGED_SYSCTLS:
-        value = opts.sysctls.get(key)
-        if value is not None:
-            ns.sysctl(key, value)
-        done[key] = ns.read_sysctl(key)
-    topology.set_client_route(**opts.route)
-    done["route"] = topology.client_route()
-    if has_fq():
-        dev = topology.server_dev
+def change_steps(opts: ServerOptions, before: netstate.Snapshot, dev: str, fq: bool,
+                 ) -> list[netstate.Step]:
+    """The commands that put opts in force in a server namespace that reads as
+    `before` (dev: the server's link; fq: whether the kernel has fq)."""
+    steps: list[netstate.Step] = [(k, ["sysctl", "-q", "-w", f"{k}={opts.sysctls[k]}"])
+                                  for k in MANAGED_SYSCTLS if k in opts.sysctls]
+    if opts.route:  # QUIC leaves the route to the client as it is
+        steps.append(("route", client_route_argv(dev, **opts.route)))
+    if fq:
         if opts.pacing_method == "fq":
-            proc.run(ns.exec(["tc", "qdisc", "replace", "dev", dev, "root", "fq"]))
-        elif "qdisc fq " in proc.output(ns.exec(["tc", "qdisc", "show", "dev", dev])):
-            proc.run(ns.exec(["tc", "qdisc", "del", "dev", dev, "root"]))
-        done["qdisc"] = proc.output(ns.exec(["tc", "qdisc", "show", "dev", dev]))
+            steps.append(("qdisc", ["tc", "qdisc", "replace", "dev", dev, "root", "fq"]))
+        elif netstate.root_qdisc(before.qdiscs, dev) == "fq":
+            steps.append(("qdisc", ["tc", "qdisc", "del", "dev", dev, "root"]))
     # a cache, not a setting: nothing to put back (a kernel without it has nothing cached)
-    proc.run(ns.exec(["ip", "tcp_metrics", "flush", "all"]), check=False)
+    steps.append((FLUSH, ["ip", "tcp_metrics", "flush", "all"]))
+    return steps
+
+
+def _change(opts: ServerOptions, topology: ReplayTopology, before: netstate.Snapshot,
+            ) -> dict[str, str]:
+    """Set the server namespace for opts (one `ip netns exec`, read back in it);
+    {key: value} of what it set; TestbedError naming what could not be set."""
+    dev, fq = topology.server_dev, has_fq()
+    failed, now = netstate.change(topology, change_steps(opts, before, dev, fq),
+                                  MANAGED_SYSCTLS)
+    failed.pop(FLUSH, None)
+    if failed:
+        detail = "; ".join(f"{what} ({why})" for what, why in failed.items())
+        raise TestbedError(f"server namespace {topology.server.name}: could not set "
+                           f"{opts.name}: {detail}")
+    done = dict(now.sysctls)
+    done["route"] = "\n".join(line for line in now.routes.splitlines()
+                              if line.split()[:1] == [CLIENT_LINK_IP])
+    if fq:
+        done["qdisc"] = "\n".join(line for line in now.qdiscs.splitlines()
+                                  if f" dev {dev} " in f"{line} ")
     done["pacing"] = opts.pacing_method
     return done
 
