@@ -36,6 +36,16 @@ OWN_NETWORKS = (
 """Address ranges the testbed uses itself: a recorded server IP is never one of them."""
 
 
+def client_route_argv(server_dev: str, **metrics: int) -> list[str]:
+    """The `ip route replace` (run in the server namespace) that sets its route to
+    the client with route metrics such as initcwnd=32 (`ip route` names)."""
+    argv = ["ip", "route", "replace", f"{CLIENT_LINK_IP}/32", "dev", server_dev,
+            "src", SERVER_LINK_IP]
+    for key, value in metrics.items():
+        argv += [key, str(value)]
+    return argv
+
+
 class ReplayTopology:
     """`with ReplayTopology(ips) as topo:` both namespaces up, removed on exit."""
 
@@ -74,11 +84,7 @@ class ReplayTopology:
     def set_client_route(self, **metrics: int) -> None:
         """The server namespace's route to the client, with route metrics such as
         initcwnd=32, initrwnd=32 (`ip route` names)."""
-        argv = ["ip", "route", "replace", f"{CLIENT_LINK_IP}/32", "dev", self.server_dev,
-                "src", SERVER_LINK_IP]
-        for key, value in metrics.items():
-            argv += [key, str(value)]
-        proc.run(self.server.exec(argv))
+        proc.run(self.server.exec(client_route_argv(self.server_dev, **metrics)))
 
     def client_route(self) -> str:
         return proc.output(self.server.exec(["ip", "route", "show", f"{CLIENT_LINK_IP}/32"]))

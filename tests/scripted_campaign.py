@@ -20,10 +20,11 @@ from types import SimpleNamespace
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from testbed import runstate
-from testbed.campaign import config
-from testbed.campaign.runner import Runner, TrialRecord
+from testbed.campaign import commit, config
+from testbed.campaign.rows import TrialRecord
+from testbed.campaign.runner import Runner
 from testbed.errors import TestbedError
-from testbed.measure.session import Outcome
+from testbed.measure.session import Kept, Outcome
 
 
 def outcome(k: int, stack: str, ok: bool = True) -> Outcome:
@@ -56,7 +57,7 @@ class ScriptedRunner(Runner):
         self.calibrations = {name: {} for name in self.networks}
 
     def _open_site(self, r, stack):
-        return SimpleNamespace(applied={}, close=lambda: None)
+        return SimpleNamespace(applied={}, broken=None, close=lambda: None)
 
     def _session(self, block, servers, work, progress, task):
         self.blocks += 1
@@ -70,7 +71,7 @@ class ScriptedRunner(Runner):
         for k, t in enumerate(block.trials):
             setting = self.settings[t.protocol]
             o = outcome(k, setting.stack)
-            o.extra["files"] = self._collect_files(o)
+            o.kept = Kept(files=commit.collect(o, self.out, self.campaign.keep_video))
             out.append((t, o, TrialRecord(setting, before={}, after={})))
         return out
 

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from testbed.campaign import estimate
-from testbed.campaign.runner import TrialLines
+from testbed.campaign.progress import TrialLines
 from testbed.campaign.store import Row
 from testbed.cli import cli
 

@@ -7,10 +7,11 @@ import pytest
 from scripted_campaign import outcome
 
 from testbed.campaign import config, plan
-from testbed.campaign.runner import Runner, TrialRecord
-from testbed.campaign.settings import Setting
+from testbed.campaign.rows import TrialRecord
+from testbed.campaign.runner import Runner
 from testbed.campaign.store import Store
 from testbed.errors import TestbedError as SetupError
+from testbed.protocols import server_options
 
 PROTOS = ("tcp", "quic")
 
@@ -22,7 +23,7 @@ class Scripted(Runner):
     def __init__(self, campaign, out, script):
         super().__init__(campaign, out)
         self.script, self.calls = script, {}
-        self.settings = {p: Setting(name=p, stack=p) for p in PROTOS}
+        self.settings = {p: server_options(p, fq=False) for p in PROTOS}
         self.networks = {"dsl": SimpleNamespace(min_rtt_ms=24)}
         self.recordings = {"s": SimpleNamespace(hosts=["a.test", "b.test"])}
 

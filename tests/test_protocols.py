@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from fake_kernel import install
 
-from testbed.protocols import apply
-from testbed.protocols.apply import PACING_PRELOAD, server_options
+from testbed.protocols.apply import PACING_PRELOAD, applied, server_options
 
 # ------------------------------------------------------------------ server options
 
@@ -51,76 +51,42 @@ def test_package_exports_server_options():
     assert testbed.protocols.server_options("quic").stack == "quic"
 
 
-# ------------------------------------------------------------------ apply (fake namespace)
-
-class FakeNS:
-    name = "tb-0-srv"
-
-    def __init__(self):
-        self.values = {"net.ipv4.tcp_congestion_control": "bbr",
-                       "net.ipv4.tcp_slow_start_after_idle": "1",
-                       "net.ipv4.tcp_rmem": "4096\t131072\t33554432",
-                       "net.ipv4.tcp_wmem": "4096\t16384\t4194304",
-                       "net.ipv4.tcp_allowed_congestion_control": "reno bbr cubic"}
-        self.commands = []
-
-    def read_sysctl(self, key):
-        return self.values[key]
-
-    def sysctl(self, key, value):
-        self.values[key] = str(value)
-
-    def exec(self, argv):
-        return ["true", *argv]
-
-
-class FakeTopology:
-    server_dev = "tb0s"
-
-    def __init__(self):
-        self.server = FakeNS()
-        self.routes = []
-
-    def set_client_route(self, **metrics):
-        self.routes.append(metrics)
-
-    def client_route(self):
-        m = self.routes[-1]
-        return "198.18.0.2 dev tb0s " + " ".join(f"{k} {v}" for k, v in m.items())
-
+# ------------------------------------------------------------------ applied (fake namespace)
+# (tests/test_protocols_applied.py: restores that fail; the e2e test: a real namespace)
 
 @pytest.fixture
-def topo(monkeypatch):
-    monkeypatch.setattr(apply, "_originals", {})
-    monkeypatch.setattr(apply, "has_fq", lambda: False)
-    monkeypatch.setattr(apply, "PACING_PRELOAD", PACING_PRELOAD.parent)  # exists
-    return FakeTopology()
+def kernel(monkeypatch, tmp_path):
+    return install(monkeypatch, tmp_path)
 
 
-def test_apply_sets_the_namespace_and_route(topo):
-    done = server_options("tcp-plus", fq=False).apply(topo)
-    v = topo.server.values
-    assert v["net.ipv4.tcp_congestion_control"] == "cubic"
-    assert v["net.ipv4.tcp_slow_start_after_idle"] == "0"
-    assert v["net.ipv4.tcp_wmem"] == "4096 1048576 33554432"
-    assert topo.routes[-1] == {"initcwnd": 32, "initrwnd": 32}
-    assert "initcwnd 32" in done["route"] and done["pacing"] == "internal"
+def test_applied_sets_the_namespace_and_route(kernel):
+    with applied(server_options("tcp-plus", fq=False), kernel.topology) as change:
+        v = kernel.sysctls
+        assert v["net.ipv4.tcp_congestion_control"] == "cubic"
+        assert v["net.ipv4.tcp_slow_start_after_idle"] == "0"
+        assert v["net.ipv4.tcp_wmem"] == "4096 1048576 33554432"
+        assert "initcwnd 32 initrwnd 32" in kernel.routes["198.18.0.2"]
+        assert "initcwnd 32" in change.done["route"] and change.done["pacing"] == "internal"
 
 
-def test_settings_in_turn_do_not_leak(topo):
-    server_options("tcp-plus-bbr", fq=False).apply(topo)
-    server_options("tcp", fq=False).apply(topo)
-    v = topo.server.values
-    assert v["net.ipv4.tcp_congestion_control"] == "cubic"  # not the inherited bbr
-    assert v["net.ipv4.tcp_slow_start_after_idle"] == "1"
-    assert v["net.ipv4.tcp_wmem"] == "4096\t16384\t4194304"  # the namespace's own again
-    assert topo.routes[-1] == {"initcwnd": 10, "initrwnd": 10}
-    server_options("quic").apply(topo)
-    assert topo.routes[-1] == {}
+def test_settings_in_turn_do_not_leak(kernel):
+    pristine_route = kernel.routes["198.18.0.2"]
+    v = kernel.sysctls
+    with applied(server_options("tcp-plus-bbr", fq=False), kernel.topology):
+        assert v["net.ipv4.tcp_congestion_control"] == "bbr"
+    with applied(server_options("tcp", fq=False), kernel.topology):
+        assert v["net.ipv4.tcp_congestion_control"] == "cubic"  # not the inherited bbr
+        assert v["net.ipv4.tcp_slow_start_after_idle"] == "1"
+        assert v["net.ipv4.tcp_wmem"] == "4096\t16384\t4194304"  # the namespace's own
+        assert "initcwnd 10 initrwnd 10" in kernel.routes["198.18.0.2"]
+    with applied(server_options("quic"), kernel.topology):
+        assert kernel.routes["198.18.0.2"] == pristine_route
+        assert v["net.ipv4.tcp_congestion_control"] == "bbr"  # the namespace's own
 
 
-def test_apply_refuses_a_disallowed_congestion_control(topo):
-    topo.server.values["net.ipv4.tcp_allowed_congestion_control"] = "reno bbr"
+def test_applied_refuses_a_disallowed_congestion_control(kernel):
+    kernel.sysctls["net.ipv4.tcp_allowed_congestion_control"] = "reno bbr"
     from testbed.errors import TestbedError
-    with pytest.raises(TestbedError, match="cubic is not allowed.*make setup"):
-        server_options("tcp", fq=False).apply(topo)
+    with pytest.raises(TestbedError, match="cubic is not allowed.*make setup"), \
+            applied(server_options("tcp", fq=False), kernel.topology):
+        pass

@@ -12,6 +12,7 @@ from testbed import proc
 from testbed.emulate.probesite import PROBE_IP, ProbeSite
 from testbed.emulate.shells import ShellChain
 from testbed.profiles import ProtocolProfile, load_protocol
+from testbed.protocols import applied
 from testbed.protocols.apply import PACING_PRELOAD, server_options
 from testbed.validate import evidence
 
@@ -41,12 +42,16 @@ print(n)
 
 
 def _transfer(site: ProbeSite, setting: str | ProtocolProfile, chain: ShellChain, tag: str):
-    """Apply setting, serve 1 MB from the server namespace (with the setting's server
-    environment), fetch it through chain; ss samples during it, and the capture."""
+    """With setting applied, serve 1 MB from the server namespace (with the setting's
+    server environment), fetch it through chain; ss samples during it, and the
+    capture."""
+    with applied(server_options(setting, fq=False), site.topology) as change:
+        return _serve(site, change.nginx_env, chain, tag)
+
+
+def _serve(site: ProbeSite, nginx_env: dict[str, str], chain: ShellChain, tag: str):
     topo = site.topology
-    opts = server_options(setting, fq=False)
-    opts.apply(topo)
-    env = [f"{k}={v}" for k, v in opts.nginx_env.items()]
+    env = [f"{k}={v}" for k, v in nginx_env.items()]
     pcap = site.dir / f"{tag}.pcap"
     log = site.dir / f"{tag}.log"
     samples: list[evidence.SockInfo] = []

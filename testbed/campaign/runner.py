@@ -4,28 +4,22 @@
 
 For each block of the plan (testbed.campaign.plan: one run, site and
 network, its protocols in a seeded random order) the runner keeps one replay
-topology (reused while the site stays the same), starts one Browsertime
-process inside the network's Mahimahi shells, and between its page loads
-switches the servers: a replay environment (nginx+uWSGI or h3server) is
-restarted only when the next setting needs other servers (another stack,
-other h3server options or nginx environment); otherwise the server
-namespace's sysctls are put back as the topology started and the next
-setting is applied, so no setting inherits another's. A trial that failed is
-tried again (up to `retries` times) in a block of its own right after.
+topology (reused while the site stays the same, built anew if a setting could
+not be undone), starts one Browsertime process inside the network's Mahimahi
+shells, and between its page loads switches the servers and protocol settings
+(testbed.campaign.servers). A trial that failed is tried again (up to
+`retries` times, testbed.campaign.retry) in a block of its own right after.
 
 Each finished trial is written to the store in one transaction, after its
-files are in trials/<trial_id>/: browsertime.json (Browsertime's result of
-the iteration), browsertime.har.gz (its HAR: the trial's page and requests),
-visualmetrics.json, trial.json (the row and the evidence behind the
-verdict), video.mp4 if the campaign keeps videos. A rerun skips stored trials. Ctrl-C or SIGTERM stops
-the campaign after its servers, shells and namespaces are cleaned up; the
-trial that was running is not stored and runs again on resume.
+files are in trials/<trial_id>/ (testbed.campaign.rows builds the row and
+trial.json, testbed.campaign.commit stores them). A rerun skips stored trials.
+Ctrl-C or SIGTERM stops the campaign after its servers, shells and namespaces
+are cleaned up; the trial that was running is not stored and runs again on
+resume. Progress: testbed.campaign.progress.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import gzip
 import json
 import logging
 import os
@@ -35,145 +29,33 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress
 
-from testbed import proc
 from testbed import recording as rec
+from testbed.campaign import commit, outdir, rows
 from testbed.campaign import config as config_mod
 from testbed.campaign import manifest as manifest_mod
-from testbed.campaign import outdir
 from testbed.campaign import plan as plan_mod
+from testbed.campaign import progress as progress_mod
 from testbed.campaign import settings as settings_mod
 from testbed.campaign.config import Campaign
-from testbed.campaign.store import Row, Store
+from testbed.campaign.retry import RetryPolicy
+from testbed.campaign.rows import TrialRecord
+from testbed.campaign.servers import Servers
+from testbed.campaign.store import Store
 from testbed.errors import InputError, TestbedError
-from testbed.measure import browsertime, metrics
-from testbed.measure import trial_har as harlib
-from testbed.measure.session import Outcome, Session
-from testbed.measure.trial import Evidence, judge
+from testbed.measure import browsertime
+from testbed.measure.session import Kept, Outcome, Session
 from testbed.profiles import NetworkProfile, load_network
-from testbed.replay import server_summary as summary_mod
-from testbed.replay.env import ReplayEnv
+from testbed.protocols import ServerOptions
+from testbed.protocols.apply import check_sysctls
 from testbed.runstate import USER, current
 from testbed.topology import ReplayTopology
 
 log = logging.getLogger(__name__)
-
-
-def _utc(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds")
-
-
-def stopped_in_group(pgid: int) -> list[int]:
-    """Processes of process group `pgid` that are stopped (SIGSTOP, SIGTSTP) or traced:
-    alive to waitpid, but answering nothing."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] in ("T", "t"):
-            found.append(int(entry.name))
-    return sorted(found)
-
-
-class Servers:
-    """The servers of one topology, switched between settings with as few restarts
-    as correctness allows."""
-
-    def __init__(self, recording: rec.Recording, topology: ReplayTopology):
-        self.recording = recording
-        self.topology = topology
-        self.env: ReplayEnv | None = None
-        self.key: tuple | None = None
-        self.pristine = manifest_mod.sysctls(topology.server.exec([]))
-        self.applied: dict[str, dict[str, str]] = {}
-        """Setting name -> the sysctls it changed, its congestion control and the route
-        to the client, as first applied (for the manifest)."""
-
-    def problem(self) -> str | None:
-        """The health check: why the running servers cannot serve (one line: a server
-        exited, or one of its processes is stopped), or None."""
-        env = self.env
-        if env is None:
-            return None
-        try:
-            env.check_alive()
-        except TestbedError as e:
-            return str(e).splitlines()[0]
-        for name, bg in env.servers.items():
-            pids = stopped_in_group(bg.pid)
-            if pids:
-                return (f"replay server {name} ({env.stack} stack) stopped answering: "
-                        f"process {pids[0]} is stopped")
-        return None
-
-    def use(self, setting: settings_mod.Setting) -> ReplayEnv:
-        """Servers ready for a trial of `setting` (started again if the health check
-        finds them dead)."""
-        if self.env is not None:
-            problem = self.problem()
-            if problem is not None:
-                log.warning("%s; starting the servers again", problem)
-            if self.key != setting.server_key or problem is not None:
-                self.close()
-        self._reset()
-        if setting.apply is not None:
-            setting.apply(self.topology)
-        if setting.name not in self.applied:
-            now = manifest_mod.sysctls(self.topology.server.exec([]))
-            self.applied[setting.name] = {
-                "changed": {k: v for k, v in now.items() if self.pristine.get(k) != v},
-                "net.ipv4.tcp_congestion_control": now.get("net.ipv4.tcp_congestion_control"),
-                "route": self.topology.client_route(),
-            }
-        if self.env is None:
-            env = ReplayEnv(self.recording, setting.stack, h3server_args=setting.h3server_args,
-                            nginx_env=dict(setting.nginx_env), topology=self.topology)
-            env.__enter__()
-            self.env, self.key = env, setting.server_key
-        return self.env
-
-    def _reset(self) -> None:
-        """The server namespace as the topology left it: sysctls, client route, no
-        cached TCP metrics of earlier connections."""
-        now = manifest_mod.sysctls(self.topology.server.exec([]))
-        for key, value in self.pristine.items():
-            if now.get(key) != value:
-                proc.run(self.topology.server.exec(["sysctl", "-q", "-w", f"{key}={value}"]),
-                         check=False)
-        self.topology.set_client_route()
-        proc.run(self.topology.server.exec(["ip", "tcp_metrics", "flush", "all"]), check=False)
-
-    def close(self) -> None:
-        env, self.env, self.key = self.env, None, None
-        if env is not None:
-            env.__exit__(None, None, None)
-
-
-@dataclass
-class TrialRecord:
-    """What the runner saw around one trial's load."""
-
-    setting: settings_mod.Setting
-    before: dict | None = None
-    after: dict | None = None
-    server_error: str | None = None
-    started_at: float | None = None
 
 
 @dataclass
@@ -182,7 +64,7 @@ class BlockDriver:
 
     block: plan_mod.Block
     servers: Servers
-    settings: dict[str, settings_mod.Setting]
+    settings: dict[str, ServerOptions]
     on_trial: object = None
     records: list[TrialRecord] = field(default_factory=list)
 
@@ -221,16 +103,16 @@ class Runner:
         self.recordings: dict[str, rec.Recording] = {}
         self.site_keys: dict[str, str] = {}
         self.networks: dict[str, NetworkProfile] = {}
-        self.settings: dict[str, settings_mod.Setting] = {}
+        self.settings: dict[str, ServerOptions] = {}
         self.chains: dict = {}
         self.calibrations: dict[str, dict] = {}
         self.manifest: dict = {}
         self.stats = {"ok": 0, "failed": 0}
-        self._in_a_row = 0  # failed trials stored one after the other
+        self.retry = RetryPolicy(campaign.retries, campaign.stop_after_failures)
         self.applied: dict[str, dict] = {}
         """Protocol setting -> what it set in the server namespace (for the manifest)."""
         self.entries: dict[str, dict[str, config_mod.Entry]] = {}
-        self._lines: TrialLines | None = None
+        self._lines: progress_mod.TrialLines | None = None
 
     # --- setup -----------------------------------------------------------------------
     def preconditions(self) -> None:
@@ -260,10 +142,7 @@ class Runner:
 
     def check_settings(self) -> None:
         """The kernel takes every setting's sysctls (tried in a scratch namespace)."""
-        from testbed.protocols import apply as apply_mod
-
-        apply_mod.check_sysctls(apply_mod.server_options(e.listed[0])
-                                for e in self.entries["protocols"].values())
+        check_sysctls(self.settings.values())
 
     def calibrate(self, workdir: Path) -> None:
         from testbed.emulate import calibrate
@@ -342,45 +221,44 @@ class Runner:
                         f"{min(earlier - {entry.digest})[:12]}..., now "
                         f"{entry.digest[:12]}...); give it another name or another --out")
 
-    def _open_site(self, r: rec.Recording, stack: ExitStack) -> Servers:
-        """The replay topology of a site and its servers, closed with `stack`."""
-        topo = stack.enter_context(ReplayTopology(r.ips))
+    def _open_site(self, r: rec.Recording, exits: ExitStack) -> Servers:
+        """The replay topology of a site and its servers, closed with `exits`."""
+        topo = exits.enter_context(ReplayTopology(r.ips))
         servers = Servers(r, topo)
-        stack.callback(servers.close)
+        exits.callback(servers.close)
         return servers
 
     def _run_plan(self, plan: list[plan_mod.Block], store: Store, work: Path) -> None:
-        with ExitStack() as stack:
+        with ExitStack() as exits:
             todo = plan_mod.pending(plan, store.finished())
             total = sum(len(b.trials) for b in todo)
             planned = sum(len(b.trials) for b in plan)
             self.console.print(f"campaign {self.campaign.name}: {planned} trials planned, "
                                f"{planned - total} already stored, {total} to run -> {self.out}")
             # Not a terminal (a log file, CI): one line per finished trial instead of a bar.
-            self._lines = TrialLines(total) if not self.console.is_terminal else None
-            progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
-                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                                console=self.console, transient=False,
-                                disable=self._lines is not None)
-            stack.enter_context(progress)
+            self._lines = progress_mod.TrialLines(total) if not self.console.is_terminal else None
+            progress = exits.enter_context(progress_mod.bar(self.console,
+                                                            disable=self._lines is not None))
             task = progress.add_task("starting", total=total, counts="")
             topo_site: str | None = None
             servers: Servers | None = None
-            site_stack = ExitStack()
-            stack.callback(site_stack.close)
+            site_exits = ExitStack()
+            exits.callback(lambda: site_exits.close())
             try:
                 for block in todo:
-                    if block.site != topo_site:
+                    if block.site != topo_site or (servers is not None and servers.broken):
                         if servers is not None:
                             self.applied.update(servers.applied)
-                        site_stack.close()
-                        site_stack = ExitStack()
-                        servers = self._open_site(self.recordings[block.site], site_stack)
+                            if servers.broken:
+                                log.warning("%s; building the site's topology anew",
+                                            servers.broken)
+                        site_exits.close()
+                        site_exits = ExitStack()
+                        servers = self._open_site(self.recordings[block.site], site_exits)
                         topo_site = block.site
                     self._run_block(block, servers, store, work, progress, task)
             finally:
-                site_stack.close()
+                site_exits.close()
                 if servers is not None:
                     self.applied.update(servers.applied)
                 self.manifest["server_sysctls"] = self.applied
@@ -403,24 +281,15 @@ class Runner:
                     continue
                 attempts[trial.id] = attempts.get(trial.id, 0) + 1
                 row, files = self._row(trial, outcome, record, attempts[trial.id])
-                if row.status != "ok" and attempts[trial.id] <= self.campaign.retries:
+                if self.retry.again(row):
                     log.info("trial %s failed (%s); trying again", trial.id, row.reason)
-                    for staged in files.values():
-                        if isinstance(staged, Path):
-                            staged.unlink(missing_ok=True)
+                    commit.discard(files)
                     failed_again.append(trial)
                     continue
                 self._store(store, row, files)
                 self.stats[row.status] += 1
-                self._in_a_row = 0 if row.status == "ok" else self._in_a_row + 1
-                if self._in_a_row >= self.campaign.stop_after_failures:
-                    raise TestbedError(
-                        f"{self._in_a_row} trials in a row failed, the last: {row.reason}; "
-                        f"something is wrong with the setup (see {self.out}/logs/). Fix it, "
-                        f"then resume with `testbed run ... --retry-failed`")
-                progress.update(task, advance=1,
-                                counts=f"[green]{self.stats['ok']} ok[/] "
-                                       f"[red]{self.stats['failed']} failed[/]")
+                self.retry.stored(row, self.out)
+                progress.update(task, advance=1, counts=progress_mod.counts(self.stats))
                 if self._lines is not None:
                     self.console.print(self._lines.line(row), markup=False, highlight=False,
                                        soft_wrap=True)
@@ -432,8 +301,7 @@ class Runner:
         c = self.campaign
 
         def on_trial(t: plan_mod.Trial):
-            progress.update(task, description=f"run {t.run + 1} · {t.site} · {t.network} · "
-                                              f"{t.protocol}")
+            progress.update(task, description=progress_mod.describe(t))
 
         driver = BlockDriver(block, servers, self.settings, on_trial=on_trial)
         opts = browsertime.BrowsertimeOptions(
@@ -456,117 +324,41 @@ class Runner:
                 except BaseException:
                     copy.unlink(missing_ok=True)  # no half-copied log on a full disk
                     raise
-            self._walls(outcomes, t0, t_end)
+            walls = iter(self._walls(outcomes, t0, t_end))
             out = []
             for trial, outcome, record in zip(block.trials, outcomes, driver.records):
                 if outcome is not None:
-                    outcome.extra["files"] = self._collect_files(outcome)
-                    outcome.extra["log"] = f"logs/{logname}"
+                    outcome.kept = Kept(
+                        files=MappingProxyType(commit.collect(outcome, self.out,
+                                                              self.campaign.keep_video)),
+                        log=f"logs/{logname}", wall_s=next(walls))
                 out.append((trial, outcome, record))
             return out
         finally:
             session.remove()
 
     @staticmethod
-    def _walls(outcomes: list[Outcome | None], t0: float, t_end: float) -> None:
-        """Each trial's wall time: from the end of the previous trial (the block's start
-        for the first) to its own end; the last also takes the block's tail, so the
-        trials' wall times add up to the campaign's."""
-        prev = t0
+    def _walls(outcomes: list[Outcome | None], t0: float, t_end: float) -> list[float]:
+        """Wall time of each trial reached, in order: from the end of the previous
+        trial (the block's start for the first) to its own end; the last also takes
+        the block's tail, so the trials' wall times add up to the campaign's."""
+        prev, walls = t0, []
         done = [o for o in outcomes if o is not None]
         for i, o in enumerate(done):
             end = t_end if i == len(done) - 1 else o.ended
-            o.extra["wall_s"] = round(end - prev, 3)
+            walls.append(round(end - prev, 3))
             prev = o.ended
+        return walls
 
-    def _collect_files(self, o: Outcome) -> dict[str, bytes | Path]:
-        files: dict[str, bytes | Path] = {}
-        if o.result is not None:
-            files["browsertime.json"] = json.dumps(o.result).encode()
-        if o.har is not None:  # about 100 kB a trial as text: kept gzipped
-            files["browsertime.har.gz"] = gzip.compress(json.dumps(o.har).encode(), 6)
-        if o.visual is not None:
-            files["visualmetrics.json"] = json.dumps(o.visual).encode()
-        if o.video is not None and self.campaign.keep_video and o.video.exists():
-            # out of the block's folder (removed next); into the trial's when stored
-            staged = self.out / "trials" / f".video-{os.getpid()}-{time.monotonic_ns()}.mp4"
-            shutil.move(str(o.video), staged)
-            files["video.mp4"] = staged
-        return files
-
-    # --- one trial's row ----------------------------------------------------------------
+    # --- one trial's row and files ----------------------------------------------------
     def _row(self, trial: plan_mod.Trial, o: Outcome, record: TrialRecord,
-             attempt: int) -> tuple[Row, dict]:
-        setting = record.setting
-        m = metrics.extract(o.result, o.visual)
-        protocols = harlib.protocols(o.har) if o.har is not None else {}
-        diff = (summary_mod.diff(record.before, record.after)
-                if record.before is not None and record.after is not None else None)
-        evidence = Evidence(
-            stack=setting.stack, measured=o.measured, metrics=m, protocols=protocols,
-            misses=diff["misses"] if diff else None, server_error=record.server_error,
-            browser_error=o.browser_error, timed_out=o.timed_out, visual_error=o.visual_error,
-            video=True, max_misses=self.campaign.max_misses)
-        verdict = judge(evidence)
-        ok = verdict.ok
-        row = Row(
-            trial_id=trial.id, campaign=self.campaign.name, site=trial.site,
-            network=trial.network, protocol=trial.protocol, run=trial.run,
-            status=verdict.status, reason=verdict.reason, attempt=attempt,
-            started_at=_utc(record.started_at or time.time()),
-            wall_s=float(o.extra.get("wall_s", round(o.ended - o.began, 3))),
-            plt_ms=m.plt_ms if ok else None, fvc_ms=m.fvc_ms if ok else None,
-            lvc_ms=m.lvc_ms if ok else None, vc85_ms=m.vc85_ms if ok else None,
-            si_ms=m.si_ms if ok else None, ttfb_ms=m.ttfb_ms if ok else None,
-            requests=harlib.requests(o.har) if o.har is not None else None,
-            bytes=diff["bytes"] if diff else None,
-            misses=diff["misses"] if diff else None,
-            protocols=Row.protocols_json(protocols) if o.har is not None else None,
-            max_in_flight=(Row.in_flight_json(harlib.max_in_flight(o.har))
-                           if o.har is not None else None),
-            rtt_ms=float(self.networks[trial.network].min_rtt_ms),
-            origins=len(self.recordings[trial.site].hosts),
-        )
-        files = dict(o.extra.get("files", {}))
-        files["trial.json"] = json.dumps({
-            "row": row.__dict__, "evidence": {
-                "measured": o.measured, "browser_error": o.browser_error,
-                "timed_out": o.timed_out, "visual_error": o.visual_error,
-                "server_error": record.server_error,
-                "miss_urls": diff["miss_urls"] if diff else None,
-                "metrics_all": m.__dict__, "browsertime_log": o.extra.get("log")},
-        }, indent=1).encode()
-        return row, files
+             attempt: int) -> tuple[rows.Row, dict]:
+        return rows.build(trial, o, record, attempt, self.campaign,
+                          self.networks[trial.network], self.recordings[trial.site])
 
-    def _store(self, store: Store, row: Row, files: dict) -> None:
-        """The trial's files into a temporary folder, then, in the transaction that
-        stores its row, renamed into trials/<trial_id>: the row and the folder are
-        stored together or not at all (a failure removes both; a process killed
-        between rename and commit leaves a folder without a row, which the next
-        run's reconcile removes)."""
-        final = self.out / "trials" / row.trial_id
-        tmp = final.with_name(f".{row.trial_id}.tmp")
-        placed = False
-        try:
-            outdir.remove(tmp)
-            tmp.mkdir()
-            for name, content in files.items():
-                if isinstance(content, Path):
-                    shutil.move(str(content), tmp / name)
-                else:
-                    (tmp / name).write_bytes(content)
-            with store.adding(row):  # IntegrityError (nothing touched) if already stored
-                outdir.remove(final)  # no row: what a killed run left
-                tmp.rename(final)
-                placed = True
-        except BaseException:
-            if placed:
-                outdir.remove(final)
-            outdir.remove(tmp)
-            for content in files.values():
-                if isinstance(content, Path):
-                    content.unlink(missing_ok=True)
-            raise
+    def _store(self, store: Store, row: rows.Row, files: dict) -> None:
+        commit.store_trial(self.out, store, row, files)
+
 
 def _count(db: Path, column: str, value: str) -> int:
     """Stored trials with column = value (read-only; 0 if the store cannot be read).
@@ -582,23 +374,6 @@ def _count(db: Path, column: str, value: str) -> int:
             con.close()
     except sqlite3.Error:
         return 0
-
-
-class TrialLines:
-    """One log line per finished trial (id, status, PLT, ETA), for output that is not a
-    terminal; the ETA is the mean time per trial so far times the trials left."""
-
-    def __init__(self, total: int, clock=time.monotonic):
-        self.total, self.done, self.clock, self.t0 = total, 0, clock, clock()
-
-    def line(self, row: Row) -> str:
-        self.done += 1
-        per = (self.clock() - self.t0) / self.done
-        eta = int(per * (self.total - self.done))
-        status = row.status if row.status == "ok" else f"{row.status} ({row.reason})"
-        plt_ = "–" if row.plt_ms is None else f"{row.plt_ms:.0f} ms"
-        return (f"trial {self.done}/{self.total} {row.trial_id} {status} PLT {plt_} "
-                f"ETA {eta // 3600}:{eta // 60 % 60:02d}:{eta % 60:02d}")
 
 
 def default_out(campaign: Campaign) -> Path:

@@ -1,72 +1,58 @@
-"""A protocol setting as the runner uses it: stack, server options, flags, apply().
+"""A protocol setting as the campaign uses it: testbed.protocols' frozen
+ServerOptions, built from its profile and checked against it.
 
-The protocol-settings stage (testbed.protocols) turns a profile from
-profiles/protocols/ into `server_options(name)`: an object (or mapping) with
-`stack`, `apply(topology)` (sysctls and the route of the server namespace),
-`h3server_args`, `nginx_env` and `chromium_flags`. This module only adapts
-that to one frozen shape and says which settings can share running servers.
+    opts = load("tcp-plus")     # profiles/protocols/tcp-plus.toml, or a path
+
+The check compares the stack the profile names with the stack the options
+really set up: the servers (h3server options for QUIC; nginx's environment,
+sysctls and route only for TCP) and Chromium's flags (QUIC forced on every
+origin, or QUIC off). A setting whose parts disagree would measure one stack
+and store it as the other.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 from testbed import profiles
 from testbed.errors import TestbedError
+from testbed.protocols import ServerOptions, server_options
+
+FORCE_QUIC = "--origin-to-force-quic-on"
 
 
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    stack: str
-    h3server_args: tuple[str, ...] = ()
-    nginx_env: tuple[tuple[str, str], ...] = ()
-    chromium_flags: tuple[str, ...] = ()
-    apply: Callable | None = field(default=None, compare=False)
-    digest: str = ""
-    """sha256 of the profile file."""
-    source: str = ""
-
-    @property
-    def server_key(self) -> tuple:
-        """Settings with the same key run on the same servers (only apply() differs)."""
-        return (self.stack, self.h3server_args, self.nginx_env)
+def browser_stack(flags: tuple[str, ...]) -> str | None:
+    """The stack Chromium uses with these flags: "quic" (QUIC enabled and forced on),
+    "tcp" (QUIC disabled), or None (neither, or both)."""
+    forced = any(f.startswith(FORCE_QUIC) for f in flags)
+    disabled = "--disable-quic" in flags
+    if disabled and not forced:
+        return "tcp"
+    if forced and not disabled and "--enable-quic" in flags:
+        return "quic"
+    return None
 
 
-def _get(opts, key, default=None):
-    if isinstance(opts, dict):
-        return opts.get(key, default)
-    return getattr(opts, key, default)
+def server_stack(opts: ServerOptions) -> str | None:
+    """The stack the options' servers are: "quic" (h3server options and nothing for
+    TCP), "tcp" (no h3server options), or None (both)."""
+    tcp_parts = bool(opts.nginx_env or opts.sysctls or opts.route)
+    if opts.h3server_args:
+        return None if tcp_parts else "quic"
+    return "tcp"
 
 
-def load(name: str) -> Setting:
+def check(opts: ServerOptions, profile: profiles.ProtocolProfile) -> None:
+    """TestbedError unless the options set up the stack the profile names."""
+    seen = {"server options": opts.stack, "servers": server_stack(opts),
+            "Chromium's flags": browser_stack(opts.chromium_flags)}
+    wrong = [f"{what} are for {stack or 'no single stack'}"
+             for what, stack in seen.items() if stack != profile.stack]
+    if wrong:
+        raise TestbedError(f"protocol {profile.name} ({profile.source}): the profile is for "
+                           f"{profile.stack}, but " + ", ".join(wrong))
+
+
+def load(name: str) -> ServerOptions:
     profile = profiles.load_protocol(name)
-    server_options = None
-    for module in ("testbed.protocols", "testbed.protocols.apply"):
-        try:
-            server_options = getattr(importlib.import_module(module), "server_options", None)
-        except ModuleNotFoundError:
-            continue
-        if server_options is not None:
-            break
-    if server_options is None:
-        raise TestbedError("protocol settings are not available (testbed.protocols."
-                           "server_options is missing)")
-    opts = server_options(name)
-    stack = _get(opts, "stack") or profile.stack
-    if stack != profile.stack:
-        raise TestbedError(f"protocol {name}: server options are for {stack}, "
-                           f"the profile for {profile.stack}")
-    return Setting(
-        name=profile.name,
-        stack=stack,
-        h3server_args=tuple(str(a) for a in (_get(opts, "h3server_args") or ())),
-        nginx_env=tuple(sorted((str(k), str(v))
-                               for k, v in (_get(opts, "nginx_env") or {}).items())),
-        chromium_flags=tuple(str(a) for a in (_get(opts, "chromium_flags") or ())),
-        apply=_get(opts, "apply"),
-        digest=profile.digest,
-        source=profile.source,
-    )
+    opts = server_options(profile)
+    check(opts, profile)
+    return opts

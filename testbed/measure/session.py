@@ -40,8 +40,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -78,6 +78,18 @@ class Driver(Protocol):
         """Just after trial k's load ended (measured or not)."""
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What is kept of a trial once its block ended (set by whoever runs the block)."""
+
+    files: Mapping[str, bytes | Path]
+    """The trial's files by name: their content, or a file staged to be moved in."""
+    log: str | None = None
+    """The block's Browsertime log, where it was copied to."""
+    wall_s: float | None = None
+    """Wall time of the trial within its block (see the campaign runner)."""
+
+
 @dataclass
 class Outcome:
     """What one trial of the block left behind."""
@@ -96,7 +108,7 @@ class Outcome:
     """time.monotonic() when the trial's browser was asked for."""
     load_began: float | None = None
     ended: float = 0.0
-    extra: dict = field(default_factory=dict)
+    kept: Kept | None = None
 
 
 class Session:

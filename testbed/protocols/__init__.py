@@ -1,13 +1,13 @@
 """Stage 4, protocol settings: TCP, TCP+, TCP+BBR, QUIC, QUIC+BBR.
 
-profiles/protocols/*.toml (testbed.profiles.ProtocolProfile) → apply
-(server namespace sysctls and route, nginx's environment, h3server's
-options, Chromium's flags). `testbed validate protocols`
+profiles/protocols/*.toml (testbed.profiles.ProtocolProfile) → server_options
+(one frozen ServerOptions: nginx's environment, h3server's options, Chromium's
+flags, the server namespace's sysctls and route) → applied (a context manager:
+the setting in force in the server namespace, undone and read back on exit;
+netstate holds the snapshot it restores). `testbed validate protocols`
 (testbed/validate/protocols.py) proves each setting in force during a replay.
 """
 
+from testbed.protocols.apply import Change, ServerOptions, applied, server_options
 
-def server_options(setting):
-    """See testbed.protocols.apply.server_options."""
-    from testbed.protocols.apply import server_options as _server_options
-    return _server_options(setting)
+__all__ = ["Change", "ServerOptions", "applied", "server_options"]

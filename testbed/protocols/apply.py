@@ -1,10 +1,17 @@
 """What a protocol setting does to the servers, the server namespace and Chromium.
 
-    opts = server_options("tcp-plus")          # a name or a ProtocolProfile
-    opts.apply(topology)                       # server namespace: sysctls, route, qdisc
-    with ReplayEnv(recording, opts.stack, h3server_args=opts.h3server_args,
-                   nginx_env=opts.nginx_env, topology=topology) as env: ...
+    opts = server_options("tcp-plus")            # a name or a ProtocolProfile
+    with applied(opts, topology) as change:      # server namespace: sysctls, route, qdisc
+        with ReplayEnv(recording, opts.stack, h3server_args=opts.h3server_args,
+                       nginx_env=change.nginx_env, topology=topology) as env: ...
+    # here the server namespace is as it was before, read back (or TestbedError)
     chromium flags: opts.chromium_flags
+
+A setting is one frozen ServerOptions; applying it is the context manager
+applied(): it takes a snapshot of what it may change (testbed.protocols.netstate:
+the managed sysctls, `ip route show` and `tc qdisc show` of the server
+namespace) before changing anything, and on exit puts that back and reads it
+back; a restore that fails raises TestbedError naming what could not be put back.
 
 TCP (nginx): everything lives in the replay topology's server namespace:
 - net.ipv4.tcp_congestion_control, always set explicitly: a new namespace
@@ -12,8 +19,8 @@ TCP (nginx): everything lives in the replay topology's server namespace:
   would silently be TCP+BBR;
 - the initial window: initcwnd and initrwnd on the route to the client;
 - net.ipv4.tcp_slow_start_after_idle, net.ipv4.tcp_rmem / tcp_wmem (a key a
-  setting leaves out gets the namespace's own starting value back, so
-  settings applied one after another on one topology do not leak);
+  setting leaves out keeps the value it had when the setting was applied: the
+  namespace's own, since every setting before it was undone);
 - pacing: the fq qdisc on the server's veth where the kernel has fq;
   otherwise Linux's internal pacing, which a socket uses when its
   SO_MAX_PACING_RATE is set to anything but ~0: nginx is started with
@@ -27,17 +34,20 @@ Chromium: --disable-quic, or --enable-quic --origin-to-force-quic-on=*.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 
 from testbed import proc
 from testbed.chromium import STACK_FLAGS
 from testbed.errors import InputError, TestbedError
 from testbed.paths import PACING_PRELOAD
 from testbed.profiles import ProtocolProfile, load_protocol
-from testbed.topology import ReplayTopology
+from testbed.protocols import netstate
+from testbed.topology import CLIENT_LINK_IP, ReplayTopology, client_route_argv
 
 MANAGED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle",
                    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
@@ -45,37 +55,80 @@ PROFILE_KEYS = {"net.ipv4.tcp_congestion_control": "congestion_control",
                 "net.ipv4.tcp_slow_start_after_idle": "slow_start_after_idle",
                 "net.ipv4.tcp_rmem": "tcp_rmem", "net.ipv4.tcp_wmem": "tcp_wmem"}
 """The protocol profile's key behind each managed sysctl (for messages)."""
+ALLOWED_CC = "net.ipv4.tcp_allowed_congestion_control"
+FLUSH = "tcp_metrics"
+"""The step flushing the namespace's TCP metrics cache (a failure there is no failure)."""
 CHROMIUM_FLAGS = STACK_FLAGS  # defined once, with the Chromium driver
 
-# Each server namespace's own values of the managed sysctls, read before the first change.
-_originals: dict[str, dict[str, str]] = {}
+
+def _frozen(mapping: Mapping[str, str | int] | None = None) -> Mapping:
+    return MappingProxyType(dict(mapping or {}))
 
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """A protocol setting turned into what each part needs."""
+    """A protocol setting turned into what each part needs (frozen: its mappings are
+    read-only views)."""
 
     setting: ProtocolProfile
     stack: str
     """"tcp" (nginx + uWSGI, HTTP/2) or "quic" (h3server, HTTP/3)."""
     h3server_args: tuple[str, ...] = ()
     """h3server options (QUIC)."""
-    nginx_env: dict[str, str] = field(default_factory=dict)
+    nginx_env: Mapping[str, str] = field(default_factory=_frozen)
     """Environment for nginx (TCP): LD_PRELOAD of the pacing library when pacing
     without fq."""
     chromium_flags: tuple[str, ...] = ()
-    sysctls: dict[str, str] = field(default_factory=dict)
-    """Server-namespace sysctls (TCP); keys of MANAGED_SYSCTLS left out return to
-    the namespace's own value."""
-    route: dict[str, int] = field(default_factory=dict)
+    sysctls: Mapping[str, str] = field(default_factory=_frozen)
+    """Server-namespace sysctls (TCP); keys of MANAGED_SYSCTLS left out keep the
+    namespace's value."""
+    route: Mapping[str, int] = field(default_factory=_frozen)
     """Metrics of the server's route to the client (initcwnd, initrwnd)."""
     pacing_method: str = "none"
     """"fq", "internal" (SO_MAX_PACING_RATE via LD_PRELOAD), "quic" (h3server's pacer)
     or "none"."""
 
-    def apply(self, topology: ReplayTopology) -> dict:
-        """Put the setting into the topology's server namespace; what was set."""
-        return apply(self, topology)
+    def __post_init__(self):
+        for name in ("nginx_env", "sysctls", "route"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        object.__setattr__(self, "h3server_args", tuple(self.h3server_args))
+        object.__setattr__(self, "chromium_flags", tuple(self.chromium_flags))
+
+    @property
+    def name(self) -> str:
+        return self.setting.name
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the profile file."""
+        return self.setting.digest
+
+    @property
+    def source(self) -> str:
+        return self.setting.source
+
+    @property
+    def server_key(self) -> tuple:
+        """Settings with the same key run on the same servers (only the server
+        namespace differs)."""
+        return (self.stack, self.h3server_args, tuple(sorted(self.nginx_env.items())))
+
+
+@dataclass(frozen=True)
+class Change:
+    """A setting in force in a server namespace (what `applied` yields)."""
+
+    options: ServerOptions
+    before: netstate.Snapshot
+    """The server namespace before the change: what leaving `applied` puts back."""
+    done: Mapping[str, str]
+    """What was set, read back: each managed sysctl, "route" (the route to the
+    client), "qdisc" (the server link's, where the kernel has fq), "pacing"."""
+
+    @property
+    def nginx_env(self) -> dict[str, str]:
+        """nginx's environment for the setting (a copy of its own)."""
+        return dict(self.options.nginx_env)
 
 
 def has_fq() -> bool:
@@ -130,35 +183,75 @@ def server_options(setting: str | Path | ProtocolProfile, fq: bool | None = None
                          route=route, pacing_method=method)
 
 
-def apply(opts: ServerOptions, topology: ReplayTopology) -> dict:
-    """Set the server namespace for opts; returns {key: value} of what it set."""
-    ns = topology.server
+@contextmanager
+def applied(opts: ServerOptions, topology: ReplayTopology) -> Iterator[Change]:
+    """The setting in force in the topology's server namespace while the block runs.
+
+    Before changing anything it takes a snapshot (netstate: the managed sysctls,
+    routes, qdiscs); on exit, however the block ends, it puts the snapshot back and
+    reads it back: TestbedError naming what could not be restored. Each of the
+    three (snapshot, change and read-back, restore) is one `ip netns exec`; the
+    restore writes nothing when nothing differs (a QUIC setting's case)."""
     if opts.pacing_method == "internal" and not PACING_PRELOAD.exists():
         raise TestbedError(f"{PACING_PRELOAD} missing: run `make setup` (step pacing)")
-    originals = _originals.setdefault(ns.name, {k: ns.read_sysctl(k) for k in MANAGED_SYSCTLS})
-    done: dict[str, str] = {}
+    seen = netstate.snapshot(topology, (*MANAGED_SYSCTLS, ALLOWED_CC))
+    _check_allowed(opts, seen.sysctl(ALLOWED_CC))
+    before = seen.only(MANAGED_SYSCTLS)
+    with ExitStack() as exits:
+        exits.callback(netstate.restore, topology, before)
+        done = _change(opts, topology, before)
+        yield Change(opts, before, MappingProxyType(done))
+
+
+def _check_allowed(opts: ServerOptions, allowed_text: str) -> None:
+    """TestbedError, before any change, if namespaces may not use opts' congestion
+    control."""
     if opts.stack == "tcp":
         cc = opts.sysctls["net.ipv4.tcp_congestion_control"]
-        allowed = ns.read_sysctl("net.ipv4.tcp_allowed_congestion_control").split()
+        allowed = allowed_text.split()
         if cc not in allowed:
             raise TestbedError(
                 f"congestion control {cc} is not allowed for namespaces ({' '.join(allowed)}); "
                 "run `make setup` (step sysctl) or sysctl -w "
                 f"net.ipv4.tcp_allowed_congestion_control='{' '.join(sorted({*allowed, cc}))}'")
-    for key in MANAGED_SYSCTLS:
-        value = opts.sysctls.get(key, originals[key])
-        ns.sysctl(key, value)
-        done[key] = ns.read_sysctl(key)
-    topology.set_client_route(**opts.route)
-    done["route"] = topology.client_route()
-    if has_fq():
+
+
+def change_steps(opts: ServerOptions, before: netstate.Snapshot, dev: str, fq: bool,
+                 ) -> list[netstate.Step]:
+    """The commands that put opts in force in a server namespace that reads as
+    `before` (dev: the server's link; fq: whether the kernel has fq)."""
+    steps: list[netstate.Step] = [(k, ["sysctl", "-q", "-w", f"{k}={opts.sysctls[k]}"])
+                                  for k in MANAGED_SYSCTLS if k in opts.sysctls]
+    if opts.route:  # QUIC leaves the route to the client as it is
+        steps.append(("route", client_route_argv(dev, **opts.route)))
+    if fq:
         if opts.pacing_method == "fq":
-            proc.run(ns.exec(["tc", "qdisc", "replace", "dev", topology.server_dev, "root", "fq"]))
-        else:
-            proc.run(ns.exec(["tc", "qdisc", "del", "dev", topology.server_dev, "root"]),
-                     check=False)
-        done["qdisc"] = proc.output(ns.exec(["tc", "qdisc", "show", "dev", topology.server_dev]))
-    proc.run(ns.exec(["ip", "tcp_metrics", "flush", "all"]), check=False)
+            steps.append(("qdisc", ["tc", "qdisc", "replace", "dev", dev, "root", "fq"]))
+        elif netstate.root_qdisc(before.qdiscs, dev) == "fq":
+            steps.append(("qdisc", ["tc", "qdisc", "del", "dev", dev, "root"]))
+    # a cache, not a setting: nothing to put back (a kernel without it has nothing cached)
+    steps.append((FLUSH, ["ip", "tcp_metrics", "flush", "all"]))
+    return steps
+
+
+def _change(opts: ServerOptions, topology: ReplayTopology, before: netstate.Snapshot,
+            ) -> dict[str, str]:
+    """Set the server namespace for opts (one `ip netns exec`, read back in it);
+    {key: value} of what it set; TestbedError naming what could not be set."""
+    dev, fq = topology.server_dev, has_fq()
+    failed, now = netstate.change(topology, change_steps(opts, before, dev, fq),
+                                  MANAGED_SYSCTLS)
+    failed.pop(FLUSH, None)
+    if failed:
+        detail = "; ".join(f"{what} ({why})" for what, why in failed.items())
+        raise TestbedError(f"server namespace {topology.server.name}: could not set "
+                           f"{opts.name}: {detail}")
+    done = dict(now.sysctls)
+    done["route"] = "\n".join(line for line in now.routes.splitlines()
+                              if line.split()[:1] == [CLIENT_LINK_IP])
+    if fq:
+        done["qdisc"] = "\n".join(line for line in now.qdiscs.splitlines()
+                                  if f" dev {dev} " in f"{line} ")
     done["pacing"] = opts.pacing_method
     return done
 

@@ -16,7 +16,6 @@ reach the replay from its environment:
 
 from __future__ import annotations
 
-import importlib
 import os
 import stat
 import subprocess
@@ -29,41 +28,18 @@ import click
 from testbed import enter
 from testbed import recording as rec
 from testbed.errors import InputError, TestbedError
+from testbed.protocols import ServerOptions, applied, server_options
 from testbed.replay.env import STACKS, ReplayEnv
 from testbed.topology import ReplayTopology
 
 
-def protocol_options(name: str, stack: str):
-    """HOOK for the protocol-settings stage (testbed.protocols, not part of replay).
-
-    Contract used here: `testbed.protocols.server_options(name)` returns an
-    object or mapping with any of
-      stack           "tcp" | "quic": the stack the setting belongs to (checked)
-      apply(topology) a callable that configures the server namespace (sysctls,
-                      the route to the client) before the servers start
-      h3server_args   extra h3server options (QUIC)
-      nginx_env       extra environment for nginx (TCP)
-      chromium_flags  the setting's Chromium flags (added to the replay's)
-    """
-    try:
-        protocols = importlib.import_module("testbed.protocols")
-    except ModuleNotFoundError:
-        protocols = None
-    server_options = getattr(protocols, "server_options", None)
-    if server_options is None:
-        raise TestbedError("protocol settings not available yet (testbed.protocols."
-                           "server_options is missing); run without --protocol")
+def protocol_options(name: str, stack: str) -> ServerOptions:
+    """The protocol setting `name` (testbed.protocols): its server options,
+    applied to the server namespace with `applied` before the servers start."""
     opts = server_options(name)
-    want = _get(opts, "stack")
-    if want and want != stack:
-        raise InputError(f"--protocol {name} is a {want} setting, but --stack is {stack}")
+    if opts.stack != stack:
+        raise InputError(f"--protocol {name} is a {opts.stack} setting, but --stack is {stack}")
     return opts
-
-
-def _get(opts, key, default=None):
-    if isinstance(opts, dict):
-        return opts.get(key, default)
-    return getattr(opts, key, default)
 
 
 def _traversable(path: Path) -> bool:
@@ -103,18 +79,17 @@ def replay(recording: str, stack: str, protocol: str | None, cmd: tuple[str, ...
     with ExitStack() as exits:
         opts = protocol_options(protocol, stack) if protocol else None
         topology = exits.enter_context(ReplayTopology(loaded.ips))
-        if opts is not None and callable(_get(opts, "apply")):
-            _get(opts, "apply")(topology)
+        change = exits.enter_context(applied(opts, topology)) if opts is not None else None
         env = exits.enter_context(ReplayEnv(
             loaded, stack, topology=topology,
-            h3server_args=_get(opts, "h3server_args", ()) or (),
-            nginx_env=dict(_get(opts, "nginx_env", {}) or {})))
+            h3server_args=opts.h3server_args if opts is not None else (),
+            nginx_env=change.nginx_env if change is not None else {}))
         click.echo(f"testbed: replaying {loaded.name} over {stack} "
                    f"({len(loaded.exchanges)} exchanges, {len(loaded.ips)} IPs), "
                    f"ready in {env.startup_seconds:.1f} s", err=True)
         cwd = Path.cwd()
         argv = enter.as_user(list(cmd), netns=env.client_netns,
-                             env=command_env(env, _get(opts, "chromium_flags", ()) or ()),
+                             env=command_env(env, opts.chromium_flags if opts is not None else ()),
                              cwd=str(cwd) if _traversable(cwd) else None)
         before = env.summary()
         try:

@@ -49,7 +49,7 @@ from testbed.emulate import calibrate
 from testbed.emulate.shells import build_chain
 from testbed.errors import TestbedError
 from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load_protocol
-from testbed.protocols.apply import ServerOptions, server_options
+from testbed.protocols.apply import Change, ServerOptions, applied, server_options
 from testbed.replay.env import ReplayEnv
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
@@ -216,11 +216,18 @@ def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
 
 def capture(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopology,
             chain_wrap: list[str], work: Path, attempt: int = 1) -> Observation:
-    """Apply the setting, start the replay servers with its options and Chromium inside
-    the shells, fetch the file twice with an idle between, and keep what the wire, the
-    kernel and h3server showed meanwhile."""
+    """Put the setting in force, start the replay servers with its options and Chromium
+    inside the shells, fetch the file twice with an idle between, and keep what the
+    wire, the kernel and h3server showed meanwhile; the server namespace is as before
+    afterwards."""
+    with applied(opts, topology) as change:
+        return _capture_in_force(opts, change, recording, topology, chain_wrap, work, attempt)
+
+
+def _capture_in_force(opts: ServerOptions, change: Change, recording: rec.Recording,
+                      topology: ReplayTopology, chain_wrap: list[str], work: Path,
+                      attempt: int) -> Observation:
     name = opts.setting.name
-    applied = opts.apply(topology)
     h3args = list(opts.h3server_args)
     qlog_dir = work / f"qlog-{name}-{attempt}"
     if opts.stack == "quic":
@@ -230,7 +237,7 @@ def capture(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
     url = f"https://{FILE_HOST}{FILE_PATH}"
     watch = SsWatch(topology) if opts.stack == "tcp" else None
     fetched = []
-    with ReplayEnv(recording, opts.stack, h3server_args=h3args, nginx_env=opts.nginx_env,
+    with ReplayEnv(recording, opts.stack, h3server_args=h3args, nginx_env=change.nginx_env,
                    topology=topology) as env, \
             Capture(topology, pcap, "tcp" if opts.stack == "tcp" else "udp") as cap:
         with Chromium(env.client_netns, [*env.chromium_flags(), *opts.chromium_flags],
@@ -249,7 +256,7 @@ def capture(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopol
                     watch.__exit__(None, None, None)
         env.check_alive()
     return Observation(
-        applied=applied, fetched=tuple(fetched), packets=tuple(cap.packets()),
+        applied=dict(change.done), fetched=tuple(fetched), packets=tuple(cap.packets()),
         socks=tuple(watch.of_peer_ip(FILE_IP)) if watch else (),
         qlog=tuple(qlog_events(main_qlog(qlog_dir))) if opts.stack == "quic" else ())
 

@@ -38,7 +38,7 @@ from testbed import recording as rec
 from testbed.chromium import CDPError, Chromium
 from testbed.errors import InputError, TestbedError
 from testbed.profiles import ProtocolProfile
-from testbed.protocols.apply import ServerOptions, server_options
+from testbed.protocols.apply import ServerOptions, applied, server_options
 from testbed.replay.env import ReplayEnv
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
@@ -192,11 +192,18 @@ def measure(recording: rec.Recording, stacks, sizes, runs: int, rtt_ms: int, rou
 
 def _round(recording, topo, result: StackResult, sizes, n: int, wrap: list[str], tag: str,
            progress, opts: ServerOptions) -> None:
+    """One round of one stack, its setting in force in the server namespace."""
+    with applied(opts, topo) as change:
+        _round_in_force(recording, topo, result, sizes, n, wrap, tag, progress, opts,
+                        change.nginx_env)
+
+
+def _round_in_force(recording, topo, result: StackResult, sizes, n: int, wrap: list[str],
+                    tag: str, progress, opts: ServerOptions, nginx_env: dict) -> None:
     stack = result.stack
-    opts.apply(topo)
     retransmits_before = snmp(topo.server.exec(["cat", "/proc/net/snmp"]))["Tcp"]["RetransSegs"]
     with ReplayEnv(recording, stack, topology=topo, h3server_args=opts.h3server_args,
-                   nginx_env=opts.nginx_env) as env:
+                   nginx_env=nginx_env) as env:
         result.startup_s = max(result.startup_s, env.startup_seconds or 0.0)
         before = env.summary()
         with Chromium(env.client_netns, env.chromium_flags(), wrap=wrap) as browser:

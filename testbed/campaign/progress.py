@@ -1,0 +1,54 @@
+"""What a running campaign shows: a progress bar with ETA on a terminal, one line
+per finished trial otherwise (a log file, CI)."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from testbed.campaign import plan as plan_mod
+from testbed.campaign.store import Row
+
+
+class TrialLines:
+    """One log line per finished trial (id, status, PLT, ETA), for output that is not a
+    terminal; the ETA is the mean time per trial so far times the trials left."""
+
+    def __init__(self, total: int, clock=time.monotonic):
+        self.total, self.done, self.clock, self.t0 = total, 0, clock, clock()
+
+    def line(self, row: Row) -> str:
+        self.done += 1
+        per = (self.clock() - self.t0) / self.done
+        eta = int(per * (self.total - self.done))
+        status = row.status if row.status == "ok" else f"{row.status} ({row.reason})"
+        plt_ = "–" if row.plt_ms is None else f"{row.plt_ms:.0f} ms"
+        return (f"trial {self.done}/{self.total} {row.trial_id} {status} PLT {plt_} "
+                f"ETA {eta // 3600}:{eta // 60 % 60:02d}:{eta % 60:02d}")
+
+
+def bar(console: Console, disable: bool) -> Progress:
+    """The campaign's progress bar (disabled: nothing drawn)."""
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                    MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                    console=console, transient=False, disable=disable)
+
+
+def counts(stats: dict[str, int]) -> str:
+    return f"[green]{stats['ok']} ok[/] [red]{stats['failed']} failed[/]"
+
+
+def describe(t: plan_mod.Trial) -> str:
+    """The bar's description while trial t runs."""
+    return f"run {t.run + 1} · {t.site} · {t.network} · {t.protocol}"

@@ -1,0 +1,91 @@
+"""One trial's stored row and its trial.json, from what its page load left behind.
+
+    row, files = build(trial, outcome, record, attempt, campaign, network, recording)
+
+The verdict (testbed.measure.trial.judge) decides the status; metrics are
+stored only for ok trials. `files` is the outcome's kept files plus
+trial.json: the row and the evidence behind the verdict.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from dataclasses import dataclass
+
+from testbed import recording as rec
+from testbed.campaign import plan as plan_mod
+from testbed.campaign.config import Campaign
+from testbed.campaign.store import Row
+from testbed.measure import metrics, trial_har
+from testbed.measure.session import Outcome
+from testbed.measure.trial import Evidence, judge
+from testbed.profiles import NetworkProfile
+from testbed.protocols import ServerOptions
+from testbed.replay import server_summary
+
+
+@dataclass
+class TrialRecord:
+    """What the runner saw around one trial's load."""
+
+    setting: ServerOptions
+    before: dict | None = None
+    """The replay servers' summary before the load (requests, misses, bytes)."""
+    after: dict | None = None
+    server_error: str | None = None
+    started_at: float | None = None
+
+
+def utc(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds")
+
+
+def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
+          campaign: Campaign, network: NetworkProfile, recording: rec.Recording,
+          ) -> tuple[Row, dict]:
+    """The trial's row and its files (name -> content or a staged file)."""
+    setting = record.setting
+    m = metrics.extract(o.result, o.visual)
+    protocols = trial_har.protocols(o.har) if o.har is not None else {}
+    diff = (server_summary.diff(record.before, record.after)
+            if record.before is not None and record.after is not None else None)
+    evidence = Evidence(
+        stack=setting.stack, measured=o.measured, metrics=m, protocols=protocols,
+        misses=diff["misses"] if diff else None, server_error=record.server_error,
+        browser_error=o.browser_error, timed_out=o.timed_out, visual_error=o.visual_error,
+        video=True, max_misses=campaign.max_misses)
+    verdict = judge(evidence)
+    ok = verdict.ok
+    kept = o.kept
+    wall_s = kept.wall_s if kept is not None and kept.wall_s is not None else None
+    row = Row(
+        trial_id=trial.id, campaign=campaign.name, site=trial.site,
+        network=trial.network, protocol=trial.protocol, run=trial.run,
+        status=verdict.status, reason=verdict.reason, attempt=attempt,
+        started_at=utc(record.started_at or time.time()),
+        wall_s=float(wall_s if wall_s is not None else round(o.ended - o.began, 3)),
+        plt_ms=m.plt_ms if ok else None, fvc_ms=m.fvc_ms if ok else None,
+        lvc_ms=m.lvc_ms if ok else None, vc85_ms=m.vc85_ms if ok else None,
+        si_ms=m.si_ms if ok else None, ttfb_ms=m.ttfb_ms if ok else None,
+        requests=trial_har.requests(o.har) if o.har is not None else None,
+        bytes=diff["bytes"] if diff else None,
+        misses=diff["misses"] if diff else None,
+        protocols=Row.protocols_json(protocols) if o.har is not None else None,
+        max_in_flight=(Row.in_flight_json(trial_har.max_in_flight(o.har))
+                       if o.har is not None else None),
+        rtt_ms=float(network.min_rtt_ms),
+        origins=len(recording.hosts),
+    )
+    files = dict(kept.files) if kept is not None else {}
+    files["trial.json"] = json.dumps({
+        "row": row.__dict__, "evidence": {
+            "measured": o.measured, "browser_error": o.browser_error,
+            "timed_out": o.timed_out, "visual_error": o.visual_error,
+            "server_error": record.server_error,
+            "miss_urls": diff["miss_urls"] if diff else None,
+            "metrics_all": m.__dict__,
+            "browsertime_log": kept.log if kept is not None else None},
+    }, indent=1).encode()
+    return row, files

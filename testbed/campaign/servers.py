@@ -1,0 +1,131 @@
+"""The servers of one replay topology, switched between protocol settings.
+
+    servers = Servers(recording, topology)
+    env = servers.use(setting)       # servers up, the setting (only it) in force
+    ...
+    servers.close()                  # servers stopped, the last setting undone
+
+A replay environment (nginx+uWSGI or h3server) is restarted only when the next
+setting needs other servers (another stack, other h3server options or nginx
+environment) or the health check finds them dead or stopped; the setting in
+force in the server namespace is undone (testbed.protocols.applied: put back
+and read back) before the next one is applied, so no setting inherits
+another's. A setting that could not be undone leaves the servers broken: every
+later use() fails with that reason, and the runner builds the site anew.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import ExitStack
+
+from testbed import recording as rec
+from testbed.campaign import manifest as manifest_mod
+from testbed.errors import TestbedError
+from testbed.protocols import ServerOptions, applied
+from testbed.replay.env import ReplayEnv
+from testbed.topology import ReplayTopology
+
+log = logging.getLogger(__name__)
+
+
+def stopped_in_group(pgid: int) -> list[int]:
+    """Processes of process group `pgid` that are stopped (SIGSTOP, SIGTSTP) or traced:
+    alive to waitpid, but answering nothing."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] in ("T", "t"):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+class Servers:
+    """The servers of one topology, switched between settings with as few restarts
+    as correctness allows."""
+
+    def __init__(self, recording: rec.Recording, topology: ReplayTopology):
+        self.recording = recording
+        self.topology = topology
+        self.env: ReplayEnv | None = None
+        self.key: tuple | None = None
+        self.pristine = manifest_mod.sysctls(topology.server.exec([]))
+        self.applied: dict[str, dict[str, str]] = {}
+        """Setting name -> the sysctls it changed, its congestion control and the route
+        to the client, as first applied (for the manifest)."""
+        self.broken: str | None = None
+        """Why the server namespace is no longer as the topology left it (a setting
+        that could not be undone), or None."""
+        self._setting = ExitStack()
+        """Undoes the setting in force."""
+
+    def problem(self) -> str | None:
+        """The health check: why the running servers cannot serve (one line: a server
+        exited, or one of its processes is stopped), or None."""
+        env = self.env
+        if env is None:
+            return None
+        try:
+            env.check_alive()
+        except TestbedError as e:
+            return str(e).splitlines()[0]
+        for name, bg in env.servers.items():
+            pids = stopped_in_group(bg.pid)
+            if pids:
+                return (f"replay server {name} ({env.stack} stack) stopped answering: "
+                        f"process {pids[0]} is stopped")
+        return None
+
+    def use(self, setting: ServerOptions) -> ReplayEnv:
+        """Servers ready for a trial of `setting` (started again if the health check
+        finds them dead); TestbedError if the setting before it could not be undone."""
+        if self.env is not None:
+            problem = self.problem()
+            if problem is not None:
+                log.warning("%s; starting the servers again", problem)
+            if self.key != setting.server_key or problem is not None:
+                self._close_env()
+        self._undo()
+        change = self._setting.enter_context(applied(setting, self.topology))
+        if setting.name not in self.applied:
+            now = manifest_mod.sysctls(self.topology.server.exec([]))
+            self.applied[setting.name] = {
+                "changed": {k: v for k, v in now.items() if self.pristine.get(k) != v},
+                "net.ipv4.tcp_congestion_control": now.get("net.ipv4.tcp_congestion_control"),
+                "route": self.topology.client_route(),
+            }
+        if self.env is None:
+            env = ReplayEnv(self.recording, setting.stack, h3server_args=setting.h3server_args,
+                            nginx_env=change.nginx_env, topology=self.topology)
+            env.__enter__()
+            self.env, self.key = env, setting.server_key
+        return self.env
+
+    def _undo(self) -> None:
+        """The setting in force undone (once broken, always TestbedError)."""
+        if self.broken is None:
+            try:
+                self._setting.close()
+            except TestbedError as e:
+                self.broken = str(e)
+        if self.broken is not None:
+            raise TestbedError(self.broken)
+
+    def _close_env(self) -> None:
+        env, self.env, self.key = self.env, None, None
+        if env is not None:
+            env.__exit__(None, None, None)
+
+    def close(self) -> None:
+        """The servers stopped, then the setting in force undone."""
+        try:
+            self._close_env()
+        finally:
+            self._setting.close()

@@ -1,0 +1,46 @@
+"""A campaign's protocol setting: testbed.protocols' ServerOptions, checked against
+the stack its profile names."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from testbed import profiles
+from testbed.campaign import settings
+from testbed.errors import TestbedError as Refused
+from testbed.protocols import ServerOptions
+
+
+@pytest.mark.parametrize("name", ["tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr"])
+def test_every_bundled_setting_loads_and_sets_up_its_own_stack(name):
+    opts = settings.load(name)
+    assert isinstance(opts, ServerOptions)
+    assert opts.name == name and opts.stack == profiles.load_protocol(name).stack
+    assert opts.digest == profiles.load_protocol(name).digest
+
+
+@pytest.mark.parametrize("name,change,complaint", [
+    ("quic", {"chromium_flags": ("--disable-quic",)}, "Chromium's flags are for tcp"),
+    ("tcp", {"chromium_flags": ("--enable-quic", "--origin-to-force-quic-on=*")},
+     "Chromium's flags are for quic"),
+    ("tcp", {"chromium_flags": ()}, "Chromium's flags are for no single stack"),
+    ("tcp", {"stack": "quic"}, "server options are for quic"),
+    ("quic", {"route": {"initcwnd": 32}}, "servers are for no single stack"),
+    ("tcp", {"h3server_args": ("--cc", "cubic")}, "servers are for no single stack"),
+    ("tcp", {"h3server_args": ("--cc", "cubic"), "sysctls": {}, "route": {}},
+     "servers are for quic"),
+])
+def test_options_that_set_up_another_stack_than_the_profile_are_refused(name, change,
+                                                                         complaint):
+    profile = profiles.load_protocol(name)
+    opts = dataclasses.replace(settings.server_options(profile), **change)
+    with pytest.raises(Refused, match=f"the profile is for {profile.stack}, but .*{complaint}"):
+        settings.check(opts, profile)
+
+
+def test_the_options_of_the_profile_itself_pass():
+    for name in ("tcp", "quic"):
+        profile = profiles.load_protocol(name)
+        settings.check(settings.server_options(profile), profile)
