@@ -152,8 +152,7 @@ def _dead_runs() -> set[str]:
     """Ids of the runs, other than this one, with a state folder or a namespace and not alive."""
     dead: set[str] = set()
     if runstate.STATE_ROOT.is_dir():
-        dead |= {d.name for d in runstate.STATE_ROOT.iterdir()
-                 if d.is_dir() and not runstate.alive(d.name)}
+        dead |= {d.name for d in runstate.STATE_ROOT.iterdir() if not runstate.alive(d.name)}
     for name in netns.list_names():
         m = NS_RE.match(name)
         if m and not runstate.alive(m.group(1)):
@@ -178,18 +177,27 @@ def sweep() -> Swept:
             swept.namespaces.append(name)
     for run_id in sorted(dead):
         d = runstate.STATE_ROOT / run_id
-        if d.exists():
+        if d.is_dir() and not d.is_symlink():
             safefs.rmtree(d)  # trees the testbed user wrote in: never follows a symlink
-            swept.state_dirs.append(str(d))
+        elif d.is_symlink() or d.exists():
+            d.unlink()  # a stray file or link: unlink removes the entry, never its target
+        else:
+            continue
+        swept.state_dirs.append(str(d))
     return swept
 
 
 def _namespaces() -> list[str]:
-    """Namespaces named like the testbed's (`tb-`) that no live run owns."""
+    """Namespaces named like the testbed's (`tb-`) that no live run owns. One named
+    `tb-` without a run id is no run's, so the sweep leaves it: the line says so."""
     found = []
     for n in netns.list_names():
         m = NS_RE.match(n)
-        if n.startswith(runstate.PREFIX) and not (m and runstate.alive(m.group(1))):
+        if not n.startswith(runstate.PREFIX):
+            continue
+        if not m:
+            found.append(f"{n} (no run's: `testbed cleanup` leaves it; `ip netns delete {n}`)")
+        elif not runstate.alive(m.group(1)):
             found.append(n)
     return found
 
@@ -230,7 +238,8 @@ def leftovers(exclude_run: str | None = None) -> list[str]:
     """Every leftover, one line each; empty when the host is clean. Changes nothing."""
     items = [f"namespace {n}" for n in _namespaces()]
     items += [f"process {p}" for p in _user_processes()]
-    items += [f"host NAT rule {r}" for r in _host_nat_rules()]
+    items += [f"host NAT rule {r} (`testbed cleanup` leaves host rules: "
+              f"`iptables -t nat {r.replace('-A ', '-D ', 1)}`)" for r in _host_nat_rules()]
     items += [f"interface {i}" for i in _host_interfaces()]
     items += [f"state {d}" for d in _state_dirs(exclude_run)]
     return items

@@ -69,3 +69,31 @@ def test_check_skips_its_own_run(state):
     dead = _run_dir(state, GONE, f"{GONE} 1\n")
     assert cleanup._state_dirs(exclude=GONE) == []
     assert cleanup._state_dirs() == [str(dead)]
+
+
+def test_a_stray_file_or_link_in_the_state_root_is_listed_and_swept(state, tmp_path_factory,
+                                                                    monkeypatch):
+    """`--check` lists every entry of a dead run; the sweep used to remove folders only,
+    so a stray file stayed listed for ever. A link goes, its target stays."""
+    # this test's state root hides the machine's live runs: kill nothing
+    monkeypatch.setattr(cleanup, "orphaned_user_processes", list)
+    monkeypatch.setattr(cleanup, "tagged_processes", lambda run_ids: [])
+    target = tmp_path_factory.mktemp("elsewhere") / "keep"
+    target.write_text("not the testbed's")
+    (state / GONE).write_text("stray")
+    (state / "12345678").symlink_to(target)
+    assert sorted(cleanup._state_dirs()) == sorted([str(state / GONE), str(state / "12345678")])
+    swept = cleanup.sweep()
+    assert swept.processes == [] and swept.namespaces == []
+    assert sorted(swept.state_dirs) == sorted([str(state / GONE), str(state / "12345678")])
+    assert list(state.iterdir()) == []
+    assert target.read_text() == "not the testbed's"
+    assert cleanup._state_dirs() == []
+
+
+def test_a_tb_namespace_without_a_run_id_is_listed_with_what_to_do(state, monkeypatch):
+    monkeypatch.setattr(cleanup.netns, "list_names", lambda: ["tb-stray", f"tb-{GONE}-site", "other"])
+    found = cleanup._namespaces()
+    assert found[0].startswith("tb-stray (no run's") and "ip netns delete tb-stray" in found[0]
+    assert found[1] == f"tb-{GONE}-site"
+    assert len(found) == 2
