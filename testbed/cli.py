@@ -57,6 +57,11 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("testbed: interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as e:  # a bad option or argument: one line, like any bad input
+        where = e.ctx.command_path if e.ctx else "testbed"
+        click.echo(f"testbed: error: {where}: {' '.join(e.format_message().split())} "
+                   f"(see `{where} --help`)", err=True)
+        sys.exit(2)
     except click.ClickException as e:
         e.show()
         sys.exit(2)
