@@ -62,7 +62,12 @@ class RecordOptions:
 
 def check_url(url: str) -> str:
     """The URL if it is an absolute http(s) URL with a host; InputError otherwise."""
-    parts = urlsplit(url)
+    if any(not c.isprintable() or c.isspace() for c in url):
+        raise InputError(f"{url!r}: a control character or blank in the URL")
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:  # an unbalanced '[' (IPv6 literal)
+        raise InputError(f"{url}: not a URL ({e})") from None
     if parts.scheme not in ("http", "https"):
         raise InputError(f"{url}: not an http:// or https:// URL")
     if not parts.hostname:
