@@ -8,7 +8,8 @@ The file itself must be readable: a regular file (a FIFO or device is never
 waited on) of at most 1 MiB, UTF-8, with at least one URL; otherwise the
 whole command is bad input. A bad line (not an http(s) URL, a bad or
 repeated name, more than two words) is one `Bad` naming its line; the other
-lines are still recorded.
+lines are still recorded. A file in which no line is a URL is not a list
+file (bad input, and none of its lines is shown).
 """
 
 from __future__ import annotations
@@ -64,9 +65,10 @@ def parse(text: str, path: Path | str = "list") -> list[Site | Bad]:
         if not words:
             continue
         out.append(_entry(n, raw.strip(), words, names))
-    if not out:
-        raise InputError(f"{path}: no URLs (expected one URL per line, optionally a name "
-                         "after it; '#' starts a comment)")
+    if not any(isinstance(e, Site) for e in out):
+        # Not a list file at all: its lines are not echoed (a path given by mistake).
+        raise InputError(f"{path}: no URLs (expected one http:// or https:// URL per line, "
+                         "optionally a name after it; '#' starts a comment)")
     return out
 
 
