@@ -25,7 +25,7 @@ def render(console: Console, headers: Sequence[str], rows: Sequence[Sequence[str
     if console.is_terminal:
         t = Table(title=Text(title) if title else None, title_justify="left")
         for h in headers:
-            t.add_column(h, justify="right" if h in RIGHT else "left")
+            t.add_column(h, justify="right" if h in RIGHT else "left", overflow="fold")
         for r in rows:
             t.add_row(*(Text(c) for c in r))
         console.print(t)
