@@ -28,6 +28,7 @@ class Listed:
     url: str = ""
     recorded_at: str = ""
     origins: int = 0
+    """Distinct host names (the results store's `origins`)."""
     requests: int = 0
     bytes: int = 0
     problem: str = ""
@@ -70,7 +71,9 @@ def row(name: str, path: Path) -> Listed:
     except TestbedError as e:
         return Listed(name, path, problem=str(e))
     s = summarise(rec)
-    return Listed(name, path, rec.url, rec.recorded_at, len(s.origins), s.requests, s.bytes)
+    # Origins counted as the results store counts them (rows.py: host names), so that
+    # single-origin here is single-origin in the analysis.
+    return Listed(name, path, rec.url, rec.recorded_at, len(rec.hosts), s.requests, s.bytes)
 
 
 def deciles(values: list[int]) -> tuple[float, float, float]:
