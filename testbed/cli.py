@@ -30,9 +30,16 @@ COMMANDS = {
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="testbed")
-def cli():
+@click.option("--recordings", "recordings", multiple=True, metavar="DIR",
+              help="Look for recordings named by name in DIR first (repeatable; then "
+                   "TESTBED_RECORDINGS, then recordings/).")
+def cli(recordings):
     """Record websites, replay them under emulated networks over TCP+TLS+HTTP/2
     and QUIC/HTTP/3 to a real Chromium, measure, and analyse."""
+    if recordings:
+        from testbed import recording_search
+
+        recording_search.use_dirs(recordings)
 
 
 def _terminate(signum, frame):
@@ -42,6 +49,8 @@ def _terminate(signum, frame):
 
 def _reads_only(args: list[str]) -> bool:
     """Whether the command only looks (`cleanup --check`, help, version): no sweep first."""
+    while args[:1] == ["--recordings"]:
+        args = args[2:]
     return (bool({"-h", "--help", "--version"} & set(args))
             or (args[:1] == ["cleanup"] and "--check" in args[1:]))
 

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import jsonschema
 
-from testbed import recording_rules
+from testbed import recording_rules, recording_search
 from testbed.errors import InputError
-from testbed.paths import RECORDING_SCHEMA, RECORDINGS_DIR
+from testbed.paths import RECORDING_SCHEMA, RECORDINGS_DIR  # noqa: F401 (re-exported)
 
 FORMAT = "testbed-recording/1"
 SCHEMA_PATH = RECORDING_SCHEMA
@@ -122,20 +122,26 @@ def schema() -> dict:
     return json.loads(SCHEMA_PATH.read_text())
 
 
-def resolve(name_or_path: str | os.PathLike) -> Path:
-    """A recording named in recordings/, or a path to a recording folder."""
-    p = Path(name_or_path)
-    if p.is_dir():
-        return p
-    candidate = RECORDINGS_DIR / str(name_or_path)
-    if candidate.is_dir():
-        return candidate
-    raise InputError(f"{name_or_path}: no such recording (looked in {RECORDINGS_DIR} and as a path)")
+def resolve(name_or_path: str | os.PathLike, base: Path | None = None) -> Path:
+    """The recording folder a name or path stands for (testbed.recording_search: the
+    search path, paths against `base` or the current folder); InputError naming every
+    place looked in if there is none."""
+    if isinstance(name_or_path, os.PathLike) and Path(name_or_path).is_absolute():
+        p = Path(name_or_path)
+        if p.is_dir():
+            return p
+        raise InputError(f"{p}: no such recording folder")
+    text = os.fspath(name_or_path)
+    if isinstance(name_or_path, os.PathLike) and not text.startswith("."):
+        text = f"./{text}"  # a relative Path object is a path, never a name
+    return recording_search.find(text, base)
 
 
-def load(name_or_path: str | os.PathLike) -> Recording:
-    """Load and check a recording; InputError names the file, the key and what is wrong."""
-    root = resolve(name_or_path)
+def load(name_or_path: str | os.PathLike, base: Path | None = None) -> Recording:
+    """Load and check a recording; InputError names the file, the key and what is wrong.
+    A name is looked up in the search path, a relative path against `base` (default:
+    the current folder)."""
+    root = resolve(name_or_path, base)
     manifest = root / "manifest.json"
     data = _read_manifest(root, manifest)
     try:

@@ -1,7 +1,7 @@
 """Campaign files: which sites, networks and protocol settings, how many runs.
 
     # profiles/campaigns/smoke.toml
-    sites = ["local-news"]               # recordings (recordings/NAME or a path)
+    sites = ["local-news", "corpus/*"]   # recordings: names, paths, globs
     networks = ["dsl"]                   # profiles/networks/NAME
     protocols = ["tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr"]
     runs = 1
@@ -17,10 +17,11 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from testbed import profiles, tomlfile
 from testbed import recording as rec
+from testbed import recording_search as search
 from testbed.errors import InputError
 from testbed.paths import CAMPAIGNS_DIR
 
@@ -39,7 +40,8 @@ class Campaign(BaseModel):
     description: str = ""
     """One line for people."""
     sites: tuple[str, ...] = Field(min_length=1)
-    """Recordings to load: names in recordings/ or paths to recording folders."""
+    """Recordings: a name (found in the search path), a path (with a `/` or starting with
+    `.`: against the campaign file's folder), or a glob (`corpus/*`) over either."""
     networks: tuple[str, ...] = Field(min_length=1)
     """Network profiles (profiles/networks/NAME or a path to a TOML file)."""
     protocols: tuple[str, ...] = Field(min_length=1)
@@ -63,6 +65,10 @@ class Campaign(BaseModel):
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup
     would otherwise mark every remaining trial failed); resume with --retry-failed."""
+
+    _found: tuple[tuple[int, str, Path], ...] | None = PrivateAttr(default=None)
+    """Each site as found when the campaign was loaded: (index in `sites`, how it was
+    listed or what its glob matched, the recording folder)."""
 
     @field_validator("sites", "networks", "protocols")
     @classmethod
@@ -88,6 +94,7 @@ def load(path: str | Path, check_names: bool = True) -> Campaign:
     """Load and validate a campaign file (a path, or a name in profiles/campaigns/)."""
     p = _locate(path)
     c = tomlfile.load(p, Campaign, what="campaign")
+    c._found = tuple(find_sites(c))
     check_size(c, c.runs, "key runs")
     if check_names:
         _check_names(c, p)
@@ -105,9 +112,10 @@ def check_size(c: Campaign, runs: int, what: str = "--runs") -> None:
     """InputError unless `runs` runs of the campaign are within the caps."""
     if not 1 <= runs <= MAX_RUNS:
         raise InputError(f"{what}: expected a whole number from 1 to {MAX_RUNS}, got {runs}")
-    total = len(c.sites) * len(c.networks) * len(c.protocols) * runs
+    sites = len(sites_of(c))
+    total = sites * len(c.networks) * len(c.protocols) * runs
     if total > MAX_TRIALS:
-        raise InputError(f"{c.source}: {what}: {len(c.sites)} sites x {len(c.networks)} "
+        raise InputError(f"{c.source}: {what}: {sites} sites x {len(c.networks)} "
                          f"networks x {len(c.protocols)} protocols x {runs} runs = {total} "
                          f"trials; expected at most {MAX_TRIALS}")
 
@@ -136,9 +144,11 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
     out: dict[str, dict[str, Entry]] = {}
     for key, ident in (("sites", _site), ("networks", _network), ("protocols", _protocol)):
         seen: dict[str, tuple[int, Entry]] = {}
-        for i, listed in enumerate(getattr(c, key)):
+        listing = ([(i, listed, path) for i, listed, path in sites_of(c)] if key == "sites"
+                   else [(i, listed, listed) for i, listed in enumerate(getattr(c, key))])
+        for i, listed, what in listing:
             try:
-                label, file, digest = ident(listed)
+                label, file, digest = ident(what)
             except InputError as e:
                 raise InputError(f"{c.source}: key {key}.{i}: {e}") from None
             if label in seen:
@@ -154,10 +164,44 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
     return out
 
 
-def _site(listed: str) -> tuple[str, Path, str]:
-    r = rec.load(listed)
+def sites_of(c: Campaign) -> tuple[tuple[int, str, Path], ...]:
+    """The campaign's sites as found when it was loaded (see find_sites)."""
+    if c._found is None:
+        c._found = tuple(find_sites(c))
+    return c._found
+
+
+def find_sites(c: Campaign) -> list[tuple[int, str, Path]]:
+    """Each entry of `sites` as (index, listed, recording folder): a glob expanded into
+    every recording it matches, in sorted order (none is bad input); a path against
+    the campaign file's folder; a name through the search path."""
+    base = Path(c.source).parent if c.source else Path.cwd()
+    out = []
+    for i, listed in enumerate(c.sites):
+        try:
+            if search.is_glob(listed):
+                found = search.glob(listed, base)
+                if not found:
+                    raise InputError(f"{listed}: expected a glob matching recordings, matched "
+                                     f"none (in {base} and {_places()})")
+                out += [(i, str(p), p) for p in found]
+            else:
+                out.append((i, listed, rec.resolve(listed, base)))
+        except InputError as e:
+            raise InputError(f"{c.source}: key sites.{i}: {e}") from None
+    return out
+
+
+def _places() -> str:
+    return ", ".join(str(d) for d in search.search_dirs())
+
+
+def _site(folder: Path) -> tuple[str, Path, str]:
+    """A site's label is its recording folder's name (after symbolic links)."""
+    r = rec.load(folder)
     manifest = r.path / "manifest.json"
-    return r.name, r.path.resolve(), hashlib.sha256(manifest.read_bytes()).hexdigest()
+    real = r.path.resolve()
+    return real.name, real, hashlib.sha256(manifest.read_bytes()).hexdigest()
 
 
 def _network(listed: str) -> tuple[str, Path, str]:

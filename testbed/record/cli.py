@@ -13,13 +13,19 @@ from testbed import safefs
 
 
 @click.command()
-@click.argument("url")
+@click.argument("url", required=False)
+@click.option("--list", "list_file", type=click.Path(path_type=Path), metavar="FILE",
+              help="Record every URL of FILE (one a line, optionally a name after it; "
+                   "'#' comments) instead of one URL.")
 @click.option("--name", help="Folder name of the recording [default: from the URL's host].")
 @click.option("--loads", default=3, show_default=True, type=click.IntRange(min=1),
               help="Page loads merged into the recording (catches resources picked at random).")
 @click.option("--out", type=click.Path(path_type=Path),
               default=recording_mod.RECORDINGS_DIR, show_default="recordings/",
               help="Folder the recording is written into.")
+@click.option("--force", is_flag=True,
+              help="Record again what OUT already holds (replaced once the new one is "
+                   "complete) [default: --list skips it, a URL is refused].")
 @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=1),
               help="Seconds a load may take to fire its load event (and again to go idle).")
 @click.option("--netns", metavar="NAME",
@@ -31,22 +37,101 @@ from testbed import safefs
 @click.option("--upstream-ca", type=click.Path(dir_okay=False, path_type=Path),
               help="Advanced: CA file the proxy trusts for the servers, instead of the "
                    "public CAs (e.g. a local test site's CA).")
-def record(url, name, loads, out, timeout, netns, resolve, upstream_ca):
-    """Record the page at URL into a recording folder.
+def record(url, list_file, name, loads, out, force, timeout, netns, resolve, upstream_ca):
+    """Record the page at URL (or every URL of --list FILE) into a recording folder.
 
     Chromium loads URL --loads times through mitmproxy (a fresh profile each
     time, until the network is idle); the union of all exchanges is written to
     OUT/NAME with each origin's server IP, headers normalised as for replay.
-    """
-    from testbed.record.recorder import RecordOptions, parse_resolve
-    from testbed.record.recorder import record as do_record
 
-    opts = RecordOptions(url=url, name=name, loads=loads, out=out, timeout=timeout,
+    With --list, a line that is bad or fails to record is reported with its
+    line number and cause, and the others are still recorded; a table of every
+    line ends the run. Exit status 1 if some line failed, 2 if FILE itself is
+    bad (nothing recorded).
+    """
+    from testbed.errors import InputError
+    from testbed.record.recorder import RecordOptions, parse_resolve
+
+    if (url is None) == (list_file is None):
+        raise InputError("testbed record: expected a URL or --list FILE (one of them)")
+    if list_file is not None and name:
+        raise InputError("--name: not with --list (put a name after a URL in the list file)")
+    opts = RecordOptions(url=url or "", name=name, loads=loads, out=out, timeout=timeout,
                          netns=netns, resolve=parse_resolve(resolve), upstream_ca=upstream_ca)
-    path = do_record(opts, progress=lambda msg: click.echo(f"record: {msg}", err=True))
+    if list_file is not None:
+        _record_list(list_file, opts, force)
+        return
+    from testbed.record.bulk import record_one
+
+    path = record_one(opts, force, lambda msg: click.echo(f"record: {msg}", err=True))
     rec = recording_mod.load(path)
     click.echo(f"{path}: {len(rec.exchanges)} requests, {len(rec.origins)} origins on "
                f"{len(rec.ips)} IPs, {rec.total_bytes} bytes")
+
+
+def _record_list(list_file: Path, template, force: bool) -> None:
+    """Every site of the list file; the table; exit status 1 if a line failed."""
+    from rich.console import Console
+
+    from testbed import safefs
+    from testbed.progress import Eta
+    from testbed.record import bulk, recorder, sitelist
+    from testbed.record.table import render
+
+    entries = sitelist.parse(sitelist.read(list_file), list_file)
+    out = safefs.check_out_dir(Path(template.out), "--out")
+    recorder.check_setup(template)
+    todo, outcomes = bulk.plan(entries, out, force)
+    for o in outcomes:
+        if not o.ok:
+            click.echo(f"{list_file}:{o.line}: {o.url}: {o.cause}", err=True)
+    console = Console()
+    eta = Eta(len(todo))
+    skipped = sum(o.status == bulk.SKIPPED for o in outcomes)
+    if skipped:
+        console.print(f"{skipped} already recorded in {out} (skipped; --force records "
+                      "them again)", soft_wrap=True, highlight=False)
+    bar = _bar(console, len(todo))
+    with bar:
+        task = bar.add_task("record", total=len(todo), site="")
+        for i, site in enumerate(todo, start=1):
+            bar.update(task, site=site.name)
+            o = bulk.record_site(site, template, force,
+                                 lambda msg, n=site.name: click.echo(f"record: {n}: {msg}",
+                                                                     err=True))
+            outcomes.append(o)
+            left = eta.step()
+            if not o.ok:
+                click.echo(f"{list_file}:{o.line}: {site.url}: {o.cause}", err=True)
+            if console.is_terminal:
+                bar.advance(task)
+            else:
+                click.echo(f"site {i}/{len(todo)} {site.name} {o.status} ETA {left}")
+    outcomes.sort(key=lambda o: o.line)
+    render(console, ["line", "name", "origins", "IPs", "requests", "bytes", "status"],
+           [[str(o.line), o.name, *(("" if v is None else str(v))
+                                    for v in (o.origins, o.ips, o.requests, o.bytes)),
+             o.status] for o in outcomes])
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        click.echo(f"{list_file}: {len(failed)} of {len(outcomes)} lines failed "
+                   f"(lines {', '.join(str(o.line) for o in failed)})", err=True)
+        sys.exit(1)
+
+
+def _bar(console, total: int):
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(TextColumn("record {task.fields[site]}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                    console=console, transient=False, disable=not console.is_terminal)
 
 
 @click.group()
@@ -54,12 +139,53 @@ def recording():
     """Inspect and export recordings."""
 
 
+@recording.command(name="list")
+@click.argument("folder", required=False, metavar="[DIR]",
+                type=click.Path(file_okay=False, path_type=Path))
+def list_(folder):
+    """Every recording in DIR (or in the search path) and figures of the set.
+
+    Per recording: name, URL, date recorded, origins, requests, bytes, single-
+    or multi-origin; then p10/p50/p90 of requests and bytes per page and how
+    many sites have one origin and how many five or more. Recordings are found
+    up to four folders deep (recordings/corpus/NAME). A recording that does
+    not load is listed as invalid with the reason, and the exit status is 1.
+    """
+    from rich.console import Console
+
+    from testbed import recording_search
+    from testbed.errors import InputError
+    from testbed.record import listing
+    from testbed.record.table import plain, render
+
+    if folder is not None and not folder.is_dir():
+        raise InputError(f"{folder}: no such folder (expected a folder of recordings)")
+    folders = [folder] if folder is not None else recording_search.search_dirs()
+    rows = listing.found(folders)
+    console = Console(highlight=False)
+    render(console, ["name", "URL", "recorded", "origins", "requests", "bytes", "origin"],
+           [[r.name, r.url, r.recorded_at[:10], str(r.origins), str(r.requests),
+             str(r.bytes), r.kind] if not r.problem else
+            [r.name, "", "", "", "", "", f"invalid: {r.problem}"] for r in rows])
+    pairs = listing.summary_pairs(listing.figures(rows))
+    if console.is_terminal:
+        console.print("  ".join(f"{h}: {v}" for h, v in pairs), soft_wrap=True)
+    else:
+        click.echo(plain([("summary", "all"), *pairs]))
+    if not rows:
+        where = ", ".join(str(f) for f in folders)
+        click.echo(f"no recordings found in {where}", err=True)
+    if any(r.problem for r in rows):
+        sys.exit(1)
+
+
 @recording.command()
 @click.argument("name")
 def show(name):
     """Origins, IPs, request types and bytes of recording NAME.
 
-    NAME is a recording in recordings/ or the path of a recording folder.
+    NAME is a recording's name (found in the search path: --recordings,
+    TESTBED_RECORDINGS, recordings/) or the path of a recording folder.
     """
     from rich.console import Console
     from rich.table import Table
@@ -105,7 +231,8 @@ def show(name):
 def har(name, output, bodies):
     """Export recording NAME as HAR 1.2.
 
-    NAME is a recording in recordings/ or the path of a recording folder.
+    NAME is a recording's name (found in the search path) or the path of a
+    recording folder.
     """
     from testbed.har_export import to_har
 

@@ -62,7 +62,12 @@ class RecordOptions:
 
 def check_url(url: str) -> str:
     """The URL if it is an absolute http(s) URL with a host; InputError otherwise."""
-    parts = urlsplit(url)
+    if any(not c.isprintable() or c.isspace() for c in url):
+        raise InputError(f"{url!r}: a control character or blank in the URL")
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:  # an unbalanced '[' (IPv6 literal)
+        raise InputError(f"{url}: not a URL ({e})") from None
     if parts.scheme not in ("http", "https"):
         raise InputError(f"{url}: not an http:// or https:// URL")
     if not parts.hostname:
@@ -177,6 +182,13 @@ def load_succeeded(result: LoadResult, captured: list[dict]) -> bool:
 
 def preconditions(opts: RecordOptions) -> Path:
     """Check everything before anything starts; return the final recording path."""
+    final = target(opts)
+    check_setup(opts)
+    return final
+
+
+def target(opts: RecordOptions) -> Path:
+    """The URL, the name and the output folder checked: OUT/NAME, which must not exist."""
     check_url(opts.url)
     name = opts.name or default_name(opts.url)
     if not NAME_RE.match(name):
@@ -186,6 +198,12 @@ def preconditions(opts: RecordOptions) -> Path:
     final = safefs.check_out_dir(Path(opts.out), "--out") / name
     if final.exists() or final.is_symlink():
         raise InputError(f"{final}: already exists (choose another --name or remove it)")
+    return final
+
+
+def check_setup(opts: RecordOptions) -> None:
+    """What every recording needs, whatever its URL: root, the tools, --netns,
+    --upstream-ca."""
     if opts.loads < 1:
         raise InputError(f"--loads {opts.loads}: must be at least 1")
     if os.geteuid() != 0:
@@ -201,7 +219,6 @@ def preconditions(opts: RecordOptions) -> Path:
         raise InputError(f"--netns {opts.netns}: no such network namespace (ip netns list)")
     if opts.upstream_ca is not None and not Path(opts.upstream_ca).is_file():
         raise InputError(f"--upstream-ca {opts.upstream_ca}: no such file")
-    return final
 
 
 def record(opts: RecordOptions, progress=None) -> Path:

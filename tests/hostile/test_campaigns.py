@@ -45,12 +45,13 @@ MOUNTS: list[Path] = []
 
 
 def other_news(d: Path, host) -> None:
-    """{dir}/copy: a recording named local-news with other content."""
-    (d / "copy").mkdir()
+    """{dir}/local-news: a recording folder named local-news with other content."""
+    copy = d / "local-news"
+    copy.mkdir()
     manifest = json.loads((NEWS / "manifest.json").read_text())
     manifest["url"] = "https://www.other-news.test/"
-    (d / "copy" / "manifest.json").write_text(json.dumps(manifest))
-    shutil.copytree(NEWS / "bodies", d / "copy" / "bodies")
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    shutil.copytree(NEWS / "bodies", copy / "bodies")
 
 
 def mount_tmpfs(d: Path, size: str = "2m") -> Path:
@@ -123,8 +124,9 @@ CASES = [
           "c.toml": campaign(protocols='["{dir}/tcp.toml", "tcp"]')}, RUN,
          ["c.toml", "protocols.1", "named tcp"]),
     C("campaign: two recordings named local-news",
-         {"c.toml": campaign(sites='["local-news", "{dir}/copy"]')}, RUN,
-         ["c.toml", "sites.1", "named local-news"], prepare=other_news),
+         {"c.toml": campaign(sites='["local-news", "{dir}/local-news"]')}, RUN,
+         ["c.toml", "sites.1", "named local-news", "{dir}/local-news", "recordings/local-news"],
+         prepare=other_news),
     C("campaign: a label whose content changed under stored trials",
          {"c.toml": campaign()}, RUN, ["dsl.toml", "networks dsl", "other content"],
          prepare=measured_with_other_dsl),
