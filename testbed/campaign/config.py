@@ -132,6 +132,9 @@ class Entry:
     """sha256 of the content (a profile's bytes, a recording's manifest.json)."""
     listed: tuple[str, ...]
     """How the campaign listed it (a name, a path, a symlink: one or more)."""
+    found: str = ""
+    """What its loader is given: a name as listed, a relative path against the
+    campaign file's folder (profiles.load_network / settings.load take it)."""
 
 
 def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
@@ -145,7 +148,8 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
     for key, ident in (("sites", _site), ("networks", _network), ("protocols", _protocol)):
         seen: dict[str, tuple[int, Entry]] = {}
         listing = ([(i, listed, path) for i, listed, path in sites_of(c)] if key == "sites"
-                   else [(i, listed, listed) for i, listed in enumerate(getattr(c, key))])
+                   else [(i, listed, profile_path(c, listed))
+                         for i, listed in enumerate(getattr(c, key))])
         for i, listed, what in listing:
             try:
                 label, file, digest = ident(what)
@@ -157,11 +161,21 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
                     raise InputError(
                         f"{c.source}: key {key}.{i}: {listed} ({file}) is named {label} like "
                         f"{key}.{j} ({first.file}) but differs from it; give one another name")
-                seen[label] = (j, Entry(label, first.file, digest, (*first.listed, listed)))
+                seen[label] = (j, Entry(label, first.file, digest, (*first.listed, listed),
+                                        first.found))
             else:
-                seen[label] = (i, Entry(label, file, digest, (listed,)))
+                seen[label] = (i, Entry(label, file, digest, (listed,), str(what)))
         out[key] = {label: e for label, (_, e) in seen.items()}
     return out
+
+
+def profile_path(c: Campaign, listed: str) -> str:
+    """A network or protocol entry as its loader takes it: a name as it is (looked up
+    in profiles/), a relative path (it has a `/` or ends in .toml) against the
+    campaign file's folder, like a site's."""
+    if ("/" in listed or listed.endswith(".toml")) and not Path(listed).is_absolute() and c.source:
+        return str(Path(c.source).parent / listed)
+    return listed
 
 
 def sites_of(c: Campaign) -> tuple[tuple[int, str, Path], ...]:

@@ -90,8 +90,8 @@ def plan_text(campaign, runs: int | None = None, sample: int = 8) -> list[str]:
     entries = config_mod.resolve(campaign)
     recordings = {label: rec.load(e.file)
                   for label, e in entries["sites"].items()}
-    networks = {label: load_network(e.listed[0]) for label, e in entries["networks"].items()}
-    settings = {label: settings_mod.load(e.listed[0])
+    networks = {label: load_network(e.found) for label, e in entries["networks"].items()}
+    settings = {label: settings_mod.load(e.found)
                 for label, e in entries["protocols"].items()}
     pages = {n: Page(r.total_bytes, len(r.exchanges), len(r.origins))
              for n, r in recordings.items()}

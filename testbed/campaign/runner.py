@@ -132,9 +132,9 @@ class Runner:
             for listed in e.listed:
                 self.site_keys[listed] = label
         for label, e in self.entries["networks"].items():
-            self.networks[label] = load_network(e.listed[0])
+            self.networks[label] = load_network(e.found)
         for label, e in self.entries["protocols"].items():
-            self.settings[label] = settings_mod.load(e.listed[0])
+            self.settings[label] = settings_mod.load(e.found)
         for kind, loaded in (("networks", self.networks), ("protocols", self.settings)):
             for label, x in loaded.items():
                 if x.digest != self.entries[kind][label].digest:
