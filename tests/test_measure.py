@@ -152,9 +152,23 @@ def test_browsertime_argv_keeps_the_measurement_settings(tmp_path):
     assert pairs["--chrome.chromedriverPath"] == "/usr/bin/chromedriver"
     assert pairs["--chrome.ignoreCertificateErrors"] == "false"
     assert pairs["--video"] == "true" and pairs["--videoParams.convert"] == "false"
+    assert pairs["--videoParams.framerate"] == "60" == str(browsertime.VIDEO_FPS)
     assert pairs["--timeouts.pageCompleteCheck"] == "60000"
     assert "--no-sandbox" not in " ".join(argv)
     assert f"--chrome.args={browsertime.PLACEHOLDER_RULES}" in argv
+
+
+def test_the_campaign_frame_rate_reaches_the_screen_recording(tmp_path):
+    from testbed.campaign import config
+
+    (tmp_path / "c.toml").write_text('sites = ["local-news"]\nnetworks = ["dsl"]\n'
+                                     'protocols = ["tcp"]\nvideo_fps = 30\n')
+    assert config.load(tmp_path / "c.toml").video_fps == 30
+    opts = browsertime.BrowsertimeOptions(iterations=1, video_fps=30)
+    pairs = dict(itertools.pairwise(browsertime.argv(opts, "https://a.test/", tmp_path, tmp_path)))
+    assert pairs["--videoParams.framerate"] == "30"
+    novideo = browsertime.BrowsertimeOptions(iterations=1, video=False)
+    assert "--videoParams.framerate" not in browsertime.argv(novideo, "u", tmp_path, tmp_path)
 
 
 def test_complete_check_is_filled_in():
