@@ -126,7 +126,10 @@ def main(argv: list[str] | None = None) -> None:
         fvc = [r["fvc_ms"] for s in STACKS for r in ok[s] if r["fvc_ms"] is not None]
         medians = [statistics.median([r["fvc_ms"] for r in ok[s]]) for s in STACKS if ok[s]]
         grid = sum(on_grid(v, step) for v in fvc)
-        print(f"FVC on the {step:.1f} ms frame grid: {grid}/{len(fvc)} values; median lead "
+        off = sorted(v for v in fvc if not on_grid(v, step))
+        print(f"FVC on the {step:.1f} ms frame grid: {grid}/{len(fvc)} values"
+              + (f" (off it: {', '.join(f'{v:g}' for v in off)} ms)" if off else "")
+              + "; median lead "
               + (f"{medians[0] - medians[1]:+.1f} ms = {(medians[0] - medians[1]) / step:+.2f} "
                  f"frames ({'a whole number of frames' if on_grid(medians[0] - medians[1], step) else 'NOT on the grid'})"
                  if len(medians) == 2 else "n/a"))
