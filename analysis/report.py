@@ -157,6 +157,11 @@ def analyse(trials: pd.DataFrame, config: Config = Config()) -> Analysis:
     notes = []
     baseline, why = choose_baseline(set(trials["protocol"]), config.baseline)
     meas = measurements(trials, config.metrics)
+    empty = [m for m in config.metrics if m not in set(meas["metric"])]
+    if empty and len(meas):
+        notes.append(f"No ok trial has {', '.join(label(m) for m in empty)}: left out of "
+                     "every table (results stored before the metric was recorded, or the "
+                     "browser never reported it).")
     summary = summarize(meas)
     if baseline in set(summary["protocol"]):
         rel = relative_difference(summary, baseline)
@@ -307,7 +312,7 @@ def _design_pivot(a: Analysis) -> pd.DataFrame:
                  cell=[f"{x:+.1f} ms ({y:+.3f})" for x, y in zip(d["diff_ms"], d["diff_rtt"])])
     rank = {"pair": {p: i for i, p in enumerate(dict.fromkeys(d["pair"]))},
             "site": {s: i for i, s in enumerate(sorted(set(d["site"])))},
-            "metric": {"fvc": 0, "plt": 1}}
+            "metric": {m: i for i, m in enumerate(DESIGN_METRICS)}}
     pivot = d.pivot(index=["pair", "site", "metric"], columns="network", values="cell")
     pivot = pivot.reindex(columns=networks_in(pivot.columns))
     pivot = pivot.reset_index().rename_axis(columns=None)

@@ -47,12 +47,16 @@ TRIALS = (
     Column("attempt", INTEGER_KIND, True, "Which attempt was stored (1 = the first)."),
     Column("started_at", TEXT_KIND, True, "When the trial started (ISO 8601, UTC)."),
     Column("wall_s", REAL_KIND, True, "The trial's wall-clock time in seconds."),
-    Column("plt_ms", REAL_KIND, False, "Page load time."),
-    Column("fvc_ms", REAL_KIND, False, "First visual change."),
-    Column("lvc_ms", REAL_KIND, False, "Last visual change."),
-    Column("vc85_ms", REAL_KIND, False, "Visual complete 85 %."),
-    Column("si_ms", REAL_KIND, False, "Speed index."),
-    Column("ttfb_ms", REAL_KIND, False, "Time to first byte."),
+    Column("plt_ms", REAL_KIND, False,
+           "Page load time: the navigation timing's `loadEventStart`, 1 ms steps."),
+    Column("fvc_ms", REAL_KIND, False,
+           "First visual change, from the screen recording: steps of one video frame "
+           "(16.7 ms at 60 fps; 33.3 ms in results recorded at 30 fps)."),
+    Column("lvc_ms", REAL_KIND, False, "Last visual change (video frames)."),
+    Column("vc85_ms", REAL_KIND, False, "Visual complete 85 % (video frames)."),
+    Column("si_ms", REAL_KIND, False, "Speed index (from video frames)."),
+    Column("ttfb_ms", REAL_KIND, False,
+           "Time to first byte: the main document's `responseStart`, 1 ms steps."),
     Column("requests", INTEGER_KIND, False, "Requests the browser made."),
     Column("bytes", INTEGER_KIND, False, "Bytes the replay servers sent."),
     Column("misses", INTEGER_KIND, False, "Requests the replay had no response for."),
@@ -63,6 +67,19 @@ TRIALS = (
            "JSON object host -> the most requests to that host on the wire at the same "
            "time (from the trial's HAR timings, from sending the request to the "
            "response's last byte; see testbed.measure.trial_har.max_in_flight)."),
+    Column("fp_ms", REAL_KIND, False,
+           "First paint: the browser's paint timing (`first-paint`), 1 ms steps; NULL when "
+           "the browser reported none."),
+    Column("fcp_ms", REAL_KIND, False,
+           "First contentful paint: the browser's paint timing (`first-contentful-paint`), "
+           "1 ms steps; NULL when the browser reported none."),
+    Column("lcp_ms", REAL_KIND, False,
+           "Largest contentful paint: the last `largest-contentful-paint` entry's start "
+           "time when the load ended, 1 ms steps; NULL on a page without a contentful "
+           "element."),
+    Column("dcl_ms", REAL_KIND, False,
+           "DOMContentLoaded: the navigation timing's `domContentLoadedEventStart`, 1 ms "
+           "steps."),
 )
 """Every column of table `trials`, in the contract's order: the one definition of the
 results schema (the store, the exports, this package's loader and its synthetic
@@ -83,7 +100,7 @@ NULLABLE_INTEGER = tuple(c.name for c in TRIALS if c.kind == INTEGER_KIND and no
 REAL = tuple(c.name for c in TRIALS if c.kind == REAL_KIND)
 """Real columns (float64, missing = NaN)."""
 
-ADDED = ("max_in_flight",)
+ADDED = ("max_in_flight", "fp_ms", "fcp_ms", "lcp_ms", "dcl_ms")
 """Columns newer than the first stores and exports: missing (all NULL) in older ones.
 They come last and may be NULL, so an older store gains them with ALTER TABLE."""
 
@@ -125,23 +142,35 @@ METRICS = {
     "lvc": "lvc_ms",
     "vc85": "vc85_ms",
     "si": "si_ms",
+    "fp": "fp_ms",
+    "fcp": "fcp_ms",
+    "lcp": "lcp_ms",
+    "dcl": "dcl_ms",
     "ttfb": "ttfb_ms",
 }
 """Metric name -> column (all in milliseconds)."""
 
 METRIC_LABELS = {"plt": "PLT", "fvc": "FVC", "lvc": "LVC", "vc85": "VC85", "si": "SI",
-                 "ttfb": "TTFB"}
+                 "fp": "FP", "fcp": "FCP", "lcp": "LCP", "dcl": "DCL", "ttfb": "TTFB"}
 
 METRIC_NAMES = {"plt": "Page Load Time", "fvc": "First Visual Change",
                 "lvc": "Last Visual Change", "vc85": "Visual Complete 85 %", "si": "Speed Index",
+                "fp": "First Paint", "fcp": "First Contentful Paint",
+                "lcp": "Largest Contentful Paint", "dcl": "DOMContentLoaded",
                 "ttfb": "Time To First Byte"}
 """Metric name -> its name spelled out (the report says each once, then abbreviates)."""
 
-ANALYSED_METRICS = ("plt", "fvc", "lvc", "vc85", "si")
-"""Metrics with statistics by default (the paper's five)."""
+BROWSER_METRICS = ("fp", "fcp", "lcp", "dcl")
+"""The browser's own paint and DOM timings (1 ms steps, not video frames); NULL in
+stores made before they were recorded, and where the browser reported none."""
 
-PLOTTED_METRICS = ("plt", "fvc", "vc85", "si")
-"""Metrics plotted by default: LVC is computed but, as in the paper, not plotted."""
+ANALYSED_METRICS = ("plt", "fvc", "lvc", "vc85", "si", *BROWSER_METRICS)
+"""Metrics with statistics by default: the paper's five, then the browser's timings
+(a metric without values, as in older stores, is left out of every table)."""
+
+PLOTTED_METRICS = ("plt", "fvc", "vc85", "si", "fcp", "lcp")
+"""Metrics plotted by default: LVC is computed but, as in the paper, not plotted; of the
+browser's timings FCP (beside FVC) and LCP."""
 
 SETTING_LABELS = {"tcp": "TCP", "tcp-plus": "TCP+", "tcp-plus-bbr": "TCP+BBR",
                   "quic": "QUIC", "quic-bbr": "QUIC+BBR"}

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import normalise
-from analysis.schema import COLUMNS, SETTING_LABELS, create_table
+from analysis.schema import ADDED, COLUMNS, SETTING_LABELS, TRIALS, create_table, sql_declaration
 
 
 @dataclass(frozen=True)
@@ -146,6 +146,15 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
         "rtt_ms": rtt,
         "origins": origins[s],
     })
+    # The browser's own timings (drawn last, so the other columns keep their values
+    # for a seed): DCL between TTFB and FVC, the first paints around FVC (which the
+    # video sees up to a frame later), LCP between FVC and PLT.
+    fcp = np.maximum(fvc - rng.uniform(0, 33, total), ttfb + 1)
+    fp = fcp - np.where(rng.random(total) < 0.2, rng.uniform(0, 20, total), 0)
+    dcl = ttfb + (fcp - ttfb) * rng.uniform(0.6, 1.0, total)
+    lcp = fcp + (plt_ - fcp) * rng.uniform(0.1, 0.6, total)
+    df["fp_ms"], df["fcp_ms"], df["lcp_ms"], df["dcl_ms"] = (
+        metric(fp), metric(fcp), metric(lcp), metric(dcl))
     out = normalise(df, "synthetic campaign")
     out.attrs["synthetic"] = True  # the report flags it
     return out
@@ -174,28 +183,35 @@ def trials(rows: Sequence[dict] | pd.DataFrame, **defaults) -> pd.DataFrame:
     return normalise(df, "test trials")
 
 
-def write_sqlite(trials: pd.DataFrame, path) -> None:
+def write_sqlite(trials: pd.DataFrame, path, without: Sequence[str] = ()) -> None:
     """Write `trials` as a contract store (table trials, made as the campaign store makes
-    it) at `path`, which must not exist."""
+    it) at `path`, which must not exist; `without`: added columns (schema.ADDED) to
+    leave out, as a store made before they were added."""
     import sqlite3
 
-    rows = trials[list(COLUMNS)].astype(object).where(trials[list(COLUMNS)].notna(), None)
+    if set(without) - set(ADDED):
+        raise ValueError(f"only added columns can be left out: {', '.join(ADDED)}")
+    declared = [c for c in TRIALS if c.name not in without]
+    columns = [c.name for c in declared]
+    rows = trials[columns].astype(object).where(trials[columns].notna(), None)
     with sqlite3.connect(path) as db:
-        db.execute(create_table())
-        db.executemany(f"INSERT INTO trials VALUES ({', '.join('?' * len(COLUMNS))})",
+        db.execute(f"CREATE TABLE trials ({', '.join(sql_declaration(c) for c in declared)})"
+                   if without else create_table())
+        db.executemany(f"INSERT INTO trials VALUES ({', '.join('?' * len(columns))})",
                        rows.itertuples(index=False, name=None))
     db.close()
 
 
-def write_folder(trials: pd.DataFrame, folder, manifest: dict | None = None) -> None:
+def write_folder(trials: pd.DataFrame, folder, manifest: dict | None = None,
+                 without: Sequence[str] = ()) -> None:
     """A results folder as `testbed run` leaves it (trials.sqlite, manifest.json) holding
     `trials`; its manifest says synthetic, so reports flag it. `folder` must not hold a
-    store yet."""
+    store yet; `without` as in write_sqlite."""
     from pathlib import Path
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    write_sqlite(trials, folder / "trials.sqlite")
+    write_sqlite(trials, folder / "trials.sqlite", without)
     names = sorted(set(trials["campaign"].dropna()))
     info = {"campaign": names[0] if names else "synthetic", "synthetic": True,
             "generator": "analysis.synthetic", **(manifest or {})}

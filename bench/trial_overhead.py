@@ -5,16 +5,21 @@ the savings leave the measurement alone. Needs root and `make setup`.
 
 One page (a bundled recording) over one network profile and the TCP stack:
 
-1. bare Browsertime, its defaults (video and visual metrics on): one process,
-   N iterations, in the same replay, shells and namespace as a trial;
+1. bare Browsertime, its defaults (video and visual metrics on) but the
+   testbed's frame rate (VIDEO_FPS): one process, N iterations, in the same
+   replay, shells and namespace as a trial;
 2. bare Browsertime with its own tuning options (page-complete check, no video
    re-encoding, no filmstrip), as a user of Browsertime would tune it;
 3. the testbed's session (testbed.measure.session) with video and visual
-   metrics, and 4. without video;
+   metrics at VIDEO_FPS, 3b. the same at Browsertime's 30 fps, and 4. without
+   video;
 5. the smoke campaign through `testbed run` (trials per hour).
 
-For each: wall time per load minus its PLT (mean), and the PLTs; then whether
-the PLTs of 1 and 3 differ more than noise (Welch's t-test and Mann-Whitney U).
+For each: wall time per load minus its PLT (mean), the CPU time per load of
+the processes it started (Browsertime, Chromium, ffmpeg, Xvfb, visual
+metrics; not the replay servers), and the PLTs; then whether the PLTs of 1
+and 3 differ more than noise (Welch's t-test and Mann-Whitney U), and what
+the frame rate costs (3 vs 3b: wall, CPU, and whether PLT rises).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -64,13 +70,25 @@ class FixedDriver:
         pass
 
 
-def session_loads(env, chain, url, n, video, work) -> tuple[float, list[float]]:
-    opts = browsertime.BrowsertimeOptions(iterations=n, video=video)
-    s = Session(url, opts, work / f"session-{video}", netns=env.client_netns,
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+CPU: dict[str, float] = {}
+"""Variant -> CPU seconds of its processes per load (filled as they run)."""
+
+
+def session_loads(env, chain, url, n, video, work,
+                  fps: int = browsertime.VIDEO_FPS) -> tuple[float, list[float]]:
+    opts = browsertime.BrowsertimeOptions(iterations=n, video=video, video_fps=fps)
+    s = Session(url, opts, work / f"session-{video}-{fps}", netns=env.client_netns,
                 wrap=chain.argv([]), driver=FixedDriver(env, []))
-    t0 = time.monotonic()
+    cpu0, t0 = children_cpu(), time.monotonic()
     outcomes = s.run()
     wall = time.monotonic() - t0
+    CPU[f"session-{video}-{fps}"] = (children_cpu() - cpu0) / n
     plts = []
     for o in outcomes:
         m = metrics.extract(o.result, o.visual) if o else None
@@ -85,6 +103,7 @@ def bare_loads(env, chain, url, n, tuned, work) -> tuple[float, list[float]]:
     out = safefs.user_dir(work / f"bare-{tuned}")  # Browsertime writes here
     args = [str(browsertime.NODE), str(browsertime.BROWSERTIME), "-n", str(n),
             "--visualMetrics", "true", "--video", "false" if tuned else "true",
+            "--videoParams.framerate", str(browsertime.VIDEO_FPS),
             "--resultDir", str(out),
             "--chrome.chromedriverPath", browsertime.CHROMEDRIVER,
             "--chrome.binaryPath", browsertime.CHROMIUM,
@@ -100,9 +119,10 @@ def bare_loads(env, chain, url, n, tuned, work) -> tuple[float, list[float]]:
     inner = [str(browsertime.PYTHON), "-m", "testbed.measure.xvfb", "--", *args, url]
     argv = enter.as_user([*chain.argv([]), *inner], netns=env.client_netns,
                          env={"PYTHON": str(browsertime.PYTHON)}, cwd=str(out))
-    t0 = time.monotonic()
+    cpu0, t0 = children_cpu(), time.monotonic()
     cp = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60 * n + 120)
     wall = time.monotonic() - t0
+    CPU[f"bare-{tuned}"] = (children_cpu() - cpu0) / n
     if cp.returncode != 0:
         raise SystemExit(f"bare Browsertime failed: {cp.stdout[-2000:]}{cp.stderr[-2000:]}")
     data = json.loads(safefs.read_user(out / "browsertime.json"))[0]
@@ -112,10 +132,21 @@ def bare_loads(env, chain, url, n, tuned, work) -> tuple[float, list[float]]:
     return wall, plts
 
 
-def report(name: str, wall: float, plts: list[float]) -> float:
+def report(name: str, wall: float, plts: list[float], cpu: float | None = None) -> float:
     per = wall / len(plts) - statistics.mean(plts) / 1000
-    print(f"{name:<46} {wall / len(plts):6.2f} s/load  overhead {per:5.2f} s  PLT {fmt(plts)}")
+    cpu_text = f"  CPU {cpu:5.2f} s/load" if cpu is not None else ""
+    print(f"{name:<46} {wall / len(plts):6.2f} s/load  overhead {per:5.2f} s{cpu_text}  "
+          f"PLT {fmt(plts)}")
     return per
+
+
+def differ(x: list[float], y: list[float]) -> str:
+    """Welch's t and Mann-Whitney U p-values of two PLT samples, and the verdict."""
+    from scipy import stats
+    t = stats.ttest_ind(x, y, equal_var=False)
+    u = stats.mannwhitneyu(x, y)
+    return (f"Welch t p={t.pvalue:.2f}, Mann-Whitney U p={u.pvalue:.2f} "
+            f"({'no difference beyond noise' if min(t.pvalue, u.pvalue) >= 0.05 else 'DIFFERENT'})")
 
 
 def smoke_rate() -> None:
@@ -176,23 +207,31 @@ def main(argv: list[str] | None = None) -> None:
             topo = exits.enter_context(ReplayTopology(r.ips))
             env = exits.enter_context(ReplayEnv(r, "tcp", topology=topo))
             results = {}
+            fps = browsertime.VIDEO_FPS
             results["bare"] = bare_loads(env, chain, r.url, a.loads, False, work)
-            o_bare = report("bare Browsertime, defaults (video+VM)", *results["bare"])
+            o_bare = report(f"bare Browsertime, defaults (video+VM, {fps} fps)",
+                            *results["bare"], CPU["bare-False"])
             results["bare-tuned"] = bare_loads(env, chain, r.url, a.loads, True, work)
-            report("bare Browsertime, tuned options (VM, no video)", *results["bare-tuned"])
+            report("bare Browsertime, tuned options (VM, no video)", *results["bare-tuned"],
+                   CPU["bare-True"])
             results["video"] = session_loads(env, chain, r.url, a.loads, True, work)
-            o_video = report("testbed session, video + visual metrics", *results["video"])
+            o_video = report(f"testbed session, video {fps} fps + visual metrics",
+                             *results["video"], CPU[f"session-True-{fps}"])
+            results["video30"] = session_loads(env, chain, r.url, a.loads, True, work, fps=30)
+            o_video30 = report("testbed session, video 30 fps + visual metrics",
+                               *results["video30"], CPU["session-True-30"])
             results["novideo"] = session_loads(env, chain, r.url, a.loads, False, work)
-            report("testbed session, no video", *results["novideo"])
-        from scipy import stats
+            report("testbed session, no video", *results["novideo"], CPU[f"session-False-{fps}"])
         x, y = results["bare"][1], results["video"][1]
-        t = stats.ttest_ind(x, y, equal_var=False)
-        u = stats.mannwhitneyu(x, y)
-        print(f"PLT bare defaults vs testbed session: {statistics.mean(x):.0f} vs "
-              f"{statistics.mean(y):.0f} ms, difference {statistics.mean(y) - statistics.mean(x):+.0f}"
-              f" ms; Welch t p={t.pvalue:.2f}, Mann-Whitney U p={u.pvalue:.2f} "
-              f"({'no difference beyond noise' if min(t.pvalue, u.pvalue) >= 0.05 else 'DIFFERENT'})")
+        print(f"PLT bare defaults vs testbed session (both {fps} fps): {statistics.mean(x):.0f} "
+              f"vs {statistics.mean(y):.0f} ms, difference "
+              f"{statistics.mean(y) - statistics.mean(x):+.0f} ms; {differ(x, y)}")
         print(f"saving per trial vs bare Browsertime defaults: {o_bare - o_video:.1f} s")
+        x30 = results["video30"][1]
+        print(f"{fps} fps vs 30 fps per trial: wall {o_video - o_video30:+.2f} s, CPU "
+              f"{CPU[f'session-True-{fps}'] - CPU['session-True-30']:+.2f} s; PLT "
+              f"{statistics.mean(y):.0f} vs {statistics.mean(x30):.0f} ms "
+              f"({statistics.mean(y) - statistics.mean(x30):+.0f} ms), {differ(y, x30)}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if not a.skip_smoke:

@@ -33,8 +33,11 @@ def outcome(k: int, stack: str, ok: bool = True) -> Outcome:
     return Outcome(
         index=k, measured=ok, began=0.0, ended=1.0,
         browser_error=None if ok else "UrlLoadError",
-        result=[{"browserScripts": {"timings": {"pageTimings": {"pageLoadTime": 500},
-                                                "loadEventEnd": 500, "ttfb": 40}}}],
+        result=[{"browserScripts": {"timings": {
+            "pageTimings": {"pageLoadTime": 500, "domContentLoadedTime": 90},
+            "loadEventEnd": 500, "ttfb": 40,
+            "paintTiming": {"first-paint": 95, "first-contentful-paint": 97},
+            "largestContentfulPaint": {"startTime": 310}}}}],
         har={"log": {"pages": [], "entries": [
             {"request": {"url": "https://a.test/"}, "response": {"httpVersion": proto}}]}},
         visual={"FirstVisualChange": 100, "LastVisualChange": 400, "VisualComplete85": 300,

@@ -92,4 +92,4 @@ def test_design_impact_includes_the_bbr_pair_when_measured():
     assert set(table["site"]) == {"gnu.org"}
     assert set(zip(table["tcp"], table["quic"])) == {("tcp-plus", "quic"),
                                                      ("tcp-plus-bbr", "quic-bbr")}
-    assert set(table["metric"]) == {"fvc", "plt"} and set(table["rtt_ms"]) == {74.0}
+    assert set(table["metric"]) == {"fvc", "fcp", "plt"} and set(table["rtt_ms"]) == {74.0}

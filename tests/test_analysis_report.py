@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from PIL import Image
@@ -195,3 +196,41 @@ def test_cli_statistics_options_and_trial_links(tmp_path):
     trials_page = tmp_path / "r" / "trials.html"
     hrefs = [h for h in links(trials_page) if h != "index.html"]
     assert len(hrefs) == 2 and all((trials_page.parent / unquote(h)).is_file() for h in hrefs)
+
+
+PAINT = ("fp_ms", "fcp_ms", "lcp_ms", "dcl_ms")
+
+
+def test_results_stored_before_the_paint_timings_load_report_and_export(tmp_path):
+    trials = synthetic.campaign(sites=3, single_origin=1, networks=["dsl"],
+                                settings=["tcp", "tcp-plus", "quic"], runs=10, seed=5)
+    old = tmp_path / "old"
+    synthetic.write_folder(trials, old, without=PAINT)
+    loaded = load(old)
+    assert loaded[list(PAINT)].isna().all().all() and loaded["plt_ms"].notna().any()
+    done = CliRunner().invoke(cli, ["report", str(old), "--out", str(tmp_path / "r")])
+    assert done.exit_code == 0, done.output
+    design = pd.read_csv(tmp_path / "r" / "tables" / "design_impact.csv")
+    assert set(design["metric"]) == {"fvc", "plt"}
+    assert not list((tmp_path / "r" / "plots").glob("cdf-fcp.*"))
+    page = html.unescape((tmp_path / "r" / "index.html").read_text(encoding="utf-8"))
+    assert "No ok trial has FP, FCP, LCP, DCL: left out of every table" in page
+    done = CliRunner().invoke(cli, ["export", str(old), "--csv", "-"])
+    assert done.exit_code == 0, done.output
+    header, first = done.output.splitlines()[:2]
+    assert header.endswith(",fp_ms,fcp_ms,lcp_ms,dcl_ms") and first.endswith(",,,,")
+
+
+def test_report_shows_the_paint_timings_beside_the_video_metrics(fixture_report):
+    result, index = fixture_report
+    out = index.parent
+    for metric in ("fcp", "lcp"):
+        assert (out / "plots" / f"cdf-{metric}.svg").is_file()
+    assert {"fp", "fcp", "lcp", "dcl"} <= set(result.summary["metric"])
+    assert {"fp", "fcp", "lcp", "dcl"} <= set(result.win_tie_loss["metric"])
+    assert list(dict.fromkeys(result.design["metric"])) == ["plt", "fvc", "fcp"]
+    page = html.unescape(index.read_text(encoding="utf-8"))
+    assert "FCP = First Contentful Paint" in page and "LCP = Largest Contentful Paint" in page
+    design = page[page.index('id="design"'):page.index('id="health"')]
+    rows = re.findall(r"<td>(FVC|FCP|PLT)</td>", design)
+    assert rows[:3] == ["FVC", "FCP", "PLT"]  # FCP beside FVC and PLT in the 1-RTT table

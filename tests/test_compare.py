@@ -12,6 +12,8 @@ from analysis import synthetic
 from analysis.agreement import agreement, agreement_of, flatten, manifest_diff
 from testbed.cli import cli
 
+PAINT = ("fp_ms", "fcp_ms", "lcp_ms", "dcl_ms")
+
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
@@ -29,7 +31,17 @@ def test_a_campaign_against_itself_agrees_fully(folder):
     assert ((result.sites["diff_low"] <= 0) & (result.sites["diff_high"] >= 0)).all()
     assert (result.summary["agreement"] == 1.0).all()
     # every pair of the default set, every network and analysed metric, every site
-    assert len(result.sites) == 6 * 2 * 5 * 4
+    assert len(result.sites) == 6 * 2 * 9 * 4
+
+
+def test_a_campaign_stored_before_the_paint_timings_compares_on_the_metrics_both_have(
+        folder, tmp_path):
+    old = tmp_path / "old"
+    trials = synthetic.campaign(sites=4, networks=["dsl", "lte"], runs=10, seed=6)
+    synthetic.write_folder(trials, old, without=PAINT)
+    result = agreement_of(folder, old, resamples=300)
+    assert set(result.sites["metric"]) == {"plt", "fvc", "lvc", "vc85", "si"}
+    assert result.score == 1.0
 
 
 def test_disagreement_is_counted_per_site():
@@ -61,7 +73,7 @@ def test_cli_self_and_other(folder, tmp_path):
     done = CliRunner().invoke(cli, ["compare", str(folder), str(folder)])
     assert done.exit_code == 0, done.output
     assert done.output.startswith("manifests: 0 difference(s)")
-    assert "agreement: 100.0% of 240 site verdicts" in done.output
+    assert "agreement: 100.0% of 432 site verdicts" in done.output
 
     other = tmp_path / "other"
     synthetic.write_folder(synthetic.campaign(sites=4, networks=["dsl"], runs=10, seed=7), other,
@@ -73,5 +85,5 @@ def test_cli_self_and_other(folder, tmp_path):
     assert lines[0] == "manifests: 1 difference(s):"
     assert lines[1] == "  versions.chromium: 130.0 | 131.0"
     sites = pd.read_csv(tmp_path / "cmp" / "sites.csv")
-    assert set(sites["network"]) == {"dsl"} and len(sites) == 6 * 5 * 4
+    assert set(sites["network"]) == {"dsl"} and len(sites) == 6 * 9 * 4
     assert json.loads((other / "manifest.json").read_text())["synthetic"] is True

@@ -47,8 +47,40 @@ def test_mixed_protocols_are_counted_and_data_urls_ignored():
 def test_metrics_from_a_saved_browsertime_result_and_visual_metrics():
     m = metrics.extract(load("browsertime-iteration.json"), load("visualmetrics.json"))
     assert m == metrics.Metrics(plt_ms=562.0, fvc_ms=200.0, lvc_ms=366.0, vc85_ms=366.0,
-                                si_ms=292.0, ttfb_ms=92.0)
+                                si_ms=292.0, ttfb_ms=92.0, fp_ms=204.0, fcp_ms=204.0,
+                                lcp_ms=364.0, dcl_ms=202.0)
     assert m.missing() == []
+
+
+def test_paint_timings_the_browser_did_not_report_are_none_and_do_not_fail_a_trial():
+    result = load("browsertime-iteration.json")
+    t = result[0]["browserScripts"]["timings"]
+    del t["largestContentfulPaint"]  # a page without a contentful element
+    t["paintTiming"] = {"first-paint": 150}
+    m = metrics.extract(result, load("visualmetrics.json"))
+    assert (m.fp_ms, m.fcp_ms, m.lcp_ms, m.dcl_ms) == (150.0, None, None, 202.0)
+    assert m.missing() == []
+    assert judge(Evidence(stack="tcp", measured=True, metrics=m, protocols={"h2": 3})).ok
+
+
+@pytest.mark.parametrize("value", [0, -5, "204", True, None, float("nan"), float("inf"),
+                                   [204], {"x": 1}])
+def test_paint_timings_that_are_not_positive_finite_numbers_are_none(value):
+    result = load("browsertime-iteration.json")
+    t = result[0]["browserScripts"]["timings"]
+    t["paintTiming"] = {"first-paint": value, "first-contentful-paint": value}
+    t["largestContentfulPaint"] = {"startTime": value}
+    t["pageTimings"]["domContentLoadedTime"] = value
+    m = metrics.extract(result, None)
+    assert (m.fp_ms, m.fcp_ms, m.lcp_ms, m.dcl_ms) == (None, None, None, None)
+    assert m.plt_ms == 562.0
+
+
+@pytest.mark.parametrize("timings", [[], "x", {"paintTiming": [1], "pageTimings": 3,
+                                               "largestContentfulPaint": "big"}])
+def test_timings_of_the_wrong_shape_give_no_metric(timings):
+    m = metrics.extract([{"browserScripts": {"timings": timings}}], None)
+    assert (m.plt_ms, m.fp_ms, m.fcp_ms, m.lcp_ms, m.dcl_ms) == (None,) * 5
 
 
 def test_no_load_event_means_no_plt():
@@ -120,9 +152,23 @@ def test_browsertime_argv_keeps_the_measurement_settings(tmp_path):
     assert pairs["--chrome.chromedriverPath"] == "/usr/bin/chromedriver"
     assert pairs["--chrome.ignoreCertificateErrors"] == "false"
     assert pairs["--video"] == "true" and pairs["--videoParams.convert"] == "false"
+    assert pairs["--videoParams.framerate"] == "60" == str(browsertime.VIDEO_FPS)
     assert pairs["--timeouts.pageCompleteCheck"] == "60000"
     assert "--no-sandbox" not in " ".join(argv)
     assert f"--chrome.args={browsertime.PLACEHOLDER_RULES}" in argv
+
+
+def test_the_campaign_frame_rate_reaches_the_screen_recording(tmp_path):
+    from testbed.campaign import config
+
+    (tmp_path / "c.toml").write_text('sites = ["local-news"]\nnetworks = ["dsl"]\n'
+                                     'protocols = ["tcp"]\nvideo_fps = 30\n')
+    assert config.load(tmp_path / "c.toml").video_fps == 30
+    opts = browsertime.BrowsertimeOptions(iterations=1, video_fps=30)
+    pairs = dict(itertools.pairwise(browsertime.argv(opts, "https://a.test/", tmp_path, tmp_path)))
+    assert pairs["--videoParams.framerate"] == "30"
+    novideo = browsertime.BrowsertimeOptions(iterations=1, video=False)
+    assert "--videoParams.framerate" not in browsertime.argv(novideo, "u", tmp_path, tmp_path)
 
 
 def test_complete_check_is_filled_in():

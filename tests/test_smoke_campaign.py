@@ -21,7 +21,8 @@ from needs import need
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTBED = [str(ROOT / ".venv/bin/testbed")]
-METRICS = ("plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms", "ttfb_ms")
+METRICS = ("plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms", "ttfb_ms", "fp_ms", "fcp_ms",
+           "lcp_ms", "dcl_ms")
 
 pytestmark = pytest.mark.e2e
 
@@ -63,12 +64,15 @@ def test_smoke_campaign_five_settings_all_ok_with_protocol_proven(tmp_path):
         proven = json.loads(r["protocols"])
         assert list(proven) == [want] and proven[want] == r["requests"] > 0, r
         assert (r["network"], r["rtt_ms"], r["origins"]) == ("dsl", 24.0, 4)
+        # the browser's timings, in the order the browser reaches them
+        assert r["ttfb_ms"] < r["dcl_ms"] and r["fp_ms"] <= r["fcp_ms"] <= r["lcp_ms"], r
         assert r["bytes"] > 0 and r["misses"] is not None
         files = out / "trials" / r["trial_id"]
         assert {"browsertime.json", "browsertime.har.gz", "visualmetrics.json", "trial.json"} <= {
             p.name for p in files.iterdir()}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["versions"]["browsertime"] == "28.3.0"
+    assert manifest["campaign"]["settings"]["video_fps"] == 60
     assert manifest["calibration"]["dsl"]["delay_ms"] >= 0
     assert set(manifest["server_sysctls"]) == {r["protocol"] for r in got}
     csv = subprocess.run(check=False, args=[*TESTBED, "results", str(out), "--csv", "-"], cwd=ROOT,

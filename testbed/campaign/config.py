@@ -23,6 +23,7 @@ from testbed import profiles, tomlfile
 from testbed import recording as rec
 from testbed import recording_search as search
 from testbed.errors import InputError
+from testbed.measure.browsertime import VIDEO_FPS
 from testbed.paths import CAMPAIGNS_DIR
 
 
@@ -54,6 +55,9 @@ class Campaign(BaseModel):
     """How often a failed trial is tried again before it is stored as failed."""
     keep_video: bool = False
     """Keep each trial's screen recording (large); visual metrics are computed either way."""
+    video_fps: int = Field(default=VIDEO_FPS, ge=10, le=120)
+    """Frames per second of the screen recording: FVC, LVC, VC85 and SI move in steps of
+    one frame (16.7 ms at 60)."""
     seed: int = 0
     """Seeds the order of the trials (the same seed gives the same order)."""
     settle_ms: int = Field(default=1000, ge=0, le=60_000)

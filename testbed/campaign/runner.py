@@ -306,7 +306,7 @@ class Runner:
         driver = BlockDriver(block, servers, self.settings, on_trial=on_trial)
         opts = browsertime.BrowsertimeOptions(
             iterations=len(block.trials), timeout_s=c.timeout_s, settle_ms=c.settle_ms,
-            settle_max_ms=c.settle_max_ms)
+            settle_max_ms=c.settle_max_ms, video_fps=c.video_fps)
         chain = self.chains[block.network]
         wrap = chain.argv([])
         blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))

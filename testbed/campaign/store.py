@@ -22,6 +22,7 @@ from typing import Self
 
 from analysis import schema
 from analysis.schema import ADDED, COLUMNS, TRIALS
+from testbed.errors import InputError
 
 
 def _json(counts: dict[str, int] | None) -> str | None:
@@ -133,10 +134,17 @@ class Store:
 
 
 def read_rows(path: Path) -> list[dict]:
-    """Every stored trial as a dict of the contract's columns, in trial_id order."""
+    """Every stored trial as a dict of the contract's columns, in trial_id order; a
+    column added to the contract after the store was made (ADDED) is None."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        cur = db.execute(f"SELECT {', '.join(COLUMNS)} FROM trials ORDER BY trial_id")
+        have = {r[1] for r in db.execute("PRAGMA table_info(trials)")}
+        lacking = [c for c in COLUMNS if c not in have and c not in ADDED]
+        if lacking:
+            raise InputError(f"{path}: table trials: no column {', '.join(lacking)}; "
+                             "expected a campaign store (see analysis/schema.py)")
+        select = ", ".join(c if c in have else f"NULL AS {c}" for c in COLUMNS)
+        cur = db.execute(f"SELECT {select} FROM trials ORDER BY trial_id")
         return [dict(zip(COLUMNS, r)) for r in cur]
     finally:
         db.close()

@@ -47,7 +47,8 @@ class SiteSpec:
     layout: str = "news"
     """"news": the news front page; "gallery": a short HTML on `www` followed by
     `articles` images from `www` itself, with its stylesheet and script on `static`
-    (a page that asks one host for many images at once)."""
+    (a page that asks one host for many images at once); "single": one origin,
+    `www` only: an HTML page, two stylesheets and `articles` JPEGs (bench/one_rtt)."""
 
     @property
     def ips(self) -> dict[str, str]:
@@ -99,7 +100,22 @@ GALLERY_SITE = SiteSpec(
     layout="gallery",
 )
 
-SITES = {s.name: s for s in (TEST_SITE, NEWS_SITE, GALLERY_SITE)}
+SINGLE_SITE = SiteSpec(
+    name="one-origin",
+    www="www.one-origin.test",
+    static="www.one-origin.test",
+    cdn="www.one-origin.test",
+    api="www.one-origin.test",
+    addresses=(("www.one-origin.test", "10.80.0.1"),),
+    articles=3,
+    promos=0,
+    image_px=420,
+    layout="single",
+)
+"""HTML + 2 CSS + 3 images (~150 KB) on one host: a page whose load the handshake
+dominates, for bench/one_rtt."""
+
+SITES = {s.name: s for s in (TEST_SITE, NEWS_SITE, GALLERY_SITE, SINGLE_SITE)}
 
 
 @dataclass(frozen=True)
@@ -159,6 +175,8 @@ def build(spec: SiteSpec) -> dict[tuple[str, str], Resource]:
     """Every static resource of the site, keyed by (host, path)."""
     if spec.layout == "gallery":
         return _gallery(spec)
+    if spec.layout == "single":
+        return _single(spec)
     res: list[Resource] = []
     www, static, cdn, api = spec.www, spec.static, spec.cdn, spec.api
 
@@ -228,6 +246,52 @@ def _gallery(spec: SiteSpec) -> dict[tuple[str, str], Resource]:
                     headers=(CACHE, CORS, ALT_SVC))]
     res += [Resource(www, f"/img/photo-{i:02d}.jpg", "image/jpeg", _jpeg(w, h, seed=200 + i),
                      headers=(CACHE, ALT_SVC)) for i in range(spec.articles)]
+    return {(r.host, r.path): r for r in res}
+
+
+def _single(spec: SiteSpec) -> dict[tuple[str, str], Resource]:
+    """The one-origin page: an article (text first, so the first contentful paint
+    needs the HTML and its two render-blocking stylesheets) with `articles` JPEGs,
+    everything from `www`."""
+    www = spec.www
+    w, h = spec.image_px, spec.image_px * 9 // 16
+    figures = "\n".join(
+        f'  <figure><img src="/img/photo-{i}.jpg" width="{w}" height="{h}" alt="photo {i}">'
+        f"<figcaption>{_title(i)}</figcaption></figure>" for i in range(spec.articles))
+    paragraphs = [f"  <p>{_lorem(i)}</p>" for i in range(24)]
+    first, rest = "\n".join(paragraphs[:8]), "\n".join(paragraphs[8:])
+    html = f"""<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>{spec.name}: one origin</title>
+  <link rel="stylesheet" href="/css/base.css">
+  <link rel="stylesheet" href="/css/layout.css">
+</head>
+<body>
+  <h1>Harbour festival returns</h1>
+{first}
+{figures}
+{rest}
+</body>
+</html>
+""".encode()
+    base = ("body { font-family: sans-serif; color: #222; background: #fafafa; }\n"
+            "h1 { color: #14388c; }\n"
+            + "".join(f".m-{i} {{ margin: {i * 4}px; }} .p-{i} {{ padding: {i * 4}px; }}\n"
+                      for i in range(60))).encode()
+    layout = ("body { margin: 0 auto; max-width: 1000px; }\n"
+              f"figure {{ display: inline-block; margin: 4px; width: {w}px; }}\n"
+              + "".join(f".col-{i} {{ width: {i * 8.333:.3f}%; float: left; }}\n"
+                        for i in range(1, 13))
+              + "".join(f".g-{i} {{ grid-column: span {i % 12 + 1}; }}\n"
+                        for i in range(60))).encode()
+    res = [Resource(www, "/", "text/html; charset=utf-8", html,
+                    headers=(("cache-control", "no-cache"),)),
+           Resource(www, "/css/base.css", "text/css", base, headers=(CACHE,)),
+           Resource(www, "/css/layout.css", "text/css", layout, headers=(CACHE,))]
+    res += [Resource(www, f"/img/photo-{i}.jpg", "image/jpeg", _jpeg(w, h, seed=300 + i),
+                     headers=(CACHE,)) for i in range(spec.articles)]
     return {(r.host, r.path): r for r in res}
 
 
