@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, field_validator
 
 from testbed import profiles, tomlfile
 from testbed import recording as rec
@@ -30,7 +30,10 @@ from testbed.paths import CAMPAIGNS_DIR
 class Campaign(BaseModel):
     """A matrix of trials: sites x networks x protocols x runs."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True,
+                              use_attribute_docstrings=True)
+    # strict: `runs = "3"` or `keep_video = 1` is refused, not converted; the three
+    # lists are TOML arrays (lists), taken as tuples of strings (each one strict)
 
     name: str = Field(default="", exclude=True)
     """The campaign's name: its file name without .toml (set by the loader)."""
@@ -40,12 +43,12 @@ class Campaign(BaseModel):
     """sha256 of the file's bytes."""
     description: str = ""
     """One line for people."""
-    sites: tuple[str, ...] = Field(min_length=1)
+    sites: tuple[StrictStr, ...] = Field(min_length=1, strict=False)
     """Recordings: a name (found in the search path), a path (with a `/` or starting with
     `.`: against the campaign file's folder), or a glob (`corpus/*`) over either."""
-    networks: tuple[str, ...] = Field(min_length=1)
+    networks: tuple[StrictStr, ...] = Field(min_length=1, strict=False)
     """Network profiles (profiles/networks/NAME or a path to a TOML file)."""
-    protocols: tuple[str, ...] = Field(min_length=1)
+    protocols: tuple[StrictStr, ...] = Field(min_length=1, strict=False)
     """Protocol settings (profiles/protocols/NAME or a path to a TOML file)."""
     runs: int = Field(default=31, ge=1, le=10_000)  # MAX_RUNS
     """Page loads per site, network and protocol setting."""
