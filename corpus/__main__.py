@@ -63,7 +63,7 @@ def build(args) -> int:
         if unknown:
             raise InputError(f"--only: expected names of the plan's sites, got {unknown[0]!r}")
         plans = [p for p in plans if p.name in args.only]
-    lock_bytes = npm.LOCK.read_bytes()
+    lock_bytes = args.lock.read_bytes() if args.lock.is_file() else b""
     out: Path = args.out
     todo = []
     for p in plans:
@@ -78,7 +78,7 @@ def build(args) -> int:
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: --out: expected a folder, got a file")
     # Every package before anything is written: an unreachable registry is one line.
-    packages = npm.fetch_all(npm.load_lock(), args.registry, args.cache)
+    packages = npm.fetch_all(npm.load_lock(args.lock), args.registry, args.cache)
     if os.geteuid() != 0:
         raise InputError("corpus build: records in network namespaces, run it as root")
     from corpus import record, site  # Pillow and the encoders only when building
@@ -139,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="package tarball cache (default ~/.cache/testbed/corpus)")
     b.add_argument("--only", nargs="+", metavar="NAME", help="build only these sites")
     b.add_argument("--force", action="store_true", help="record again even if up to date")
+    b.add_argument("--lock", type=Path, default=npm.LOCK,
+                   help="package lock (default corpus/packages.lock.json)")
     b.add_argument("--timeout", type=float, default=60, help="testbed record --timeout")
     args = ap.parse_args(argv)
     try:
