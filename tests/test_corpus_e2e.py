@@ -10,8 +10,10 @@ ones (README, "The corpus").
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
+import tempfile
 from pathlib import Path
 
 import corpus_fake
@@ -39,7 +41,16 @@ def test_small_corpus_builds_once_deterministically_and_replays_without_misses(t
     packages = corpus_fake.tarballs()
     lock = tmp_path / "lock.json"
     npm.write_lock({n: locked for n, (locked, _) in packages.items()}, lock)
-    out = tmp_path / "corpus"
+    # World-readable: the replay servers run as the testbed user.
+    shared = Path(tempfile.mkdtemp(prefix="tb-corpus-"))
+    shared.chmod(0o755)
+    try:
+        check(tmp_path, shared / "corpus", lock, packages)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def check(tmp_path: Path, out: Path, lock: Path, packages) -> None:
     with corpus_fake.registry(packages) as (url, _handler):
         def build(*extra):
             return subprocess.run([PY, "-m", "corpus", "build", "--only", *SITES,
@@ -69,9 +80,10 @@ def test_small_corpus_builds_once_deterministically_and_replays_without_misses(t
                         timeout=900, check=False)
     assert cp.returncode == 0, cp.stderr[-3000:]
     db = sqlite3.connect(tmp_path / "res" / "trials.sqlite")
-    rows = db.execute("SELECT site, protocol, status, misses, requests FROM trials").fetchall()
+    rows = db.execute("SELECT site, protocol, status, reason, misses, requests "
+                      "FROM trials").fetchall()
     db.close()
     assert len(rows) == 2 * len(SITES)
-    for site, protocol, status, misses, requests in rows:
-        assert (status, misses) == ("ok", 0), (site, protocol, status, misses)
+    for site, protocol, status, reason, misses, requests in rows:
+        assert (status, misses) == ("ok", 0), (site, protocol, status, reason, misses)
         assert requests > 10
