@@ -226,3 +226,13 @@ def test_bad_arguments_are_one_line(tmp_path, argv, expect):
     assert cp.returncode == 2 and expect in cp.stderr, cp.stderr
     assert cp.stderr.count("\n") == 1 and cp.stderr.startswith("corpus: error: ")
     assert not (tmp_path / "out").exists()
+
+
+def test_testbed_never_imports_the_corpus():
+    import ast
+
+    for src in (ROOT / "testbed").rglob("*.py"):
+        for node in ast.walk(ast.parse(src.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n == "corpus" or n.startswith("corpus.") for n in names), src
