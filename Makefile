@@ -4,12 +4,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TESTBED := $(VENV)/bin/testbed
 CAMPAIGN ?= profiles/campaigns/paper.toml
+CORPUS ?= recordings/corpus
 RESULTS ?= results/$(basename $(notdir $(CAMPAIGN)))
 REPORT_OUT ?= reports/$(notdir $(RESULTS))
 # rustup's cargo if present, else Debian's (the same choice as setup/setup.sh)
 CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
-.PHONY: setup test lint unit e2e experiment report faults doctor bench clean image image-test
+.PHONY: setup test lint unit e2e corpus experiment report faults doctor bench clean image image-test
 
 setup:
 	bash setup/setup.sh
@@ -17,7 +18,7 @@ setup:
 test: lint unit e2e faults
 
 lint:
-	$(VENV)/bin/ruff check testbed analysis tests bench recordings
+	$(VENV)/bin/ruff check testbed analysis tests bench recordings corpus
 
 unit:
 	$(PY) -m pytest -q -m "not e2e" tests
@@ -29,7 +30,15 @@ e2e:
 doctor:
 	$(TESTBED) doctor
 
+# The offline corpus (corpus/, README "The corpus"): 38 sites shaped like the web,
+# recorded into $(CORPUS)/. Packages come from the npm registry once (cached);
+# a second run finds every site up to date and records nothing.
+corpus:
+	$(PY) -m corpus build --out $(CORPUS)
+
+# A campaign over the corpus (paper.toml is) builds it first if it is missing.
 experiment:
+	@if grep -q '"corpus/' $(CAMPAIGN); then $(MAKE) --no-print-directory corpus; fi
 	$(TESTBED) run $(CAMPAIGN) --out $(RESULTS)
 
 report:

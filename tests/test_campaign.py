@@ -1,9 +1,11 @@
 """Campaigns without the testbed: file validation, trial order, resume, the store."""
 
 import json
+import shutil
 import sqlite3
 import statistics
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +14,8 @@ from analysis.schema import COLUMNS as NAMES
 from testbed.campaign import config, plan
 from testbed.campaign.store import Row, Store, read_rows
 from testbed.errors import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SITES = ["a", "b", "c", "d"]
 NETS = ["dsl", "lte", "da2gc", "mss"]
@@ -28,11 +32,16 @@ def write(tmp_path, text, name="c.toml"):
 GOOD = 'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp", "quic"]\n'
 
 
-def test_bundled_campaigns_load():
+def test_bundled_campaigns_load(tmp_path, monkeypatch):
     smoke = config.load("profiles/campaigns/smoke.toml")
-    assert smoke.name == "smoke" and smoke.runs == 1 and len(smoke.protocols) == 5
+    assert smoke.name == "smoke" and smoke.runs == 1 and len(smoke.protocols) == 5 \
+        and smoke.sites == ("local-news",)
+    # paper.toml runs over every recording under corpus/ in the search path (make corpus).
+    shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "corpus" / "local-news")
+    monkeypatch.setenv("TESTBED_RECORDINGS", str(tmp_path))
     paper = config.load("paper")
     assert paper.networks == ("dsl", "lte", "da2gc", "mss") and paper.runs == 31
+    assert paper.sites == ("corpus/*",)
 
 
 def test_defaults(tmp_path):

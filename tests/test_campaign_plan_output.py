@@ -3,6 +3,9 @@ one-line-per-trial log used when the output is not a terminal."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -11,8 +14,13 @@ from testbed.campaign.progress import TrialLines
 from testbed.campaign.store import Row
 from testbed.cli import cli
 
+ROOT = Path(__file__).resolve().parent.parent
 
-def test_dry_run_prints_the_plan_and_an_estimate(tmp_path):
+
+def test_dry_run_prints_the_plan_and_an_estimate(tmp_path, monkeypatch):
+    # paper.toml's sites are corpus/*: here one recording under corpus/ in the search path.
+    shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "recs" / "corpus" / "local-news")
+    monkeypatch.setenv("TESTBED_RECORDINGS", str(tmp_path / "recs"))
     done = CliRunner().invoke(cli, ["run", "profiles/campaigns/paper.toml", "--dry-run",
                                     "--out", str(tmp_path / "res")])
     assert done.exit_code == 0, done.output
