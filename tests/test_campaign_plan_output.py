@@ -17,7 +17,7 @@ def test_dry_run_prints_the_plan_and_an_estimate(tmp_path):
                                     "--out", str(tmp_path / "res")])
     assert done.exit_code == 0, done.output
     assert "trials: 1 x 4 x 5 x 31 = 620" in done.output
-    assert "local-news|" in done.output and "estimated duration:" in done.output
+    assert "local-news+" in done.output and "estimated duration:" in done.output
     assert not (tmp_path / "res").exists()  # nothing started, nothing written
 
 
@@ -36,7 +36,7 @@ def test_estimate_model_by_hand():
 
 
 def row(status, plt):
-    return Row(trial_id="s|dsl|tcp|0", campaign="c", site="s", network="dsl", protocol="tcp",
+    return Row(trial_id="s+dsl+tcp+0", campaign="c", site="s", network="dsl", protocol="tcp",
                run=0, status=status, reason=None if status == "ok" else "timeout", attempt=1,
                started_at="", wall_s=1.0, plt_ms=plt, fvc_ms=None, lvc_ms=None, vc85_ms=None,
                si_ms=None, ttfb_ms=None, requests=None, bytes=None, misses=None,
@@ -46,6 +46,6 @@ def row(status, plt):
 def test_trial_lines_give_id_status_plt_and_eta():
     now = iter([0.0, 10.0, 20.0])
     lines = TrialLines(4, clock=lambda: next(now))
-    assert lines.line(row("ok", 1234.4)) == "trial 1/4 s|dsl|tcp|0 ok PLT 1234 ms ETA 0:00:30"
-    assert lines.line(row("failed", None)) == ("trial 2/4 s|dsl|tcp|0 failed (timeout) PLT – "
+    assert lines.line(row("ok", 1234.4)) == "trial 1/4 s+dsl+tcp+0 ok PLT 1234 ms ETA 0:00:30"
+    assert lines.line(row("failed", None)) == ("trial 2/4 s+dsl+tcp+0 failed (timeout) PLT – "
                                                "ETA 0:00:20")

@@ -47,7 +47,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
         + "retries = 1\ntimeout_s = 60\nseed = 11\n")
     out = tmp_path / "results"
     argv = [TESTBED, "run", str(campaign), "--out", str(out)]
-    planned = {f"local-news|none|{p}|{r}" for p in PROTOCOLS for r in range(RUNS)}
+    planned = {f"local-news+none+{p}+{r}" for p in PROTOCOLS for r in range(RUNS)}
     rng = random.Random(20261122)
     kills, progress = 0, []
     for _ in range(3 * KILLS):
