@@ -2,7 +2,8 @@
 
 Like Mahimahi's mm-webreplay: brings the replay up (topology, certificate,
 servers), runs CMD as the testbed user in the client namespace, tears
-everything down when CMD ends, and exits with CMD's status. A protocol
+everything down when CMD ends, and exits with CMD's status (under --network:
+Mahimahi's, 0 or 1). A protocol
 setting names its stack, so --protocol alone is enough (with --stack too, the
 two must agree). --network puts CMD inside the profile's Mahimahi shells, the
 calibrated chain a campaign's trials run in (testbed.emulate.calibrate). CMD
