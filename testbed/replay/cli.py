@@ -3,11 +3,11 @@
 Like Mahimahi's mm-webreplay: brings the replay up (topology, certificate,
 servers), runs CMD as the testbed user in the client namespace, tears
 everything down when CMD ends, and exits with CMD's status (under --network:
-Mahimahi's, 0 or 1). A protocol
-setting names its stack, so --protocol alone is enough (with --stack too, the
-two must agree). --network puts CMD inside the profile's Mahimahi shells, the
-calibrated chain a campaign's trials run in (testbed.emulate.calibrate). CMD
-learns how to reach the replay from its environment:
+Mahimahi's, 0 or 1). A protocol setting names its stack, so --protocol alone is
+enough (with --stack too, the two must agree). --network puts CMD inside the
+profile's Mahimahi shells, the calibrated chain a campaign's trials run in
+(testbed.emulate.calibrate). CMD learns how to reach the replay from its
+environment:
 
     TESTBED_CHROMIUM_FLAGS       Chromium's flags for this replay, one per line
                                  (mapfile -t f <<<"$TESTBED_CHROMIUM_FLAGS"; chromium "${f[@]}")
