@@ -402,8 +402,11 @@ def _trial_links(a: Analysis, out: Path, results_dir: Path | None) -> str | None
     for t in a.trials.itertuples(index=False):
         folder = trials_dir / str(t.trial_id)
         links = []
+        # a trial's folder is trials/<trial_id> (`+` or, in older results, `|` between its
+        # parts); an id that is not one name in trials/ links nothing
+        inside = str(t.trial_id) not in ("", ".", "..") and "/" not in str(t.trial_id)
         for name, file in TRIAL_FILES.items():
-            if (folder / file).is_file():
+            if inside and (folder / file).is_file():
                 href = os.path.relpath(folder / file, out.resolve() if out.is_absolute()
                                        else out.absolute())
                 links.append(f'<a href="{escape(quote(Path(href).as_posix()))}">{name}</a>')

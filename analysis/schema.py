@@ -5,10 +5,33 @@ export all have exactly the columns of TRIALS, in its order. The campaign
 store (testbed.campaign.store) builds its table and its Row from TRIALS; the
 loader casts every source to DTYPES, so the three read back as identical
 DataFrames.
+
+A results folder:
+
+    results/<campaign>/
+      trials.sqlite              one row per finished trial (TRIALS)
+      manifest.json              versions, hashes, calibration, one entry per session
+      run.lock                   held by the one `testbed run` writing here
+      logs/                      Browsertime's log of each block
+      trials/<trial_id>/         the trial's files: browsertime.json, browsertime.har.gz,
+                                 visualmetrics.json, trial.json (video.mp4 if kept)
+
+A trial's folder is named exactly by its trial_id, whatever its form. Today that
+is `<site>+<network>+<protocol>+<run>` (trial_id()): every label matches LABEL
+(letters, digits, `.`, `_`, `-`; at most 64 characters; starting with a letter
+or digit; no name Windows reserves), so `+` separates the four parts without
+ambiguity, no part can be `..` or hold a `/`, and the name needs no quoting in a
+shell and is valid on Windows. Results written before this form used
+`<site>|<network>|<protocol>|<run>` (OLD_SEPARATOR) for both; they stay readable
+as they are, and a campaign resumed into them adds new-form trials beside the
+old ones. A trial is therefore identified by its site, network, protocol and
+run columns (resume, compare and the analysis match on them), never by the
+literal id.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -32,11 +55,38 @@ class Column:
 
 TEXT_KIND, INTEGER_KIND, REAL_KIND = "text", "integer", "real"
 
+SEPARATOR = "+"
+"""Between the parts of a trial_id (not a character LABEL allows)."""
+OLD_SEPARATOR = "|"
+"""Between the parts of a trial_id in results written before SEPARATOR."""
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""What a site, network or protocol name must be (full match) to name trials."""
+WINDOWS_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+                              *(f"LPT{i}" for i in range(1, 10))})
+"""Names Windows refuses for a file, also with an extension (`nul.txt`)."""
+
+
+def label_problem(name: str) -> str | None:
+    """Why `name` cannot be a site, network or protocol label, or None if it can."""
+    if not LABEL.fullmatch(name):
+        return ("expected at most 64 letters, digits, '.', '_' or '-', starting with a "
+                "letter or digit")
+    if name.split(".")[0].upper() in WINDOWS_RESERVED:
+        return "expected a name Windows does not reserve (CON, PRN, AUX, NUL, COM1, LPT1, ...)"
+    return None
+
+
+def trial_id(site: str, network: str, protocol: str, run: int) -> str:
+    """A new trial's id and folder name: `<site>+<network>+<protocol>+<run>`."""
+    return SEPARATOR.join((site, network, protocol, str(run)))
+
 STATUSES = ("ok", "failed")
 """The values of column `status`."""
 
 TRIALS = (
-    Column("trial_id", TEXT_KIND, True, "`<site>|<network>|<protocol>|<run>`.", key=True),
+    Column("trial_id", TEXT_KIND, True,
+           "`<site>+<network>+<protocol>+<run>` (before: `|` between them); also the name "
+           "of the trial's folder, trials/<trial_id>/.", key=True),
     Column("campaign", TEXT_KIND, True, "The campaign file's name."),
     Column("site", TEXT_KIND, True, "The recording's name."),
     Column("network", TEXT_KIND, True, "The network profile's name."),

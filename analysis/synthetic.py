@@ -17,7 +17,15 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import normalise
-from analysis.schema import ADDED, COLUMNS, SETTING_LABELS, TRIALS, create_table, sql_declaration
+from analysis.schema import (
+    ADDED,
+    COLUMNS,
+    SETTING_LABELS,
+    TRIALS,
+    create_table,
+    sql_declaration,
+    trial_id,
+)
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
         return np.where(failed, np.nan, np.round(x))
 
     df = pd.DataFrame({
-        "trial_id": [f"{a}|{b}|{c}|{d}" for a, b, c, d in zip(site_col, net_col, set_col, r)],
+        "trial_id": [trial_id(a, b, c, d) for a, b, c, d in zip(site_col, net_col, set_col, r)],
         "campaign": name,
         "site": site_col,
         "network": net_col,
@@ -178,8 +186,8 @@ def trials(rows: Sequence[dict] | pd.DataFrame, **defaults) -> pd.DataFrame:
         if column not in df.columns:
             df[column] = base.get(column)
     if df["trial_id"].isna().any():
-        df["trial_id"] = (df["site"].astype(str) + "|" + df["network"].astype(str) + "|"
-                          + df["protocol"].astype(str) + "|" + df["run"].astype(str))
+        df["trial_id"] = [trial_id(*t) for t in zip(df["site"], df["network"], df["protocol"],
+                                                     df["run"])]
     return normalise(df, "test trials")
 
 

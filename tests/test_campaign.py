@@ -134,12 +134,12 @@ def test_resume_skips_stored_trials_and_keeps_the_order():
 
 
 def test_trial_id_format():
-    assert plan.Trial("local-news", "dsl", "tcp-plus", 3).id == "local-news|dsl|tcp-plus|3"
+    assert plan.Trial("local-news", "dsl", "tcp-plus", 3).id == "local-news+dsl+tcp-plus+3"
 
 
 # --- store -------------------------------------------------------------------------------------
-def row(trial_id="s|dsl|tcp|0", status="ok", **kw):
-    site, network, protocol, run = trial_id.split("|")
+def row(trial_id="s+dsl+tcp+0", status="ok", **kw):
+    site, network, protocol, run = trial_id.split("+")
     base = {"trial_id": trial_id, "campaign": "c", "site": site, "network": network, "protocol": protocol,
                 "run": int(run), "status": status, "reason": None if status == "ok" else "timeout",
                 "attempt": 1, "started_at": "2026-01-01T00:00:00.000+00:00", "wall_s": 3.5,
@@ -156,33 +156,33 @@ def test_an_older_store_gets_the_added_columns(tmp_path):
     old = [schema.sql_declaration(c) for c in schema.TRIALS if c.name not in schema.ADDED]
     con = sqlite3.connect(db)
     con.execute(f"CREATE TABLE trials ({', '.join(old)})")
-    r = {k: v for k, v in row("s|dsl|tcp|0").__dict__.items() if k not in schema.ADDED}
+    r = {k: v for k, v in row("s+dsl+tcp+0").__dict__.items() if k not in schema.ADDED}
     con.execute(f"INSERT INTO trials ({', '.join(r)}) VALUES ({', '.join('?' * len(r))})",
                 list(r.values()))
     con.commit()
     con.close()
     with Store(db) as s:
-        s.add(row("s|dsl|quic|0"))
+        s.add(row("s+dsl+quic+0"))
     got = {x["trial_id"]: x for x in read_rows(db)}
-    assert got["s|dsl|tcp|0"]["max_in_flight"] is None
-    assert json.loads(got["s|dsl|quic|0"]["max_in_flight"]) == {"a.test": 12, "b.test": 2}
+    assert got["s+dsl+tcp+0"]["max_in_flight"] is None
+    assert json.loads(got["s+dsl+quic+0"]["max_in_flight"]) == {"a.test": 12, "b.test": 2}
 
 
 def test_store_keeps_each_trial_once_in_wal_mode(tmp_path):
     db = tmp_path / "trials.sqlite"
     with Store(db) as s:
         s.add(row())
-        s.add(row("s|dsl|quic|0", status="failed", plt_ms=None))
+        s.add(row("s+dsl+quic+0", status="failed", plt_ms=None))
         with pytest.raises(sqlite3.IntegrityError):
             s.add(row())
-        assert s.finished() == {"s|dsl|tcp|0", "s|dsl|quic|0"}
+        assert s.finished() == {"s+dsl+tcp+0", "s+dsl+quic+0"}
         assert s.count() == {"ok": 1, "failed": 1}
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     cols = [r[1] for r in con.execute("PRAGMA table_info(trials)")]
     assert tuple(cols) == NAMES
     rows = read_rows(db)
-    assert [r["trial_id"] for r in rows] == ["s|dsl|quic|0", "s|dsl|tcp|0"]
+    assert [r["trial_id"] for r in rows] == ["s+dsl+quic+0", "s+dsl+tcp+0"]
     assert rows[1]["protocols"] == '{"h2": 30}'
 
 
@@ -193,7 +193,7 @@ def test_a_failed_insert_leaves_nothing_half_written(tmp_path):
             s.add(row(status="maybe"))  # violates the status check
         assert s.finished() == set()
         s.add(row())  # the connection is usable again (the transaction was rolled back)
-        assert s.finished() == {"s|dsl|tcp|0"}
+        assert s.finished() == {"s+dsl+tcp+0"}
 
 
 def test_store_reopens_with_what_was_stored(tmp_path):
@@ -201,7 +201,7 @@ def test_store_reopens_with_what_was_stored(tmp_path):
     with Store(db) as s:
         s.add(row())
     with Store(db) as s:
-        assert s.finished() == {"s|dsl|tcp|0"}
+        assert s.finished() == {"s+dsl+tcp+0"}
 
 
 def test_export_has_exactly_the_contract_columns(tmp_path):
@@ -210,7 +210,7 @@ def test_export_has_exactly_the_contract_columns(tmp_path):
     from testbed.campaign.cli import export
     with Store(tmp_path / "trials.sqlite") as s:
         s.add(row())
-        s.add(row("s|dsl|quic|0", status="failed", plt_ms=None, requests=None))
+        s.add(row("s+dsl+quic+0", status="failed", plt_ms=None, requests=None))
     out = CliRunner().invoke(export, [str(tmp_path), "--csv", "-"])
     assert out.exit_code == 0, out.output
     lines = out.output.strip().splitlines()
@@ -248,8 +248,8 @@ def test_protocols_sharing_servers_stay_together_without_favouring_any():
 def test_forgetting_failed_trials_lets_them_run_again(tmp_path):
     with Store(tmp_path / "trials.sqlite") as s:
         s.add(row())
-        s.add(row("s|dsl|quic|0", status="failed", plt_ms=None))
-        assert s.forget_failed() == ["s|dsl|quic|0"]
-        assert s.finished() == {"s|dsl|tcp|0"}
-        s.add(row("s|dsl|quic|0"))
+        s.add(row("s+dsl+quic+0", status="failed", plt_ms=None))
+        assert s.forget_failed() == ["s+dsl+quic+0"]
+        assert s.finished() == {"s+dsl+tcp+0"}
+        s.add(row("s+dsl+quic+0"))
         assert s.count() == {"ok": 2}

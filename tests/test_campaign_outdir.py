@@ -53,7 +53,7 @@ def assert_consistent(out: Path) -> set[str]:
     return rows
 
 
-PLANNED = {f"local-news|dsl|{p}|{r}" for p in ("tcp", "quic") for r in (0, 1)}
+PLANNED = {f"local-news+dsl+{p}+{r}" for p in ("tcp", "quic") for r in (0, 1)}
 
 
 def test_a_second_runner_into_the_same_folder_stops_at_once(tmp_path):
@@ -91,7 +91,7 @@ def test_a_second_runner_into_the_same_folder_stops_at_once(tmp_path):
 def test_a_trial_already_stored_is_refused_without_touching_its_folder(tmp_path):
     r = ScriptedRunner(config.load(write_campaign(tmp_path)), tmp_path / "out")
     (tmp_path / "out" / "trials").mkdir(parents=True)
-    row = Row("local-news|dsl|tcp|0", "c", "local-news", "dsl", "tcp", 0, "ok", None, 1,
+    row = Row("local-news+dsl+tcp+0", "c", "local-news", "dsl", "tcp", 0, "ok", None, 1,
               "2026-01-01T00:00:00+00:00", 1.0, *[1.0] * 6, 1, 1, 0, None, 24.0, 4)
     with Store(tmp_path / "out" / "trials.sqlite") as store:
         r._store(store, row, {"trial.json": b"first"})

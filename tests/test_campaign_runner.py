@@ -63,25 +63,25 @@ def run_block(tmp_path, script, **kw):
 
 
 def test_a_failed_trial_is_tried_again_and_stored_once(tmp_path):
-    r, rows = run_block(tmp_path, {("s|dsl|quic|0", 1): False}, retries=2)
-    assert rows == {"s|dsl|tcp|0": ("ok", 1, None), "s|dsl|quic|0": ("ok", 2, None)}
-    assert r.calls == {"s|dsl|tcp|0": 1, "s|dsl|quic|0": 2}
+    r, rows = run_block(tmp_path, {("s+dsl+quic+0", 1): False}, retries=2)
+    assert rows == {"s+dsl+tcp+0": ("ok", 1, None), "s+dsl+quic+0": ("ok", 2, None)}
+    assert r.calls == {"s+dsl+tcp+0": 1, "s+dsl+quic+0": 2}
 
 
 def test_a_trial_failing_every_attempt_is_stored_failed_with_its_reason(tmp_path):
-    script = {("s|dsl|quic|0", n): False for n in (1, 2, 3)}
+    script = {("s+dsl+quic+0", n): False for n in (1, 2, 3)}
     _, rows = run_block(tmp_path, script, retries=2)
-    assert rows["s|dsl|quic|0"] == ("failed", 3, "browser-error: UrlLoadError")
+    assert rows["s+dsl+quic+0"] == ("failed", 3, "browser-error: UrlLoadError")
 
 
 def test_trials_a_block_never_reached_run_again_without_using_an_attempt(tmp_path):
-    r, rows = run_block(tmp_path, {("s|dsl|quic|0", 1): None}, retries=0)
-    assert rows["s|dsl|quic|0"] == ("ok", 1, None)
-    assert r.calls["s|dsl|quic|0"] == 2
+    r, rows = run_block(tmp_path, {("s+dsl+quic+0", 1): None}, retries=0)
+    assert rows["s+dsl+quic+0"] == ("ok", 1, None)
+    assert r.calls["s+dsl+quic+0"] == 2
 
 
 def test_a_broken_setup_stops_the_campaign(tmp_path):
-    script = {(f"s|dsl|{p}|0", 1): False for p in PROTOS}
+    script = {(f"s+dsl+{p}+0", 1): False for p in PROTOS}
     with pytest.raises(SetupError, match="2 trials in a row failed"):
         run_block(tmp_path, script, retries=0, stop_after_failures=2)
 

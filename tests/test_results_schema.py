@@ -22,14 +22,14 @@ SAMPLE = {schema.TEXT_KIND: "x", schema.INTEGER_KIND: 7, schema.REAL_KIND: 1.5}
 def full_row(run: int) -> Row:
     """A trial with a value in every column (each of its kind)."""
     values = {c.name: SAMPLE[c.kind] for c in schema.TRIALS}
-    values.update(trial_id=f"s|dsl|tcp|{run}", run=run, status="ok")
+    values.update(trial_id=f"s+dsl+tcp+{run}", run=run, status="ok")
     return Row(**values)
 
 
 def empty_row(run: int) -> Row:
     """A failed trial: every column that may be NULL is."""
     values = {c.name: SAMPLE[c.kind] if c.required else None for c in schema.TRIALS}
-    values.update(trial_id=f"s|dsl|quic|{run}", run=run, status="failed")
+    values.update(trial_id=f"s+dsl+quic+{run}", run=run, status="failed")
     return Row(**values)
 
 

@@ -110,7 +110,7 @@ def test_campaign_killed_with_sigkill_resumes_to_exactly_the_planned_trials(tmp_
     assert cp.returncode == 0, cp.stderr[-3000:]
     assert f"{stored_before} already stored" in cp.stderr
     got = rows(out)
-    planned = {f"local-news|dsl|{p}|{r}" for p in ("tcp", "quic") for r in (0, 1)}
+    planned = {f"local-news+dsl+{p}+{r}" for p in ("tcp", "quic") for r in (0, 1)}
     assert sorted(r["trial_id"] for r in got) == sorted(planned)  # each once, none missing
     assert all(r["status"] == "ok" for r in got), got
 

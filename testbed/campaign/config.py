@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, field_validator
 
+from analysis import schema
 from testbed import profiles, tomlfile
 from testbed import recording as rec
 from testbed import recording_search as search
@@ -162,6 +163,7 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
                 label, file, digest = ident(what)
             except InputError as e:
                 raise InputError(f"{c.source}: key {key}.{i}: {e}") from None
+            _check_label(c, f"{key}.{i}", listed, label)
             if label in seen:
                 j, first = seen[label]
                 if first.digest != digest:
@@ -172,6 +174,7 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
                                         first.found))
             else:
                 seen[label] = (i, Entry(label, file, digest, (listed,), str(what)))
+        _check_case(c, key, seen)
         out[key] = {label: e for label, (_, e) in seen.items()}
     return out
 
@@ -215,6 +218,27 @@ def find_sites(c: Campaign) -> list[tuple[int, str, Path]]:
 
 def _places() -> str:
     return ", ".join(str(d) for d in search.search_dirs())
+
+
+def _check_label(c: Campaign, key: str, listed: str, label: str) -> None:
+    """A label names trial folders (analysis.schema.trial_id): it must be safe there."""
+    problem = schema.label_problem(label)
+    if problem:
+        raise InputError(f"{c.source}: key {key}: {tomlfile.toml_repr(listed)} is named "
+                         f"{tomlfile.toml_repr(label)}; as the name of trials and their "
+                         f"folders {problem}")
+
+
+def _check_case(c: Campaign, key: str, seen: dict[str, tuple[int, Entry]]) -> None:
+    """Two labels of one kind that differ only in case would share trial folders on a
+    case-insensitive file system (Windows, macOS)."""
+    folded: dict[str, tuple[int, str]] = {}
+    for label, (i, _) in sorted(seen.items(), key=lambda x: x[1][0]):
+        j, other = folded.setdefault(label.casefold(), (i, label))
+        if other != label:
+            raise InputError(f"{c.source}: key {key}.{i}: {label} differs from {key}.{j} "
+                             f"({other}) only in case; expected names that differ in more "
+                             "(their trial folders would be one on Windows and macOS)")
 
 
 def _site(folder: Path) -> tuple[str, Path, str]:

@@ -29,6 +29,8 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from analysis.schema import trial_id
+
 
 @dataclass(frozen=True, order=True)
 class Trial:
@@ -39,8 +41,9 @@ class Trial:
 
     @property
     def id(self) -> str:
-        """The store's trial_id: `<site>|<network>|<protocol>|<run>`."""
-        return f"{self.site}|{self.network}|{self.protocol}|{self.run}"
+        """The store's trial_id and the trial's folder name: `<site>+<network>+<protocol>+<run>`
+        (analysis.schema.trial_id)."""
+        return trial_id(self.site, self.network, self.protocol, self.run)
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,8 @@ def trials(plan: Iterable[Block]) -> list[Trial]:
 
 
 def pending(plan: Iterable[Block], done: set[str]) -> list[Block]:
-    """The plan without the trials already done (resume); empty blocks dropped."""
+    """The plan without the trials already done (resume; `done`: their ids in today's
+    form, Store.finished); empty blocks dropped."""
     out = []
     for b in plan:
         left = b.without(done)

@@ -1,9 +1,13 @@
-"""`testbed replay RECORDING --stack tcp|quic [--protocol NAME] -- CMD ...`
+"""`testbed replay RECORDING [--stack tcp|quic] [--protocol NAME] [--network PROFILE] -- CMD ...`
 
 Like Mahimahi's mm-webreplay: brings the replay up (topology, certificate,
 servers), runs CMD as the testbed user in the client namespace, tears
-everything down when CMD ends, and exits with CMD's status. CMD learns how to
-reach the replay from its environment:
+everything down when CMD ends, and exits with CMD's status (under --network:
+Mahimahi's, 0 or 1). A protocol setting names its stack, so --protocol alone is
+enough (with --stack too, the two must agree). --network puts CMD inside the
+profile's Mahimahi shells, the calibrated chain a campaign's trials run in
+(testbed.emulate.calibrate). CMD learns how to reach the replay from its
+environment:
 
     TESTBED_CHROMIUM_FLAGS       Chromium's flags for this replay, one per line
                                  (mapfile -t f <<<"$TESTBED_CHROMIUM_FLAGS"; chromium "${f[@]}")
@@ -27,19 +31,46 @@ import click
 
 from testbed import enter
 from testbed import recording as rec
+from testbed.emulate.shells import ShellChain
 from testbed.errors import InputError, TestbedError
+from testbed.profiles import NetworkProfile, load_network
 from testbed.protocols import ServerOptions, applied, server_options
 from testbed.replay.env import STACKS, ReplayEnv
+from testbed.runstate import current
 from testbed.topology import ReplayTopology
 
 
-def protocol_options(name: str, stack: str) -> ServerOptions:
-    """The protocol setting `name` (testbed.protocols): its server options,
-    applied to the server namespace with `applied` before the servers start."""
+def protocol_options(name: str | None, stack: str | None) -> tuple[str, ServerOptions | None]:
+    """The stack to replay over and the protocol setting `name` (testbed.protocols), if
+    given: its server options, applied to the server namespace with `applied` before
+    the servers start. The setting names its stack; a --stack that says otherwise, or
+    neither option, is an InputError."""
+    if name is None:
+        if stack is None:
+            raise InputError("--stack: expected tcp or quic, or --protocol NAME (a setting "
+                             "names its stack); got neither")
+        return stack, None
     opts = server_options(name)
-    if opts.stack != stack:
-        raise InputError(f"--protocol {name} is a {opts.stack} setting, but --stack is {stack}")
-    return opts
+    if stack is not None and opts.stack != stack:
+        raise InputError(f"--protocol {name}: expected a {stack} setting to match --stack "
+                         f"{stack}, got a {opts.stack} setting ({opts.source}); give "
+                         "--protocol alone or a --stack that agrees")
+    return opts.stack, opts
+
+
+def network_chain(p: NetworkProfile) -> ShellChain:
+    """The network profile's calibrated Mahimahi shells, as a campaign's trials have them
+    (the stored calibration, or a new one, measured once per profile and machine)."""
+    from testbed.emulate import calibrate
+
+    cal = calibrate.cached(p)
+    if cal is None:
+        click.echo(f"testbed: calibrating network {p.name} (once per machine)...", err=True)
+        cal = calibrate.for_profile(p)
+    work = current().path("shells")
+    work.mkdir(exist_ok=True)
+    os.chmod(work, 0o755)  # the testbed user reads the link traces
+    return calibrate.chain_for(p, work, cal)
 
 
 def _traversable(path: Path) -> bool:
@@ -66,29 +97,40 @@ def command_env(env: ReplayEnv, extra_flags=()) -> dict[str, str]:
 
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("recording")
-@click.option("--stack", type=click.Choice(STACKS), required=True,
-              help="tcp: nginx + uWSGI (TLS 1.3, HTTP/2); quic: h3server (HTTP/3).")
+@click.option("--stack", type=click.Choice(STACKS), default=None,
+              help="tcp: nginx + uWSGI (TLS 1.3, HTTP/2); quic: h3server (HTTP/3). "
+                   "Optional with --protocol (its setting names the stack).")
 @click.option("--protocol", "protocol", metavar="NAME",
-              help="A protocol setting (profiles/protocols/NAME) applied to the servers.")
+              help="A protocol setting (profiles/protocols/NAME or a path) applied to the "
+                   "servers.")
+@click.option("--network", "network", metavar="PROFILE",
+              help="Run CMD inside this network profile's Mahimahi shells "
+                   "(profiles/networks/PROFILE or a path), as a campaign's trials do.")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
-def replay(recording: str, stack: str, protocol: str | None, cmd: tuple[str, ...]):
+def replay(recording: str, stack: str | None, protocol: str | None, network: str | None,
+           cmd: tuple[str, ...]):
     """Run CMD (as the testbed user, in the replay's client namespace) against
     RECORDING served over STACK; everything is torn down when CMD ends, and
     CMD's exit status is returned. Put `--` before CMD."""
     loaded = rec.load(recording)
+    stack, opts = protocol_options(protocol, stack)
+    profile = load_network(network) if network is not None else None
     with ExitStack() as exits:
-        opts = protocol_options(protocol, stack) if protocol else None
+        chain = network_chain(profile) if profile is not None else None
         topology = exits.enter_context(ReplayTopology(loaded.ips))
         change = exits.enter_context(applied(opts, topology)) if opts is not None else None
         env = exits.enter_context(ReplayEnv(
             loaded, stack, topology=topology,
             h3server_args=opts.h3server_args if opts is not None else (),
             nginx_env=change.nginx_env if change is not None else {}))
-        click.echo(f"testbed: replaying {loaded.name} over {stack} "
+        how = "".join([f", setting {opts.name}" if opts is not None else "",
+                       f", network {profile.name}" if profile is not None else ""])
+        click.echo(f"testbed: replaying {loaded.name} over {stack}{how} "
                    f"({len(loaded.exchanges)} exchanges, {len(loaded.ips)} IPs), "
                    f"ready in {env.startup_seconds:.1f} s", err=True)
         cwd = Path.cwd()
-        argv = enter.as_user(list(cmd), netns=env.client_netns,
+        shaped = chain.argv(list(cmd)) if chain is not None else list(cmd)
+        argv = enter.as_user(shaped, netns=env.client_netns,
                              env=command_env(env, opts.chromium_flags if opts is not None else ()),
                              cwd=str(cwd) if _traversable(cwd) else None)
         before = env.summary()

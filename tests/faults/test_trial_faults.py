@@ -95,7 +95,7 @@ def test_a_page_that_never_finishes_times_out_and_the_campaign_goes_on(sites, tm
                         capture_output=True, text=True, timeout=600, check=False)
     assert cp.returncode == 0, cp.stderr[-3000:]
     got = rows(out)
-    hung, normal = got["hang|none|tcp|0"], got["local-news|none|tcp|0"]
+    hung, normal = got["hang+none+tcp+0"], got["local-news+none+tcp+0"]
     assert (hung["status"], hung["reason"]) == ("failed", "timeout"), hung
     assert hung["plt_ms"] is None
     assert evidence(out, hung["trial_id"])["timed_out"] is True
@@ -164,7 +164,7 @@ def test_a_server_killed_mid_trial_fails_that_trial_and_the_next_works(sites, tm
     assert runner.returncode == 0, err[-3000:]
     assert not Path(f"/proc/{killed}").exists()
     got = rows(out)
-    first, second = got[f"slow|none|{protocol}|0"], got[f"slow|none|{protocol}|1"]
+    first, second = got[f"slow+none+{protocol}+0"], got[f"slow+none+{protocol}+1"]
     died = f"replay server {server} ({protocol} stack) exited with status -9 (SIGKILL)"
     assert (first["status"], first["reason"]) == ("failed", f"server-died: {died}"), first
     assert evidence(out, first["trial_id"])["server_error"] == died
@@ -200,7 +200,7 @@ def test_a_server_stopped_mid_trial_is_found_dead_and_started_again(sites, tmp_p
     assert runner.returncode == 0, err[-3000:]
     assert not Path(f"/proc/{stopped}").exists()  # the stopped server was ended
     got = rows(out)
-    first, second = got[f"slow|none|{protocol}|0"], got[f"slow|none|{protocol}|1"]
+    first, second = got[f"slow+none+{protocol}+0"], got[f"slow+none+{protocol}+1"]
     why = f"replay server {server} ({protocol} stack) stopped answering: process {stopped} " \
           "is stopped"
     assert (first["status"], first["reason"]) == ("failed", f"server-died: {why}"), first
