@@ -50,12 +50,16 @@ def test_estimate_model_by_hand():
     assert estimate.duration(75) == "1 min 15 s"
 
 
-def test_estimate_is_within_30_percent_of_the_measured_campaign():
+def test_estimate_is_within_30_percent_of_the_measured_campaign(tmp_path, monkeypatch):
     """The model against the campaign it was fitted on (estimate.MEASURED: paper.toml with
-    1 run, each network's 5 trials' wall times summed): every network and the total
-    within +-30 %. Before the loss and congestion control terms the model said 4 min
-    23 s for 9 min 12 s measured (mss: 72 s for 285 s)."""
+    1 run over local-news alone, each network's 5 trials' wall times summed): every
+    network and the total within +-30 %. Before the loss and congestion control terms
+    the model said 4 min 23 s for 9 min 12 s measured (mss: 72 s for 285 s)."""
     from testbed.campaign import config
+
+    # paper.toml's sites are corpus/*; it was measured when local-news was its one site
+    shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "recs" / "corpus" / "local-news")
+    monkeypatch.setenv("TESTBED_RECORDINGS", str(tmp_path / "recs"))
 
     measured = estimate.MEASURED["seconds"]
     campaign = config.load(estimate.MEASURED["campaign"])

@@ -52,7 +52,7 @@ LOSS_BASED = frozenset({"cubic", "reno"})
 """Congestion controls that halve their window at every loss."""
 
 MEASURED = {
-    "what": "paper with 1 run, 20 trials, 2-core machine, 2026-11-23: 9 min 12 s",
+    "what": "paper over local-news with 1 run, 20 trials, 2-core machine, 2026-11-23: 9 min 12 s",
     "campaign": "paper",
     "runs": 1,
     "seconds": {"dsl": 33.4, "lte": 33.8, "da2gc": 199.8, "mss": 285.3},
