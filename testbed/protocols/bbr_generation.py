@@ -36,7 +36,6 @@ _V1_CWND_GAINS = {739 / 256, 2.0, 1.0}
 _GAIN_TOLERANCE = 0.005  # ss prints %g (6 significant digits)
 
 _SS_BBR_INFO = re.compile(r"\bbbr:\(([^)]*)\)")
-_SS_CC_NAME = re.compile(r"^\s*(\S+)\s")
 
 # quiche's names (recovery/congestion/{bbr,bbr2}, recovery/gcongestion/bbr2).
 _QUICHE_CC = {"bbr": BBR1, "bbr2": BBR2, "bbr2_gcongestion": BBR2}
@@ -66,18 +65,26 @@ def _ss_details(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if ln[:1].isspace() and "rtt:" in ln]
 
 
-def tcp_generation(ss_text: str, available: str | Iterable[str] | None = None) -> Finding:
-    """The BBR generation of the TCP connections in `ss -ti` output.
+def _cc_name(detail: str) -> str | None:
+    """The congestion control a detail line names: its first word without a colon
+    (`ss -tim` puts `skmem:(...)` before it)."""
+    return next((w for w in detail.split() if ":" not in w), None)
 
-    ss_text: one or more `ss -ti` outputs (server side, during a transfer).
+
+def tcp_generation(ss: str | Iterable[str], available: str | Iterable[str] | None = None
+                   ) -> Finding:
+    """The BBR generation of the TCP connections `ss -ti` showed.
+
+    ss: one or more `ss -ti` outputs (server side, during a transfer), or the
+    detail lines of the connections that count (one per sample).
     available: net.ipv4.tcp_available_congestion_control (text or names); when
     given, `bbr` must be among them.
     """
     names = set(available.split() if isinstance(available, str) else available or ())
     if available is not None and "bbr" not in names:
         return Finding(None, f"kernel offers no bbr ({' '.join(sorted(names)) or 'none'})")
-    details = _ss_details(ss_text)
-    ccs = {m.group(1) for d in details if (m := _SS_CC_NAME.match(d))}
+    details = _ss_details(ss) if isinstance(ss, str) else [d for d in ss if "rtt:" in d]
+    ccs = {cc for d in details if (cc := _cc_name(d))}
     if not details:
         return Finding(None, "no connection in the ss output")
     if ccs != {"bbr"}:
