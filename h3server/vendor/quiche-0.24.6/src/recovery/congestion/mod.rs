@@ -251,7 +251,9 @@ impl Congestion {
 
         self.schedule_next_packet(now, sent_bytes);
 
-        pkt.time_sent = self.get_packet_send_time();
+        // Never before now: with the pacer off its next_time can lag by up to a
+        // burst interval, and the RTT samples with it (h3server's vendored change).
+        pkt.time_sent = self.get_packet_send_time().max(now);
 
         // bytes_in_flight is already updated. Use previous value.
         self.delivery_rate
