@@ -18,7 +18,7 @@ samples the server's sockets every 20 ms; h3server writes a qlog.
 | BBR generation (BBR settings) | TCP: the gains `ss` prints for bbr, all BBRv1's. QUIC: the controller h3server's summary names (`bbr`: BBRv1, `bbr2_gcongestion`: BBRv2) and the qlog's ProbeBW states (BBRv1: one `bbr_probe_bw`; BBRv2: `bbr_probe_bw_up/_down/_cruise/_refill`); see testbed.protocols.bbr_generation |
 | one BBR on both stacks | every setting with congestion control `bbr` (tcp-plus-bbr, quic-bbr) showed the same generation |
 | initial window | TCP: the first data flight of the response (server packets before the first client packet), segments in flight (plus, under BBR, the handshake segments acknowledged before it: BBR grows its window by them); `ss`'s cwnd. QUIC: the qlog's first congestion_window (the flight on the wire is shown: a paced flight can outlast the first acknowledgement) |
-| pacing | the median gap between that flight's packets on the wire: paced >= 10 % of RTT / initial window, otherwise back to back |
+| pacing | the gaps between that flight's packets on the wire, at the third quartile: paced >= 10 % of RTT / initial window, otherwise back to back (the quartile, not the median: quiche's pacer releases BBR's packets in bursts of a send quantum, three back to back every few ms) |
 | slow start after idle (TCP) | the first flight after the idle: back to the initial window (on) or the window before (off) |
 | buffers (TCP) | the namespace's tcp_rmem / tcp_wmem read back, and the send buffer ss reports |
 | max UDP payload (QUIC) | the largest datagram payload the server sent |
@@ -70,9 +70,10 @@ IDLE_S = 4.0
 RTT a full 200 ms buffer adds, so that slow start after idle falls back to the
 initial window."""
 PACED_GAP_SHARE = 0.1
-"""Paced: the median gap between packets of the first flight is at least this share of
-RTT / initial window (a paced flight spreads over a good part of the RTT; an unpaced
-one leaves back to back, microseconds apart)."""
+"""Paced: the third-quartile gap between packets of the first flight is at least this
+share of RTT / initial window (a paced flight spreads over a good part of the RTT, in
+bursts of a few packets at most; an unpaced one leaves back to back, microseconds
+apart)."""
 SS_INTERVAL = 0.02
 ATTEMPTS = 3
 """A setting is started over (at most this often in all) when Chromium reports a network
@@ -410,17 +411,19 @@ def _pacing(setting: ProtocolProfile, method: str, first: evidence.Flight, rtt_s
     iw = setting.initial_window_packets
     gaps = sorted(b - a for a, b in zip(first.times, first.times[1:]))
     median_gap = gaps[len(gaps) // 2] if gaps else 0.0
+    q3_gap = gaps[3 * len(gaps) // 4] if gaps else 0.0
     spaced = rtt_s / iw * PACED_GAP_SHARE if rtt_s else 1e-4
-    text = (f"median gap {median_gap * 1000:.2f} ms; flight over "
-            f"{first.duration * 1000:.1f} ms = {first.duration / rtt_s:.0%} of RTT"
-            if rtt_s else f"median gap {median_gap * 1000:.2f} ms")
+    text = f"gap at the 3rd quartile {q3_gap * 1000:.2f} ms, median {median_gap * 1000:.2f} ms"
+    if rtt_s:
+        text += (f"; flight over {first.duration * 1000:.1f} ms = "
+                 f"{first.duration / rtt_s:.0%} of RTT")
     how = {"internal": " (internal, SO_MAX_PACING_RATE)", "fq": " (fq)",
            "quic": " (h3server)"}.get(method, "")
     if setting.pacing:
-        return Row("pacing", f"on{how}: median gap >= {spaced * 1000:.2f} ms", text,
-                   median_gap >= spaced)
-    return Row("pacing", f"off: back to back, median gap < {spaced * 1000:.2f} ms", text,
-               median_gap < spaced)
+        return Row("pacing", f"on{how}: 3rd-quartile gap >= {spaced * 1000:.2f} ms", text,
+                   q3_gap >= spaced)
+    return Row("pacing", f"off: back to back, 3rd-quartile gap < {spaced * 1000:.2f} ms", text,
+               q3_gap < spaced)
 
 
 def _tcp_settings(setting: ProtocolProfile, obs: Observation,
