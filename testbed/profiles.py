@@ -160,8 +160,9 @@ class ProtocolProfile(_Profile):
     `quic`: the HTTP/3 server, Chromium forced to QUIC for every origin."""
     congestion_control: Literal["cubic", "reno", "bbr", "bbr2"]
     """TCP: a Linux congestion control (cubic, reno, bbr), set as the server
-    namespace's net.ipv4.tcp_congestion_control. QUIC: quiche's (cubic, reno,
-    bbr2)."""
+    namespace's net.ipv4.tcp_congestion_control; this kernel's bbr is BBRv1.
+    QUIC: h3server's --cc (cubic, reno, bbr: quiche's BBRv1, bbr2: quiche's
+    BBRv2)."""
     initial_window_packets: int = Field(ge=1, le=1000)
     """Initial congestion window in packets. TCP: initcwnd (and initrwnd) of the
     server's route to the client. QUIC: --initial-cwnd-packets."""
@@ -186,7 +187,7 @@ class ProtocolProfile(_Profile):
 
     @model_validator(mode="after")
     def _consistent(self) -> ProtocolProfile:
-        allowed = {"tcp": ("cubic", "reno", "bbr"), "quic": ("cubic", "reno", "bbr2")}[self.stack]
+        allowed = {"tcp": ("cubic", "reno", "bbr"), "quic": ("cubic", "reno", "bbr", "bbr2")}[self.stack]
         if self.congestion_control not in allowed:
             raise KeyProblem("congestion_control",
                             f"expected one of {', '.join(allowed)} for stack {self.stack}, "

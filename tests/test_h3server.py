@@ -187,6 +187,7 @@ def test_serves_hits_and_counts_misses(site, tls, tmp_path):
     assert big_h["content-length"] == str(1 << 20) and big == bytes(range(256)) * 4096
     assert nope_h[":status"] == "404" and post_h[":status"] == "404"
     assert before["requests"] == 0 and before["server"] == "h3server"
+    assert before["cc"] == "cubic"  # the default, by quiche's name
     assert after["requests"] == 6 and after["misses"] == 2 and after["connections"] == 1
     assert after["miss_urls"] == [f"https://A.test:{srv.port}/nope", f"https://A.test:{srv.port}/"]
     assert after["bytes"] >= (1 << 20) + 13 + 3 + 3
@@ -202,12 +203,14 @@ def test_alt_svc_off_announces_nothing(site, tls, tmp_path):
     assert not any("alt-svc" in h for h, _ in got)
 
 
-def test_sigterm_exits_cleanly_with_a_final_summary(site, tls, tmp_path):
-    with Server(site, tls, tmp_path, "--pacing", "off", "--gso", "on", "--cc", "bbr2") as srv:
+@pytest.mark.parametrize("cc,quiche_cc", [("bbr2", "bbr2_gcongestion"), ("bbr", "bbr")])
+def test_sigterm_exits_cleanly_with_a_final_summary(site, tls, tmp_path, cc, quiche_cc):
+    with Server(site, tls, tmp_path, "--pacing", "off", "--gso", "on", "--cc", cc) as srv:
         fetch(srv.port, [("GET", "/app.js?v=1")])
         assert srv.stop() == 0
         s = srv.read_summary()
     assert (s["requests"], s["misses"], s["connections"], s["bytes"]) == (1, 0, 1, 3)
+    assert s["cc"] == quiche_cc  # bbr is BBRv1, bbr2 quiche's BBRv2
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 

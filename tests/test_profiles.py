@@ -47,7 +47,8 @@ def test_available_lists_shipped_profiles():
     ("tcp-plus", "tcp", "cubic", 32, True),
     ("tcp-plus-bbr", "tcp", "bbr", 32, True),
     ("quic", "quic", "cubic", 32, True),
-    ("quic-bbr", "quic", "bbr2", 32, True),
+    ("quic-bbr", "quic", "bbr", 32, True),
+    ("quic-bbr2", "quic", "bbr2", 32, True),
 ])
 def test_paper_protocols(name, stack, cc, iw, pacing):
     p = load_protocol(name)
@@ -119,8 +120,8 @@ GOOD_TCP = 'stack = "tcp"\ncongestion_control = "cubic"\ninitial_window_packets 
      "congestion_control", "expected one of"),
     ('stack = "tcp"\ncongestion_control = "bbr2"\ninitial_window_packets = 10\npacing = true',
      "congestion_control", "expected one of cubic, reno, bbr for stack tcp"),
-    ('stack = "quic"\ncongestion_control = "bbr"\ninitial_window_packets = 10\npacing = true',
-     "congestion_control", "for stack quic"),
+    ('stack = "quic"\ncongestion_control = "vegas"\ninitial_window_packets = 10\npacing = true',
+     "congestion_control", "expected one of"),
     ('stack = "tcp"\ncongestion_control = "cubic"\npacing = true', "initial_window_packets",
      "missing"),
     ('stack = "tcp"\ncongestion_control = "cubic"\ninitial_window_packets = 0\npacing = true',

@@ -36,7 +36,8 @@ def test_tcp_plus_with_fq_uses_the_qdisc():
     assert o.pacing_method == "fq" and o.nginx_env == {}
 
 
-@pytest.mark.parametrize("name,cc", [("quic", "cubic"), ("quic-bbr", "bbr2")])
+@pytest.mark.parametrize("name,cc", [("quic", "cubic"), ("quic-bbr", "bbr"),
+                                     ("quic-bbr2", "bbr2")])
 def test_quic_settings_become_h3server_flags(name, cc):
     o = server_options(name)
     assert o.stack == "quic"

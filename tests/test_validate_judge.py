@@ -5,10 +5,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from testbed.profiles import load_protocol
 from testbed.protocols.apply import server_options
+from testbed.protocols.bbr_generation import Finding
 from testbed.validate import verdict
 from testbed.validate.evidence import TCP, UDP, Packet, SockInfo
-from testbed.validate.protocols import FILE_IP, FILE_SIZE, Observation, judge
+from testbed.validate.protocols import (
+    FILE_IP,
+    FILE_SIZE,
+    Observation,
+    Result,
+    bbr_finding,
+    judge,
+    one_generation,
+)
 from testbed.validate.site import Fetched
 
 CLIENT = "198.18.0.2"
@@ -43,12 +53,25 @@ def tcp_file(window: int, after_idle: int, gap: float = 0.00001) -> list[Packet]
     return pk
 
 
-def sock(cc="cubic", cwnd=10, sndbuf=46080, max_pacing_rate=None):
-    return SockInfo(f"{FILE_IP}:443", f"{CLIENT}:5000", cc, cwnd, None, max_pacing_rate, sndbuf)
+def ss_detail(cc="cubic", pacing_gain=None, cwnd_gain=None):
+    """An `ss -tinm` details line; BBR's model with the gains given."""
+    model = (f" bbr:(bw:2754936bps,mrtt:42.528,pacing_gain:{pacing_gain},cwnd_gain:{cwnd_gain})"
+             if pacing_gain else "")
+    return (f"skmem:(r0,rb131072,t0,tb46080,f0,w0,o0,bl0,d0) {cc} wscale:10,10 rto:252 "
+            f"rtt:49.028/5.32 mss:1448 cwnd:40{model} send 9450926bps")
+
+
+BBR1_GAINS = ((2.88672, 2.88672), (0.34375, 2.88672), (1.25, 2), (0.75, 2), (1, 2))
+"""BBRv1's gains (pacing, cwnd) as ss prints them: startup, drain, ProbeBW's cycle."""
+
+
+def sock(cc="cubic", cwnd=10, sndbuf=46080, max_pacing_rate=None, gains=(None, None)):
+    return SockInfo(f"{FILE_IP}:443", f"{CLIENT}:5000", cc, cwnd, None, max_pacing_rate, sndbuf,
+                    ss_detail(cc, *gains))
 
 
 def tcp_observation(window=10, after_idle=10, gap=0.00001, iw=10, cc="cubic", buffers=None,
-                    max_pacing_rate=None, protocol="h2") -> Observation:
+                    max_pacing_rate=None, protocol="h2", gains=None) -> Observation:
     rmem = wmem = buffers or "4096 131072 6291456"
     return Observation(
         applied={"net.ipv4.tcp_congestion_control": cc, "net.ipv4.tcp_rmem": rmem,
@@ -56,11 +79,13 @@ def tcp_observation(window=10, after_idle=10, gap=0.00001, iw=10, cc="cubic", bu
                  "route": f"198.18.0.2 dev veth0 initcwnd {iw} initrwnd {iw}"},
         fetched=(Fetched(200, FILE_SIZE, protocol, 300.0),) * 2,
         packets=tuple(tcp_file(window, after_idle, gap)),
-        socks=(sock(cc, iw, int((buffers or "0 46080").split()[1]), max_pacing_rate),) * 3)
+        socks=tuple(sock(cc, iw, int((buffers or "0 46080").split()[1]), max_pacing_rate, g)
+                    for g in gains or ((None, None),) * 3),
+        available_cc="reno bbr cubic")
 
 
 def quic_observation(gap=0.001, states=("slow_start", "congestion_avoidance"), cwnd=43200,
-                     payload=1350) -> Observation:
+                     payload=1350, cc="cubic") -> Observation:
     pk = [from_client(1.0, 1250, proto=UDP)]
     pk += [served(1.001 + i * 0.0001, 1200, proto=UDP) for i in range(3)]  # handshake
     pk.append(from_client(1.08, 1250, proto=UDP))  # Finished and the request
@@ -69,7 +94,8 @@ def quic_observation(gap=0.001, states=("slow_start", "congestion_avoidance"), c
     qlog = [{"name": "quic:recovery_metrics_updated", "data": {"congestion_window": cwnd}}]
     qlog += [{"name": "quic:congestion_state_updated", "data": {"new": s}} for s in states]
     return Observation(applied={}, fetched=(Fetched(200, FILE_SIZE, "h3", 300.0),) * 2,
-                       packets=tuple(pk), qlog=tuple(qlog))
+                       packets=tuple(pk), qlog=tuple(qlog),
+                       summary={"server": "h3server", "cc": cc} if cc else None)
 
 
 def by_name(rows):
@@ -108,14 +134,14 @@ def test_slow_start_after_idle_is_judged_on_the_flight_after_the_idle():
 def test_unpaced_setting_with_a_spread_flight_fails_pacing():
     rows = judge(server_options("tcp", fq=False), tcp_observation(gap=0.002), LTE_RTT)
     assert [r.name for r in verdict.failed(rows)] == ["pacing"]
-    assert "median gap 2.00 ms" in by_name(rows)["pacing"].observed
+    assert "gap at the 3rd quartile 2.00 ms, median 2.00 ms" in by_name(rows)["pacing"].observed
 
 
 def test_tcp_plus_bbr_counts_the_handshake_bbr_acknowledged():
     opts = server_options("tcp-plus-bbr", fq=False)
     buffers = "4096 1048576 33554432"
     obs = tcp_observation(window=33, after_idle=60, gap=0.001, iw=32, cc="bbr", buffers=buffers,
-                          max_pacing_rate="147573952589676412927")
+                          max_pacing_rate="147573952589676412927", gains=BBR1_GAINS)
     rows = judge(opts, obs, LTE_RTT)
     assert verdict.all_ok(rows), [r for r in rows if r.ok is False]
     r = by_name(rows)
@@ -128,7 +154,7 @@ def test_tcp_plus_bbr_counts_the_handshake_bbr_acknowledged():
     rows = judge(opts, replace(obs, packets=tuple(tcp_file(32, 60, 0.001))), LTE_RTT)
     assert [r.name for r in verdict.failed(rows)] == ["initial window (first flight)"]
     # internal pacing without a maximum pacing rate set is not in force
-    rows = judge(opts, replace(obs, socks=(sock("bbr", 32, 1048576),)), LTE_RTT)
+    rows = judge(opts, replace(obs, socks=(sock("bbr", 32, 1048576, gains=(1.25, 2)),)), LTE_RTT)
     assert [r.name for r in verdict.failed(rows)] == ["max pacing rate set (ss)"]
 
 
@@ -174,11 +200,32 @@ def test_quic_as_configured():
     assert r["first flight on the wire"].observed.startswith("43200 bytes = 32.0 x 1350")
 
 
+def test_pacing_in_bursts_is_pacing():
+    # quiche's pacer (BBR) releases a send quantum at once: three datagrams back to back
+    # every 6 ms, as captured under quic-bbr on LTE; the median gap is within a burst
+    obs = quic_observation(states=("bbr_startup", "bbr_probe_bw"), cc="bbr")
+    start = 1.081
+    burst = [start + b * 0.006 + i * 0.00003 for b in range(11) for i in range(3)][:32]
+    pk = [p for p in obs.packets if not (p.sport == 443 and p.payload == 1350)]
+    pk[-1:-1] = [served(t, 1350, proto=UDP) for t in burst]
+    pk[-1] = from_client(burst[-1] + LTE_RTT, 40, proto=UDP)
+    rows = judge(server_options("quic-bbr"), replace(obs, packets=tuple(pk)), LTE_RTT)
+    r = by_name(rows)["pacing"]
+    assert r.ok is True, r
+    assert r.observed.startswith("gap at the 3rd quartile 5.94 ms, median 0.03 ms")
+    # the same datagrams all back to back are not paced
+    flat = [served(start + i * 0.00003, 1350, proto=UDP) for i in range(32)]
+    pk[-33:-1] = flat
+    assert by_name(judge(server_options("quic-bbr"), replace(obs, packets=tuple(pk)),
+                         LTE_RTT))["pacing"].ok is False
+
+
 def test_quic_mismatches_are_caught():
     rows = judge(server_options("quic-bbr"), quic_observation(), LTE_RTT)
-    assert [r.name for r in verdict.failed(rows)] == ["congestion control (qlog states)"]
+    assert [r.name for r in verdict.failed(rows)] == [
+        "congestion control (qlog states)", "BBR generation (h3server summary cc, qlog states)"]
     rows = judge(server_options("quic-bbr"),
-                 quic_observation(states=("bbr_startup", "BBR Drain")), LTE_RTT)
+                 quic_observation(states=("bbr_startup", "BBR Drain"), cc="bbr"), LTE_RTT)
     assert verdict.all_ok(rows)
     rows = judge(server_options("quic"), quic_observation(gap=0.00001, cwnd=14720,
                                                           payload=1200), LTE_RTT)
@@ -190,3 +237,83 @@ def test_quic_mismatches_are_caught():
     assert r["initial window (qlog congestion_window)"].observed == "not in the qlog"
     assert not r["congestion control (qlog states)"].ok
 
+
+
+# ------------------------------------------------------------------ BBR generation
+
+QUIC_BBR1 = ("bbr_startup", "bbr_drain", "bbr_probe_bw")
+QUIC_BBR2 = ("bbr_startup", "bbr_drain", "bbr_probe_bw_down", "bbr_probe_bw_cruise",
+             "bbr_probe_bw_refill", "bbr_probe_bw_up")
+BBR_TCP = {"window": 33, "after_idle": 60, "gap": 0.001, "iw": 32, "cc": "bbr",
+           "buffers": "4096 1048576 33554432", "max_pacing_rate": "1"}
+
+
+def result(name: str, obs: Observation) -> Result:
+    """What the command keeps of one setting: its rows and the generation found."""
+    opts = server_options(name, fq=False) if name.startswith("tcp") else server_options(name)
+    return Result(load_protocol(name), judge(opts, obs, LTE_RTT), bbr_finding(opts, obs))
+
+
+def generation_row(res: Result):
+    (row,) = [r for r in res.rows if r.name.startswith("BBR generation")]
+    return row
+
+
+def test_each_bbr_setting_shows_its_generation_and_tcp_and_quic_agree():
+    tcp = result("tcp-plus-bbr", tcp_observation(**BBR_TCP, gains=BBR1_GAINS))
+    quic = result("quic-bbr", quic_observation(states=QUIC_BBR1, cc="bbr"))
+    quic2 = result("quic-bbr2", quic_observation(states=QUIC_BBR2, cc="bbr2_gcongestion"))
+    for res, want in ((tcp, "BBRv1"), (quic, "BBRv1"), (quic2, "BBRv2")):
+        row = generation_row(res)
+        assert row.ok is True and row.expected == want and row.observed.startswith(want), row
+        assert verdict.all_ok(res.rows), [r for r in res.rows if r.ok is False]
+    assert generation_row(tcp).name == "BBR generation (ss gains)"
+    assert "pacing_gain 0.34375, 0.75, 1, 1.25, 2.88672" in generation_row(tcp).observed
+    assert "summary cc bbr; qlog states" in generation_row(quic).observed
+    row = one_generation([tcp, quic, quic2])
+    assert row.ok is True
+    assert row.expected == "the same for tcp-plus-bbr, quic-bbr"  # quic-bbr2 is not compared
+    assert row.observed == "tcp-plus-bbr: BBRv1, quic-bbr: BBRv1"
+
+
+def test_quic_bbr_on_bbrv2_fails_its_generation_and_the_agreement():
+    # quiche from 0.24.7 on: `bbr` is BBRv2 (gcongestion), as h3server's summary and
+    # qlog would then show
+    tcp = result("tcp-plus-bbr", tcp_observation(**BBR_TCP, gains=BBR1_GAINS))
+    quic = result("quic-bbr", quic_observation(states=QUIC_BBR2, cc="bbr2_gcongestion"))
+    assert [r.name for r in verdict.failed(quic.rows)] == [
+        "BBR generation (h3server summary cc, qlog states)"]
+    assert generation_row(quic).observed.startswith("BBRv2: summary cc bbr2_gcongestion")
+    row = one_generation([tcp, quic])
+    assert row.ok is False and row.observed == "tcp-plus-bbr: BBRv1, quic-bbr: BBRv2"
+
+
+def test_tcp_bbr_with_foreign_gains_shows_no_generation_and_fails_the_agreement():
+    # BBRv3 (still named bbr) starts at pacing gain 2.77 and probes down at 0.9
+    gains = ((2.77, 2), (0.9, 2), (1.25, 2))
+    tcp = result("tcp-plus-bbr", tcp_observation(**BBR_TCP, gains=gains))
+    quic = result("quic-bbr", quic_observation(states=QUIC_BBR1, cc="bbr"))
+    row = generation_row(tcp)
+    assert row.ok is False and row.observed.startswith("not shown: bbr with gains outside")
+    assert "2.77" in row.observed and "0.9" in row.observed
+    assert one_generation([tcp, quic]).ok is False
+
+
+def test_summary_and_qlog_that_disagree_show_no_generation():
+    res = result("quic-bbr", quic_observation(states=QUIC_BBR2, cc="bbr"))
+    assert generation_row(res).ok is False
+    assert "but qlog states say bbr2" in generation_row(res).observed
+
+
+def test_agreement_needs_a_bbr_setting_on_each_stack():
+    quic = result("quic-bbr", quic_observation(states=QUIC_BBR1, cc="bbr"))
+    quic2 = result("quic-bbr2", quic_observation(states=QUIC_BBR2, cc="bbr2_gcongestion"))
+    assert one_generation([quic, quic2]) is None
+    cubic = result("tcp-plus", tcp_observation(window=32, after_idle=60, gap=0.001, iw=32,
+                                               buffers="4096 1048576 33554432"))
+    assert cubic.bbr is None and one_generation([cubic, quic]) is None
+    # a BBR setting whose evidence showed nothing counts as a disagreement
+    tcp = replace(result("tcp-plus-bbr", tcp_observation(**BBR_TCP, gains=BBR1_GAINS)),
+                  bbr=Finding(None, "no connection in the ss output"))
+    assert one_generation([tcp, quic]).observed == "tcp-plus-bbr: not shown, quic-bbr: BBRv1"
+    assert one_generation([tcp, quic]).ok is False

@@ -47,8 +47,9 @@ pub struct Args {
     #[arg(long, value_name = "PEM")]
     pub key: PathBuf,
 
-    /// Congestion control. Defaults to cubic. `bbr2` is quiche's BBRv2
-    /// (gcongestion), which paces with its own pacer.
+    /// Congestion control. Defaults to cubic. `bbr` is quiche's BBRv1 (the
+    /// generation of Linux's `bbr`), `bbr2` quiche's BBRv2 (gcongestion); both
+    /// pace with quiche's pacer.
     #[arg(long, value_enum, default_value_t = Cc::Cubic)]
     pub cc: Cc,
 
@@ -111,22 +112,37 @@ pub struct Args {
 pub enum Cc {
     Cubic,
     Reno,
+    /// BBRv1.
+    Bbr,
+    /// BBRv2 (quiche's gcongestion implementation).
     Bbr2,
 }
 
 impl Cc {
+    /// quiche's name of the algorithm this option selects (its string form,
+    /// which names the generation), as the summary reports it.
+    pub fn quiche_name(self) -> &'static str {
+        match self {
+            Cc::Cubic => "cubic",
+            Cc::Reno => "reno",
+            Cc::Bbr => "bbr",
+            Cc::Bbr2 => "bbr2_gcongestion",
+        }
+    }
+
     pub fn algorithm(self) -> quiche::CongestionControlAlgorithm {
         match self {
             Cc::Cubic => quiche::CongestionControlAlgorithm::CUBIC,
             Cc::Reno => quiche::CongestionControlAlgorithm::Reno,
+            Cc::Bbr => quiche::CongestionControlAlgorithm::BBR,
             Cc::Bbr2 => quiche::CongestionControlAlgorithm::Bbr2Gcongestion,
         }
     }
 
-    /// quiche paces CUBIC and Reno not at all (every `SendInfo::at` is "now"),
-    /// so the server's own pacer does; BBRv2 comes with quiche's pacer.
+    /// BBR comes with quiche's pacer (`SendInfo::at`). CUBIC and Reno are paced
+    /// by the server's own pacer (crate::pacer), quiche's left off for them.
     pub fn paced_by_quiche(self) -> bool {
-        matches!(self, Cc::Bbr2)
+        matches!(self, Cc::Bbr | Cc::Bbr2)
     }
 }
 
@@ -183,6 +199,24 @@ mod tests {
         assert_eq!(a.listen.len(), 2);
         assert_eq!(a.max_udp_payload, 1252);
         assert_eq!(a.alt_svc, OnOff::Off);
+    }
+
+    #[test]
+    fn cc_names_are_quiches_and_bbr_is_v1() {
+        use std::str::FromStr;
+        use quiche::CongestionControlAlgorithm as A;
+        let all = [Cc::Cubic, Cc::Reno, Cc::Bbr, Cc::Bbr2];
+        for cc in all {
+            // The summary's name is the one quiche parses to the algorithm selected.
+            assert_eq!(A::from_str(cc.quiche_name()).unwrap(), cc.algorithm(), "{cc:?}");
+        }
+        assert_eq!(parse(&["--cc", "bbr"]).unwrap().cc.algorithm(), A::BBR);
+        assert_eq!(parse(&["--cc", "bbr2"]).unwrap().cc.algorithm(), A::Bbr2Gcongestion);
+        assert_eq!(Cc::Bbr.quiche_name(), "bbr");
+        assert_eq!(Cc::Bbr2.quiche_name(), "bbr2_gcongestion");
+        assert_eq!(Cc::Cubic.quiche_name(), "cubic");
+        assert!(Cc::Bbr.paced_by_quiche() && Cc::Bbr2.paced_by_quiche());
+        assert!(!Cc::Cubic.paced_by_quiche() && !Cc::Reno.paced_by_quiche());
     }
 
     #[test]

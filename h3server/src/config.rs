@@ -112,8 +112,9 @@ pub fn quic_config(s: &Settings, cert: &Path, key: &Path) -> Result<quiche::Conf
     c.set_disable_active_migration(true);
     c.set_cc_algorithm(s.cc.algorithm());
     c.set_initial_congestion_window_packets(s.initial_cwnd_packets);
-    // Only quiche's BBRv2 reads this; CUBIC and Reno are paced by crate::pacer.
-    c.enable_pacing(s.pacing);
+    // quiche paces BBR; CUBIC and Reno are paced by crate::pacer, so quiche's
+    // pacer stays off for them (it would pace them too, at 1.25 x cwnd / srtt).
+    c.enable_pacing(s.pacing && s.cc.paced_by_quiche());
     if s.keylog.is_some() {
         c.log_keys();
     }

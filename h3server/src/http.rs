@@ -254,7 +254,7 @@ mod tests {
     fn answer_all(alt_svc: Option<Header>, requests: &[(&str, &str)]) -> (Vec<Pending>, Summary) {
         let rec = recording();
         let not_found: Arc<[u8]> = Arc::from(response::NOT_FOUND);
-        let mut summary = Summary::new();
+        let mut summary = Summary::new("cubic");
         let mut writer = summary::Writer::new(None);
         let mut r =
             Responder { recording: &rec, not_found: &not_found, alt_svc, summary: &mut summary, writer: &mut writer };

@@ -24,9 +24,9 @@ use clap::Parser;
 use log::info;
 
 /// quiche's version, pinned by Cargo.lock (a test checks they agree).
-pub const QUICHE_VERSION: &str = "0.30.0";
+pub const QUICHE_VERSION: &str = "0.24.6";
 /// This server's version and quiche's, as shown by --version and the summary.
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (quiche ", "0.30.0", ")");
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (quiche ", "0.24.6", ")");
 
 /// Why the server stopped.
 #[derive(Debug)]

@@ -1,7 +1,7 @@
 //! User-space pacing for CUBIC and Reno.
 //!
-//! quiche (0.30) paces only its BBRv2; for CUBIC and Reno every
-//! `SendInfo::at` is "now", and this kernel has no fq qdisc to pace for us.
+//! quiche paces its BBR; for CUBIC and Reno its pacer is left off (so every
+//! `SendInfo::at` is "now"), and this kernel has no fq qdisc to pace for us.
 //! So the server computes release times itself and a timer holds each
 //! datagram until then.
 //!

@@ -124,6 +124,7 @@ impl Server {
             .map_err(|e| Fatal::Runtime(format!("epoll: {e}")))?;
         let h3_config = quiche::h3::Config::new().map_err(|e| Fatal::Runtime(format!("h3 config: {e}")))?;
         let writer = summary::Writer::new(settings.summary.clone());
+        let summary = Summary::new(settings.cc.quiche_name());
         Ok(Server {
             settings,
             config,
@@ -137,7 +138,7 @@ impl Server {
             clients: HashMap::new(),
             routes: HashMap::new(),
             next_client: 0,
-            summary: Summary::new(),
+            summary,
             writer,
             shutdown: false,
         })

@@ -15,6 +15,10 @@ pub struct Summary {
     pub server: &'static str,
     /// This server's version and quiche's.
     pub version: &'static str,
+    /// The congestion controller quiche runs, by quiche's name for it, which
+    /// names the generation: "cubic", "reno", "bbr" (BBRv1),
+    /// "bbr2_gcongestion" (BBRv2).
+    pub cc: &'static str,
     /// Requests answered (recorded responses and 404s).
     pub requests: u64,
     /// Requests with no matching exchange (answered 404).
@@ -28,8 +32,8 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn new() -> Self {
-        Summary { server: "h3server", version: crate::VERSION, ..Default::default() }
+    pub fn new(cc: &'static str) -> Self {
+        Summary { server: "h3server", version: crate::VERSION, cc, ..Default::default() }
     }
 }
 
@@ -104,7 +108,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("summary.json");
         let mut w = Writer::new(Some(file.clone()));
-        let mut s = Summary::new();
+        let mut s = Summary::new("bbr");
         // Nothing changed, not forced: nothing written.
         assert!(!w.maybe_write(&s, t0, false).unwrap());
         // Forced at start: written once even unchanged.
@@ -122,6 +126,7 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(v["server"], "h3server");
         assert_eq!(v["requests"], 1);
+        assert_eq!(v["cc"], "bbr");
         assert_eq!(v["miss_urls"], serde_json::json!([]));
         for key in ["version", "misses", "bytes", "connections"] {
             assert!(v.get(key).is_some(), "{key}");

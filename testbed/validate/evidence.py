@@ -227,6 +227,9 @@ class SockInfo:
     max_pacing_rate: str | None
     sndbuf: int | None
     """skmem tb: the socket's send buffer, bytes."""
+    detail: str = ""
+    """The connection's details as ss printed them, on one line (BBR's gains among
+    them: see testbed.protocols.bbr_generation)."""
 
 
 def parse_ss(text: str) -> list[SockInfo]:
@@ -253,7 +256,7 @@ def parse_ss(text: str) -> list[SockInfo]:
                             cc=cc, cwnd=int(cwnd.group(1)) if cwnd else None,
                             pacing_rate=pacing.group(1) if pacing else None,
                             max_pacing_rate=pacing.group(2) if pacing else None,
-                            sndbuf=int(tb.group(1)) if tb else None))
+                            sndbuf=int(tb.group(1)) if tb else None, detail=detail))
     return out
 
 

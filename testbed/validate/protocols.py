@@ -1,7 +1,7 @@
 """`testbed validate protocols [SETTING ...]`: prove each protocol setting is in force
 during a real replay.
 
-For every setting (default: tcp, tcp-plus, tcp-plus-bbr, quic, quic-bbr) the
+For every setting (default: tcp, tcp-plus, tcp-plus-bbr, quic, quic-bbr, quic-bbr2) the
 setting is applied to a replay topology, the replay servers start with its
 options, and Chromium, as the testbed user inside the calibrated Mahimahi
 chain of a network profile (default: lte), loads a page and then fetches a
@@ -14,9 +14,11 @@ samples the server's sockets every 20 ms; h3server writes a qlog.
 | property | proof |
 |---|---|
 | stack (Chromium flags) | the protocol of both fetches (Resource Timing): h2 or h3 |
-| congestion control | TCP: `ss` names it on the connection. QUIC: the qlog's congestion states (CUBIC: slow_start, congestion_avoidance...; BBRv2: startup, drain, probe_bw...) |
+| congestion control | TCP: `ss` names it on the connection. QUIC: the qlog's congestion states (CUBIC: slow_start, congestion_avoidance...; BBR: startup, drain, probe_bw...) |
+| BBR generation (BBR settings) | TCP: the gains `ss` prints for bbr, all BBRv1's. QUIC: the controller h3server's summary names (`bbr`: BBRv1, `bbr2_gcongestion`: BBRv2) and the qlog's ProbeBW states (BBRv1: one `bbr_probe_bw`; BBRv2: `bbr_probe_bw_up/_down/_cruise/_refill`); see testbed.protocols.bbr_generation |
+| one BBR on both stacks | every setting with congestion control `bbr` (tcp-plus-bbr, quic-bbr) showed the same generation |
 | initial window | TCP: the first data flight of the response (server packets before the first client packet), segments in flight (plus, under BBR, the handshake segments acknowledged before it: BBR grows its window by them); `ss`'s cwnd. QUIC: the qlog's first congestion_window (the flight on the wire is shown: a paced flight can outlast the first acknowledgement) |
-| pacing | the median gap between that flight's packets on the wire: paced >= 10 % of RTT / initial window, otherwise back to back |
+| pacing | the gaps between that flight's packets on the wire, at the third quartile: paced >= 10 % of RTT / initial window, otherwise back to back (the quartile, not the median: quiche's pacer releases BBR's packets in bursts of a send quantum, three back to back every few ms) |
 | slow start after idle (TCP) | the first flight after the idle: back to the initial window (on) or the window before (off) |
 | buffers (TCP) | the namespace's tcp_rmem / tcp_wmem read back, and the send buffer ss reports |
 | max UDP payload (QUIC) | the largest datagram payload the server sent |
@@ -35,6 +37,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Self
@@ -49,7 +52,9 @@ from testbed.emulate import calibrate
 from testbed.emulate.shells import build_chain
 from testbed.errors import TestbedError
 from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load_protocol
+from testbed.protocols import bbr_generation
 from testbed.protocols.apply import Change, ServerOptions, applied, server_options
+from testbed.protocols.bbr_generation import BBR1, BBR2, Finding
 from testbed.replay.env import ReplayEnv
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
@@ -57,7 +62,7 @@ from testbed.validate import evidence, site, verdict
 from testbed.validate.site import PROTOCOL
 from testbed.validate.verdict import Row
 
-DEFAULT_SETTINGS = ("tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr")
+DEFAULT_SETTINGS = ("tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr", "quic-bbr2")
 DEFAULT_NETWORK = "lte"
 FILE_SIZE = 1_000_000
 IDLE_S = 4.0
@@ -65,9 +70,10 @@ IDLE_S = 4.0
 RTT a full 200 ms buffer adds, so that slow start after idle falls back to the
 initial window."""
 PACED_GAP_SHARE = 0.1
-"""Paced: the median gap between packets of the first flight is at least this share of
-RTT / initial window (a paced flight spreads over a good part of the RTT; an unpaced
-one leaves back to back, microseconds apart)."""
+"""Paced: the third-quartile gap between packets of the first flight is at least this
+share of RTT / initial window (a paced flight spreads over a good part of the RTT, in
+bursts of a few packets at most; an unpaced one leaves back to back, microseconds
+apart)."""
 SS_INTERVAL = 0.02
 ATTEMPTS = 3
 """A setting is started over (at most this often in all) when Chromium reports a network
@@ -80,12 +86,18 @@ CUBIC_STATES = {"slow_start", "conservative_slow_start", "congestion_avoidance",
 """quiche's congestion states for CUBIC and Reno (HyStart++ adds conservative slow start)."""
 BBR_STATES = {"startup", "drain", "probe_bw", "probe_rtt"}
 """BBR's modes; quiche's BBRv2 names them bbr_startup, bbr_drain, bbr_probe_bw_up, ..."""
+GENERATION = {("tcp", "bbr"): BBR1, ("quic", "bbr"): BBR1, ("quic", "bbr2"): BBR2}
+"""The BBR generation each BBR setting must run: Linux's bbr is BBRv1, and so is
+h3server's --cc bbr (quiche 0.24.6); --cc bbr2 is quiche's BBRv2."""
+GENERATION_NAME = {BBR1: "BBRv1", BBR2: "BBRv2", None: "not shown"}
 
 
 @dataclass(frozen=True)
 class Result:
     setting: ProtocolProfile
     rows: list[Row]
+    bbr: Finding | None = None
+    """The BBR generation the evidence showed (BBR settings only)."""
 
     @property
     def ok(self) -> bool:
@@ -199,6 +211,10 @@ class Observation:
     """TCP: `ss` samples of the file server's sockets, in order."""
     qlog: tuple[dict, ...] = ()
     """QUIC: the events of h3server's qlog of the file's connection."""
+    summary: dict | None = None
+    """QUIC: h3server's summary after the fetches (its `cc`: the controller quiche ran)."""
+    available_cc: str | None = None
+    """TCP: the server namespace's net.ipv4.tcp_available_congestion_control."""
 
 
 def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopology,
@@ -237,6 +253,11 @@ def _capture_in_force(opts: ServerOptions, change: Change, recording: rec.Record
     url = f"https://{FILE_HOST}{FILE_PATH}"
     watch = SsWatch(topology) if opts.stack == "tcp" else None
     fetched = []
+    summary = available = None
+    if opts.stack == "tcp":
+        available = proc.run(topology.server.exec(
+            ["cat", "/proc/sys/net/ipv4/tcp_available_congestion_control"]),
+            check=False, timeout=10).stdout.strip()
     with ReplayEnv(recording, opts.stack, h3server_args=h3args, nginx_env=change.nginx_env,
                    topology=topology) as env, \
             Capture(topology, pcap, "tcp" if opts.stack == "tcp" else "udp") as cap:
@@ -254,11 +275,15 @@ def _capture_in_force(opts: ServerOptions, change: Change, recording: rec.Record
             finally:
                 if watch:
                     watch.__exit__(None, None, None)
+        if opts.stack == "quic":
+            time.sleep(0.2)  # h3server rewrites its summary at most every 50 ms
+            summary = env.summary()
         env.check_alive()
     return Observation(
         applied=dict(change.done), fetched=tuple(fetched), packets=tuple(cap.packets()),
         socks=tuple(watch.of_peer_ip(FILE_IP)) if watch else (),
-        qlog=tuple(qlog_events(main_qlog(qlog_dir))) if opts.stack == "quic" else ())
+        qlog=tuple(qlog_events(main_qlog(qlog_dir))) if opts.stack == "quic" else (),
+        summary=summary, available_cc=available)
 
 
 # ------------------------------------------------------------------ judge
@@ -282,6 +307,9 @@ def judge(opts: ServerOptions, obs: Observation, rtt_s: float) -> list[Row]:
     data = evidence.data_flights(evidence.flights(packets, 443, TCP_MSS))
     first = data[0] if data else None
     rows.append(_congestion_control(setting, stack, obs))
+    finding = bbr_finding(opts, obs)
+    if finding is not None:
+        rows.append(_bbr_generation(setting, stack, finding))
     rows += _initial_window(setting, stack, obs, packets, first)
     if first is not None:
         rows.append(_pacing(setting, opts.pacing_method, first, rtt_s))
@@ -317,6 +345,40 @@ def _congestion_control(setting: ProtocolProfile, stack: str, obs: Observation) 
                f"{family}: {', '.join(sorted(states)) or 'none'}", family == want)
 
 
+def bbr_finding(opts: ServerOptions, obs: Observation) -> Finding | None:
+    """The BBR generation the evidence shows, for a BBR setting (None for others).
+    TCP: the gains `ss` printed on the file server's connection; QUIC: h3server's
+    summary `cc` and the qlog's congestion states."""
+    if (opts.stack, opts.setting.congestion_control) not in GENERATION:
+        return None
+    if opts.stack == "tcp":
+        return bbr_generation.tcp_generation([s.detail for s in obs.socks], obs.available_cc)
+    return bbr_generation.quic_generation(obs.summary, evidence.qlog_states(list(obs.qlog)))
+
+
+def _bbr_generation(setting: ProtocolProfile, stack: str, finding: Finding) -> Row:
+    want = GENERATION[(stack, setting.congestion_control)]
+    how = "ss gains" if stack == "tcp" else "h3server summary cc, qlog states"
+    return Row(f"BBR generation ({how})", GENERATION_NAME[want],
+               f"{GENERATION_NAME[finding.generation]}: {finding.why}",
+               finding.generation == want)
+
+
+def one_generation(results: list[Result]) -> Row | None:
+    """One BBR on both stacks: every setting with congestion control `bbr` (TCP's and
+    QUIC's, e.g. tcp-plus-bbr and quic-bbr) ran the same BBR generation. None unless
+    both stacks have such a setting among the results."""
+    bbr = [r for r in results if r.setting.congestion_control == "bbr"]
+    if {r.setting.stack for r in bbr} != {"tcp", "quic"}:
+        return None
+    gens = {r.bbr.generation if r.bbr else None for r in bbr}
+    names = ", ".join(r.setting.name for r in bbr)
+    return Row("one BBR generation on TCP and QUIC", f"the same for {names}",
+               ", ".join(f"{r.setting.name}: {GENERATION_NAME[r.bbr.generation if r.bbr else None]}"
+                         for r in bbr),
+               len(gens) == 1 and None not in gens, group="tcp vs quic")
+
+
 def _initial_window(setting: ProtocolProfile, stack: str, obs: Observation,
                     packets: list[evidence.Packet], first: evidence.Flight | None) -> list[Row]:
     iw = setting.initial_window_packets
@@ -349,17 +411,19 @@ def _pacing(setting: ProtocolProfile, method: str, first: evidence.Flight, rtt_s
     iw = setting.initial_window_packets
     gaps = sorted(b - a for a, b in zip(first.times, first.times[1:]))
     median_gap = gaps[len(gaps) // 2] if gaps else 0.0
+    q3_gap = gaps[3 * len(gaps) // 4] if gaps else 0.0
     spaced = rtt_s / iw * PACED_GAP_SHARE if rtt_s else 1e-4
-    text = (f"median gap {median_gap * 1000:.2f} ms; flight over "
-            f"{first.duration * 1000:.1f} ms = {first.duration / rtt_s:.0%} of RTT"
-            if rtt_s else f"median gap {median_gap * 1000:.2f} ms")
+    text = f"gap at the 3rd quartile {q3_gap * 1000:.2f} ms, median {median_gap * 1000:.2f} ms"
+    if rtt_s:
+        text += (f"; flight over {first.duration * 1000:.1f} ms = "
+                 f"{first.duration / rtt_s:.0%} of RTT")
     how = {"internal": " (internal, SO_MAX_PACING_RATE)", "fq": " (fq)",
            "quic": " (h3server)"}.get(method, "")
     if setting.pacing:
-        return Row("pacing", f"on{how}: median gap >= {spaced * 1000:.2f} ms", text,
-                   median_gap >= spaced)
-    return Row("pacing", f"off: back to back, median gap < {spaced * 1000:.2f} ms", text,
-               median_gap < spaced)
+        return Row("pacing", f"on{how}: 3rd-quartile gap >= {spaced * 1000:.2f} ms", text,
+                   q3_gap >= spaced)
+    return Row("pacing", f"off: back to back, 3rd-quartile gap < {spaced * 1000:.2f} ms", text,
+               q3_gap < spaced)
 
 
 def _tcp_settings(setting: ProtocolProfile, obs: Observation,
@@ -399,8 +463,9 @@ COLUMNS = (verdict.column("property", "name"), verdict.column("expected", "expec
 
 
 def render(console: Console, results: list[Result], profile: NetworkProfile,
-           delay_ms: int) -> None:
+           delay_ms: int, extra: Sequence[Row] = ()) -> None:
     rows = [replace(row, group=r.setting.name) for r in results for row in r.rows]
+    rows += list(extra)
     verdict.render(console, rows, COLUMNS,
                    f"Protocol settings proven during a replay under {profile.name} "
                    f"({profile.description}; mm-delay {delay_ms} ms each way)", group="setting")
@@ -414,8 +479,8 @@ def render(console: Console, results: list[Result], profile: NetworkProfile,
               help="Keep the captures (pcap), qlogs and server logs in this folder.")
 def validate_protocols(settings, network, keep):
     """Prove that each protocol SETTING (a name from profiles/protocols/ or a TOML file;
-    default: all five of the paper) is in force during a real replay: congestion
-    control, initial window, pacing, slow start after idle, buffers, QUIC options and
+    default: the paper's five and quic-bbr2) is in force during a real replay: congestion
+    control and BBR generation (tcp-plus-bbr and quic-bbr must run the same), initial window, pacing, slow start after idle, buffers, QUIC options and
     Chromium's protocol. Exit 1 on any mismatch."""
     loaded = [load_protocol(s) for s in (settings or DEFAULT_SETTINGS)]
     profile = load_network(network)
@@ -434,7 +499,8 @@ def validate_protocols(settings, network, keep):
                 status.update(f"{s.name}: replay under {profile.name}")
                 opts = server_options(s)
                 obs = observe(opts, recording, topo, chain.argv([]), work)
-                results.append(Result(s, judge(opts, obs, profile.min_rtt_ms / 1000)))
+                results.append(Result(s, judge(opts, obs, profile.min_rtt_ms / 1000),
+                                      bbr_finding(opts, obs)))
     finally:
         if keep:
             keep.mkdir(parents=True, exist_ok=True)
@@ -443,8 +509,11 @@ def validate_protocols(settings, network, keep):
                     shutil.move(str(item), keep / item.name)
             console.print(f"captures and qlogs kept in {keep}")
         shutil.rmtree(work, ignore_errors=True)
-    render(console, results, profile, cal.delay_ms)
+    agree = one_generation(results)
+    render(console, results, profile, cal.delay_ms, [agree] if agree else [])
     bad = [r.setting.name for r in results if not r.ok]
+    if agree is not None and not agree.ok:
+        bad.append(f"{agree.name} ({agree.observed})")
     if bad:
         raise TestbedError(f"protocol validation failed: {', '.join(bad)}")
     console.print(f"[green]all {len(results)} settings observed as configured[/green]")
