@@ -63,6 +63,9 @@ TRIALS = (
            "JSON object host -> the most requests to that host on the wire at the same "
            "time (from the trial's HAR timings, from sending the request to the "
            "response's last byte; see testbed.measure.trial_har.max_in_flight)."),
+    Column("worker", TEXT_KIND, False,
+           "Who measured the trial: `<host>/<worker id>` (`<host>/local` for a campaign "
+           "run in the coordinator's own process, see `testbed run --scheduler`)."),
 )
 """Every column of table `trials`, in the contract's order: the one definition of the
 results schema (the store, the exports, this package's loader and its synthetic
@@ -83,7 +86,7 @@ NULLABLE_INTEGER = tuple(c.name for c in TRIALS if c.kind == INTEGER_KIND and no
 REAL = tuple(c.name for c in TRIALS if c.kind == REAL_KIND)
 """Real columns (float64, missing = NaN)."""
 
-ADDED = ("max_in_flight",)
+ADDED = ("max_in_flight", "worker")
 """Columns newer than the first stores and exports: missing (all NULL) in older ones.
 They come last and may be NULL, so an older store gains them with ALTER TABLE."""
 
