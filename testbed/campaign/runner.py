@@ -61,8 +61,12 @@ LOCAL_WORKER = f"{platform.node()}/local"
 
 
 class Runner:
-    def __init__(self, campaign: Campaign, out_dir: Path, console: Console | None = None):
+    def __init__(self, campaign: Campaign, out_dir: Path, console: Console | None = None,
+                 cluster=None):
         self.campaign = campaign
+        self.cluster = cluster
+        """testbed.campaign.cluster.ClusterOptions: blocks run on Dask workers (None or
+        a local cluster of one: in this process, as always)."""
         self.out = Path(out_dir)
         self.console = console or Console(stderr=True)
         self.recordings: dict[str, rec.Recording] = {}
@@ -210,6 +214,9 @@ class Runner:
             site_exits = ExitStack()
             exits.callback(lambda: site_exits.close())
             try:
+                if self.cluster is not None and self.cluster.wanted:
+                    self._run_on_cluster(todo, store, progress, task)
+                    todo = []
                 for block in todo:
                     if block.site != topo_site or (servers is not None and servers.broken):
                         if servers is not None:
@@ -232,6 +239,17 @@ class Runner:
                 except OSError as e:  # a full disk: the error that stopped the run counts
                     log.error("manifest not updated: %s", e)
             progress.update(task, description="done")
+
+    def _run_on_cluster(self, todo: list[plan_mod.Block], store: Store, progress: Progress,
+                        task) -> None:
+        from testbed.campaign import cluster
+
+        with cluster.connect(self.cluster) as client:
+            cluster.Coordinator(self, client).run(todo, store, progress, task)
+        if self.cluster.scheduler is None:
+            from testbed.cleanup import sweep
+
+            sweep()  # what local workers killed during the campaign left behind
 
     def _run_block(self, block: plan_mod.Block, servers: Servers, store: Store, work: Path,
                    progress: Progress, task) -> None:
