@@ -6,8 +6,8 @@ ADDRESS` or `--workers N`); testbed.campaign.worker is the workers' side.
 
 Each block of the plan (one run, site and network: the trials that share one
 Browsertime process) is one Dask task with resource `testbed=1`, submitted in
-the plan's seeded order (Dask priority: an earlier block first, a retried one
-before any other), so the blocks are taken in the same shuffled order as on one
+the plan's seeded order (a few blocks ahead of the workers; Dask priority: an
+earlier block first, a retried one before any other), so the blocks are taken in the same shuffled order as on one
 machine, and a worker's speed or drift applies to every setting of a block
 alike. A worker sends back each trial's row and files; the coordinator alone
 stores them (testbed.campaign.commit, as for a local trial) and writes the
@@ -25,6 +25,7 @@ store, as on one machine.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -149,8 +150,20 @@ class Coordinator:
             log.warning("worker refused: %s", line)
             r.console.print(f"worker refused: {line}", markup=False, highlight=False)
         self.client.wait_for_workers(1, timeout=WAIT_WORKERS_S)
-        futures = [self._submit(b) for b in todo]
-        pending = as_completed(futures)
+        # a few blocks ahead of the workers, no more: the blocks start in the plan's order
+        # (Dask does not queue tasks with resources on the scheduler) and a stopped
+        # coordinator leaves little submitted work behind
+        queue = deque(todo)
+        pending = as_completed()
+        futures = []
+
+        def top_up() -> None:
+            ahead = len(self.client.scheduler_info(n_workers=-1)["workers"]) + 1
+            while queue and pending.count() < ahead:
+                futures.append(self._submit(queue.popleft()))
+                pending.add(futures[-1])
+
+        top_up()
         try:
             for fut in pending:
                 try:
@@ -165,8 +178,10 @@ class Coordinator:
                 again = self._store(packed, store, progress, task)
                 if again:
                     b = again[0]
-                    pending.add(self._submit(
+                    futures.append(self._submit(
                         plan_mod.Block(b.run, b.site, b.network, tuple(again)), first=True))
+                    pending.add(futures[-1])
+                top_up()
         finally:
             self.client.cancel([f for f in futures if not f.done()])
 
