@@ -190,3 +190,16 @@ def test_coordinator_stores_each_trial_once_and_retries_a_failure(tmp_path):
     assert (r.out / "logs" / "x.log").read_bytes() == b"log"
     for x in t:
         assert (r.out / "trials" / x.id / "trial.json").is_file()
+
+
+def test_the_default_runner_does_not_load_dask():
+    """No cluster option: the runner as before, without Dask in the process."""
+    import subprocess
+    import sys
+
+    code = ("import sys, testbed.campaign.runner, testbed.campaign.cli, testbed.campaign.block; "
+            "from testbed.campaign.cli import _cluster_options; _cluster_options(None, '1'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        check=True, cwd=ROOT)
+    assert cp.stdout.strip() == "[]"

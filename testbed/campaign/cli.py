@@ -77,8 +77,6 @@ def _cluster_options(scheduler: str | None, workers: str | None):
     """The cluster options (None: none given, the campaign runs in this process)."""
     if scheduler is None and workers is None:
         return None
-    from testbed.campaign.cluster import ClusterOptions, check
-
     n = None
     if workers is not None:
         try:
@@ -88,6 +86,10 @@ def _cluster_options(scheduler: str | None, workers: str | None):
         if not 1 <= n <= MAX_WORKERS:
             raise InputError(f"--workers: expected a whole number from 1 to {MAX_WORKERS}, "
                              f"got {workers!r}")
+    if scheduler is None and n == 1:
+        return None  # one local worker: this process, as without the option (no Dask)
+    from testbed.campaign.cluster import ClusterOptions, check
+
     opts = ClusterOptions(scheduler=scheduler, workers=n)
     check(opts)
     return opts if opts.wanted else None
