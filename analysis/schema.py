@@ -130,6 +130,9 @@ TRIALS = (
     Column("dcl_ms", REAL_KIND, False,
            "DOMContentLoaded: the navigation timing's `domContentLoadedEventStart`, 1 ms "
            "steps."),
+    Column("worker", TEXT_KIND, False,
+           "Who measured the trial: `<host>/<worker id>` (`<host>/local` for a campaign "
+           "run in the coordinator's own process, see `testbed run --scheduler`)."),
 )
 """Every column of table `trials`, in the contract's order: the one definition of the
 results schema (the store, the exports, this package's loader and its synthetic
@@ -150,7 +153,7 @@ NULLABLE_INTEGER = tuple(c.name for c in TRIALS if c.kind == INTEGER_KIND and no
 REAL = tuple(c.name for c in TRIALS if c.kind == REAL_KIND)
 """Real columns (float64, missing = NaN)."""
 
-ADDED = ("max_in_flight", "fp_ms", "fcp_ms", "lcp_ms", "dcl_ms")
+ADDED = ("max_in_flight", "fp_ms", "fcp_ms", "lcp_ms", "dcl_ms", "worker")
 """Columns newer than the first stores and exports: missing (all NULL) in older ones.
 They come last and may be NULL, so an older store gains them with ALTER TABLE."""
 

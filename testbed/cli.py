@@ -21,6 +21,7 @@ COMMANDS = {
     "replay": "testbed.replay.cli:replay",
     "validate": "testbed.validate.cli:validate",
     "run": "testbed.campaign.cli:run",
+    "worker": "testbed.campaign.cli:worker",
     "export": "testbed.campaign.cli:export",
     "results": "testbed.campaign.cli:results",
     "report": "testbed.report_command:report",

@@ -1,4 +1,5 @@
-"""`testbed run CAMPAIGN` and `testbed export DIR` (`testbed results`, its old name)."""
+"""`testbed run CAMPAIGN`, `testbed worker SCHEDULER` and `testbed export DIR`
+(`testbed results`, its old name)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,14 @@ from testbed.errors import InputError
 @click.option("--dry-run", is_flag=True,
               help="Print the plan (matrix, trial count, order) and the estimated duration; "
                    "start nothing (no root needed).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Run the blocks on the workers of this Dask scheduler (tcp://host:8786; "
+                   "workers join with `testbed worker ADDRESS`); the results are stored here.")
+@click.option("--workers", metavar="N",
+              help="Run the blocks on a local Dask cluster of N workers on this machine "
+                   "(default 1: in this process, no cluster).")
 def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool,
-        dry_run: bool):
+        dry_run: bool, scheduler: str | None, workers: str | None):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume."""
@@ -44,6 +51,7 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
             raise InputError(f"--runs: expected a whole number from 1 to {config.MAX_RUNS}, "
                              f"got {runs!r}") from None
         config.check_size(campaign, n)
+    cluster = _cluster_options(scheduler, workers)
     if dry_run:
         from testbed.campaign.estimate import plan_text
 
@@ -56,9 +64,91 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
     runner.owner_check()
     out = out or runner.default_out(campaign)
     checked = safefs.check_out_dir(out, "--out")  # root writes the results there
-    stats = runner.Runner(campaign, checked).run(runs=n, retry_failed=retry_failed)
+    stats = runner.Runner(campaign, checked, cluster=cluster).run(runs=n,
+                                                                  retry_failed=retry_failed)
     click.echo(f"testbed: {stats['ok']} ok, {stats['failed']} failed this session; "
                f"results in {out}", err=True)
+
+
+MAX_WORKERS = 64
+
+
+def _cluster_options(scheduler: str | None, workers: str | None):
+    """The cluster options (None: none given, the campaign runs in this process)."""
+    if scheduler is None and workers is None:
+        return None
+    n = None
+    if workers is not None:
+        try:
+            n = int(workers)
+        except ValueError:
+            n = 0
+        if not 1 <= n <= MAX_WORKERS:
+            raise InputError(f"--workers: expected a whole number from 1 to {MAX_WORKERS}, "
+                             f"got {workers!r}")
+    if scheduler is None and n == 1:
+        return None  # one local worker: this process, as without the option (no Dask)
+    from testbed.campaign.cluster import ClusterOptions, check
+
+    opts = ClusterOptions(scheduler=scheduler, workers=n)
+    check(opts)
+    return opts if opts.wanted else None
+
+
+@click.command()
+@click.argument("scheduler", metavar="SCHEDULER_ADDRESS")
+@click.option("--name", help="This worker's id in the rows (default: w<pid>); unique in the "
+                             "cluster.")
+@click.option("--network", "networks", multiple=True, metavar="NAME",
+              help="Calibrate only these network profiles at start (repeatable; default: "
+                   "every profile in profiles/networks/).")
+def worker(scheduler: str, name: str | None, networks: tuple[str, ...]):
+    """Join the Dask scheduler at SCHEDULER_ADDRESS as a testbed worker (one block at a
+    time), after the doctor's required checks and the network calibration pass. It
+    leaves, naming the file, when its code, profiles or recordings differ from those of
+    the campaign's coordinator. Run as root, on a trusted network only."""
+    import asyncio
+    import os
+
+    from testbed import doctor, profiles
+    from testbed.campaign import worker as worker_mod
+    from testbed.emulate import calibrate
+    from testbed.errors import TestbedError
+    from testbed.paths import NETWORKS_DIR
+    from testbed.validate import verdict
+
+    if os.geteuid() != 0:
+        raise InputError("testbed worker: needs root (namespaces, Mahimahi); run it as root")
+    bad = verdict.failed(doctor.run_checks())
+    if bad:
+        r = bad[0]
+        raise TestbedError(f"worker refuses to join: doctor: {r.name}: {r.observed}"
+                           + (f" ({r.hint})" if r.hint else ""))
+    names = networks or tuple(sorted(p.stem for p in NETWORKS_DIR.glob("*.toml")))
+    for net in names:
+        profile = profiles.load_network(net)
+        try:
+            cal = calibrate.for_profile(profile)
+        except TestbedError as e:
+            raise TestbedError(f"worker refuses to join: calibration of network {net}: "
+                               f"{e}") from None
+        click.echo(f"testbed worker: network {net}: delay {cal.delay_ms} ms each way, "
+                   f"minimum RTT {cal.min_rtt_ms:.2f} ms", err=True)
+    name = name or f"w{os.getpid()}"
+
+    async def serve():
+        from distributed import Worker
+
+        async with Worker(scheduler, nthreads=1, resources={"testbed": 1}, name=name) as w:
+            click.echo(f"testbed worker: {name} joined {scheduler} as {w.address}", err=True)
+            await w.finished()
+
+    try:
+        asyncio.run(serve())
+    except OSError as e:
+        raise TestbedError(f"testbed worker: cannot reach scheduler {scheduler} ({e})") from None
+    if worker_mod.REFUSED:
+        raise TestbedError(worker_mod.REFUSED[0])
 
 
 @click.command()

@@ -44,8 +44,9 @@ def utc(ts: float) -> str:
 
 def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
           campaign: Campaign, network: NetworkProfile, recording: rec.Recording,
-          ) -> tuple[Row, dict]:
-    """The trial's row and its files (name -> content or a staged file)."""
+          worker: str | None = None) -> tuple[Row, dict]:
+    """The trial's row and its files (name -> content or a staged file); worker: who
+    measured it (`<host>/<worker id>`)."""
     setting = record.setting
     m = metrics.extract(o.result, o.visual)
     protocols = trial_har.protocols(o.har) if o.har is not None else {}
@@ -79,6 +80,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
                        if o.har is not None else None),
         rtt_ms=float(network.min_rtt_ms),
         origins=len(recording.hosts),
+        worker=worker,
     )
     files = dict(kept.files) if kept is not None else {}
     files["trial.json"] = json.dumps({

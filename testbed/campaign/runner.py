@@ -23,18 +23,16 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
+import platform
 import sqlite3
-import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 
 from rich.console import Console
 from rich.progress import Progress
 
 from testbed import recording as rec
+from testbed.campaign import block as block_mod
 from testbed.campaign import commit, outdir, rows
 from testbed.campaign import config as config_mod
 from testbed.campaign import manifest as manifest_mod
@@ -48,7 +46,7 @@ from testbed.campaign.servers import Servers
 from testbed.campaign.store import Store
 from testbed.errors import InputError, TestbedError
 from testbed.measure import browsertime
-from testbed.measure.session import Kept, Outcome, Session
+from testbed.measure.session import Outcome
 from testbed.profiles import NetworkProfile, load_network
 from testbed.protocols import ServerOptions
 from testbed.protocols.apply import check_sysctls
@@ -57,47 +55,18 @@ from testbed.topology import ReplayTopology
 
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class BlockDriver:
-    """testbed.measure.session.Driver for one block."""
-
-    block: plan_mod.Block
-    servers: Servers
-    settings: dict[str, ServerOptions]
-    on_trial: object = None
-    records: list[TrialRecord] = field(default_factory=list)
-
-    def __post_init__(self):
-        self.records = [TrialRecord(self.settings[t.protocol]) for t in self.block.trials]
-
-    def prepare(self, k: int) -> None:
-        if self.on_trial is not None:
-            self.on_trial(self.block.trials[k])
-        self.servers.use(self.records[k].setting)
-
-    def launch(self, k: int) -> list[str]:
-        env = self.servers.env
-        assert env is not None
-        return [*env.chromium_flags(), *self.records[k].setting.chromium_flags]
-
-    def before_load(self, k: int) -> None:
-        r = self.records[k]
-        r.started_at = time.time()
-        r.before = self.servers.env.summary() if self.servers.env else None
-
-    def after_load(self, k: int, measured: bool) -> None:
-        r = self.records[k]
-        env = self.servers.env
-        if env is None:
-            return
-        r.after = env.summary()
-        r.server_error = self.servers.problem()
+BlockDriver = block_mod.BlockDriver
+LOCAL_WORKER = f"{platform.node()}/local"
+"""The worker column of trials measured in the runner's own process."""
 
 
 class Runner:
-    def __init__(self, campaign: Campaign, out_dir: Path, console: Console | None = None):
+    def __init__(self, campaign: Campaign, out_dir: Path, console: Console | None = None,
+                 cluster=None):
         self.campaign = campaign
+        self.cluster = cluster
+        """testbed.campaign.cluster.ClusterOptions: blocks run on Dask workers (None or
+        a local cluster of one: in this process, as always)."""
         self.out = Path(out_dir)
         self.console = console or Console(stderr=True)
         self.recordings: dict[str, rec.Recording] = {}
@@ -245,6 +214,9 @@ class Runner:
             site_exits = ExitStack()
             exits.callback(lambda: site_exits.close())
             try:
+                if self.cluster is not None and self.cluster.wanted:
+                    self._run_on_cluster(todo, store, progress, task)
+                    todo = []
                 for block in todo:
                     if block.site != topo_site or (servers is not None and servers.broken):
                         if servers is not None:
@@ -267,6 +239,17 @@ class Runner:
                 except OSError as e:  # a full disk: the error that stopped the run counts
                     log.error("manifest not updated: %s", e)
             progress.update(task, description="done")
+
+    def _run_on_cluster(self, todo: list[plan_mod.Block], store: Store, progress: Progress,
+                        task) -> None:
+        from testbed.campaign import cluster
+
+        with cluster.connect(self.cluster) as client:
+            cluster.Coordinator(self, client).run(todo, store, progress, task)
+        if self.cluster.scheduler is None:
+            from testbed.cleanup import sweep
+
+            sweep()  # what local workers killed during the campaign left behind
 
     def _run_block(self, block: plan_mod.Block, servers: Servers, store: Store, work: Path,
                    progress: Progress, task) -> None:
@@ -297,64 +280,21 @@ class Runner:
 
     def _session(self, block: plan_mod.Block, servers: Servers, work: Path,
                  progress: Progress, task):
-        r = self.recordings[block.site]
-        c = self.campaign
-
         def on_trial(t: plan_mod.Trial):
             progress.update(task, description=progress_mod.describe(t))
 
-        driver = BlockDriver(block, servers, self.settings, on_trial=on_trial)
-        opts = browsertime.BrowsertimeOptions(
-            iterations=len(block.trials), timeout_s=c.timeout_s, settle_ms=c.settle_ms,
-            settle_max_ms=c.settle_max_ms, video_fps=c.video_fps)
-        chain = self.chains[block.network]
-        wrap = chain.argv([])
-        blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))
-        session = Session(r.url, opts, blockdir, netns=servers.topology.client.name,
-                          wrap=wrap, driver=driver)
-        t0 = time.monotonic()
-        try:
-            outcomes = session.run()
-            t_end = time.monotonic()
-            logname = f"run{block.run}-{block.site}-{block.network}-{int(time.time())}.log"
-            if session.log_path.exists():
-                copy = self.out / "logs" / logname
-                try:
-                    shutil.copyfile(session.log_path, copy)
-                except BaseException:
-                    copy.unlink(missing_ok=True)  # no half-copied log on a full disk
-                    raise
-            walls = iter(self._walls(outcomes, t0, t_end))
-            out = []
-            for trial, outcome, record in zip(block.trials, outcomes, driver.records):
-                if outcome is not None:
-                    outcome.kept = Kept(
-                        files=MappingProxyType(commit.collect(outcome, self.out,
-                                                              self.campaign.keep_video)),
-                        log=f"logs/{logname}", wall_s=next(walls))
-                out.append((trial, outcome, record))
-            return out
-        finally:
-            session.remove()
+        results, _ = block_mod.measure(block, self.setup(), servers, work, self.out, on_trial)
+        return results
 
-    @staticmethod
-    def _walls(outcomes: list[Outcome | None], t0: float, t_end: float) -> list[float]:
-        """Wall time of each trial reached, in order: from the end of the previous
-        trial (the block's start for the first) to its own end; the last also takes
-        the block's tail, so the trials' wall times add up to the campaign's."""
-        prev, walls = t0, []
-        done = [o for o in outcomes if o is not None]
-        for i, o in enumerate(done):
-            end = t_end if i == len(done) - 1 else o.ended
-            walls.append(round(end - prev, 3))
-            prev = o.ended
-        return walls
+    def setup(self) -> block_mod.Setup:
+        """What a block needs, as loaded by this runner."""
+        return block_mod.Setup(self.campaign, self.recordings, self.networks, self.settings,
+                               self.chains)
 
     # --- one trial's row and files ----------------------------------------------------
     def _row(self, trial: plan_mod.Trial, o: Outcome, record: TrialRecord,
              attempt: int) -> tuple[rows.Row, dict]:
-        return rows.build(trial, o, record, attempt, self.campaign,
-                          self.networks[trial.network], self.recordings[trial.site])
+        return block_mod.build_row(trial, o, record, attempt, self.setup(), LOCAL_WORKER)
 
     def _store(self, store: Store, row: rows.Row, files: dict) -> None:
         commit.store_trial(self.out, store, row, files)

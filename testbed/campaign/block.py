@@ -1,0 +1,197 @@
+"""Measure one block of a campaign: the one function the in-process runner and a
+Dask worker both call.
+
+    results, log = measure(block, Setup(...), servers, work, out, on_trial)
+    # results: (trial, outcome or None, record) per trial of the block, in order;
+    # outcome.kept holds the trial's files; log: the Browsertime log copied to
+    # out/logs/<log> (None if it wrote none)
+    packed = pack(results, attempts, setup, worker, log_bytes)   # worker: bytes only
+
+One block (testbed.campaign.plan.Block: one run, site and network) is one
+Browsertime process inside the network's Mahimahi shells on the site's replay
+topology (`servers`); between its page loads the servers switch settings
+(testbed.campaign.servers, driven by BlockDriver).
+
+`pack` is what a worker on another machine sends back: each trial's row
+(testbed.campaign.rows) and its files as bytes (a kept video read and removed
+from the worker's scratch folder), so that the coordinator stores them with
+testbed.campaign.commit exactly as it stores a local trial.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from testbed import recording as rec
+from testbed.campaign import commit, rows
+from testbed.campaign import plan as plan_mod
+from testbed.campaign.config import Campaign
+from testbed.campaign.rows import TrialRecord
+from testbed.campaign.servers import Servers
+from testbed.campaign.store import Row
+from testbed.measure import browsertime
+from testbed.measure.session import Kept, Outcome, Session
+from testbed.profiles import NetworkProfile
+from testbed.protocols import ServerOptions
+
+
+@dataclass
+class BlockDriver:
+    """testbed.measure.session.Driver for one block."""
+
+    block: plan_mod.Block
+    servers: Servers
+    settings: dict[str, ServerOptions]
+    on_trial: object = None
+    records: list[TrialRecord] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.records = [TrialRecord(self.settings[t.protocol]) for t in self.block.trials]
+
+    def prepare(self, k: int) -> None:
+        if self.on_trial is not None:
+            self.on_trial(self.block.trials[k])
+        self.servers.use(self.records[k].setting)
+
+    def launch(self, k: int) -> list[str]:
+        env = self.servers.env
+        assert env is not None
+        return [*env.chromium_flags(), *self.records[k].setting.chromium_flags]
+
+    def before_load(self, k: int) -> None:
+        r = self.records[k]
+        r.started_at = time.time()
+        r.before = self.servers.env.summary() if self.servers.env else None
+
+    def after_load(self, k: int, measured: bool) -> None:
+        r = self.records[k]
+        env = self.servers.env
+        if env is None:
+            return
+        r.after = env.summary()
+        r.server_error = self.servers.problem()
+
+
+@dataclass
+class Setup:
+    """What a block needs of the campaign, loaded once per process."""
+
+    campaign: Campaign
+    recordings: dict[str, rec.Recording]
+    networks: dict[str, NetworkProfile]
+    settings: dict[str, ServerOptions]
+    chains: dict
+    """Network label -> its calibrated Mahimahi shell chain."""
+
+
+def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, out: Path,
+            on_trial=None) -> tuple[list[tuple], str | None]:
+    """Run the block once; its trials' (trial, outcome or None, record) and the name
+    of its Browsertime log in out/logs/. work: the run's scratch folder (the block's
+    folder is made in it and removed); out: a results folder (trials/, logs/)."""
+    r = setup.recordings[block.site]
+    c = setup.campaign
+    driver = BlockDriver(block, servers, setup.settings, on_trial=on_trial)
+    opts = browsertime.BrowsertimeOptions(
+        iterations=len(block.trials), timeout_s=c.timeout_s, settle_ms=c.settle_ms,
+        settle_max_ms=c.settle_max_ms, video_fps=c.video_fps)
+    wrap = setup.chains[block.network].argv([])
+    blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))
+    session = Session(r.url, opts, blockdir, netns=servers.topology.client.name,
+                      wrap=wrap, driver=driver)
+    t0 = time.monotonic()
+    try:
+        outcomes = session.run()
+        t_end = time.monotonic()
+        logname = f"run{block.run}-{block.site}-{block.network}-{int(time.time())}.log"
+        copied = None
+        if session.log_path.exists():
+            copy = out / "logs" / logname
+            try:
+                shutil.copyfile(session.log_path, copy)
+            except BaseException:
+                copy.unlink(missing_ok=True)  # no half-copied log on a full disk
+                raise
+            copied = logname
+        walls = iter(walls_of(outcomes, t0, t_end))
+        results = []
+        for trial, outcome, record in zip(block.trials, outcomes, driver.records):
+            if outcome is not None:
+                outcome.kept = Kept(
+                    files=MappingProxyType(commit.collect(outcome, out, c.keep_video)),
+                    log=f"logs/{logname}", wall_s=next(walls))
+            results.append((trial, outcome, record))
+        return results, copied
+    finally:
+        session.remove()
+
+
+def walls_of(outcomes: list[Outcome | None], t0: float, t_end: float) -> list[float]:
+    """Wall time of each trial reached, in order: from the end of the previous
+    trial (the block's start for the first) to its own end; the last also takes
+    the block's tail, so the trials' wall times add up to the campaign's."""
+    prev, walls = t0, []
+    done = [o for o in outcomes if o is not None]
+    for i, o in enumerate(done):
+        end = t_end if i == len(done) - 1 else o.ended
+        walls.append(round(end - prev, 3))
+        prev = o.ended
+    return walls
+
+
+def build_row(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
+              setup: Setup, worker: str) -> tuple[Row, dict]:
+    return rows.build(trial, o, record, attempt, setup.campaign, setup.networks[trial.network],
+                      setup.recordings[trial.site], worker=worker)
+
+
+@dataclass(frozen=True)
+class Packed:
+    """One trial as a worker sends it back: its row (None: the block never reached
+    it, it runs again without using an attempt) and its files as bytes."""
+
+    trial: plan_mod.Trial
+    row: Row | None
+    files: dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class PackedBlock:
+    """What a worker sends back for one block."""
+
+    trials: tuple[Packed, ...]
+    worker: str
+    log_name: str | None = None
+    log: bytes | None = None
+
+
+def as_bytes(files) -> dict[str, bytes]:
+    """A trial's files with every staged file read into memory and removed."""
+    out = {}
+    for name, content in files.items():
+        if isinstance(content, Path):
+            out[name] = content.read_bytes()
+            content.unlink(missing_ok=True)
+        else:
+            out[name] = bytes(content)
+    return out
+
+
+def pack(results: list[tuple], attempts: dict[str, int], setup: Setup, worker: str,
+         log_name: str | None = None, log: bytes | None = None) -> PackedBlock:
+    """The block's rows and files, ready to cross the network. attempts: trial id ->
+    attempts already stored-and-retried before this one (the row's attempt is one more)."""
+    packed = []
+    for trial, outcome, record in results:
+        if outcome is None:
+            packed.append(Packed(trial, None, {}))
+            continue
+        row, files = build_row(trial, outcome, record, attempts.get(trial.id, 0) + 1, setup,
+                               worker)
+        packed.append(Packed(trial, row, as_bytes(files)))
+    return PackedBlock(tuple(packed), worker, log_name, log)
