@@ -95,7 +95,7 @@ def test_compare_matches_old_and_new_results_by_their_columns(pair):
     done = CliRunner().invoke(cli, ["compare", str(old), str(new)])
     assert done.exit_code == 0, done.output
     # the same trials under both forms: every site verdict compared, all agree
-    assert "agreement: 100.0% of 60 site verdicts" in done.output  # 6 pairs x 5 metrics x 2
+    assert "agreement: 100.0% of 108 site verdicts" in done.output  # 6 pairs x 9 metrics x 2
 
 
 def test_a_campaign_resumes_into_old_results(tmp_path):
