@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed.protocols.bbr_generation import (
+from testbed.validate import evidence
+from testbed.validate.bbr_generation import (
     BBR1,
     BBR2,
-    qlog_states,
     quic_generation,
     tcp_generation,
 )
@@ -71,28 +71,28 @@ def test_tcp_nothing():
 # ------------------------------------------------------------------ QUIC (h3server)
 
 def test_qlog_states_of_real_loads():
-    assert qlog_states(text("quic-bbr.states.sqlog")) == {
+    assert states_of(text("quic-bbr.states.sqlog")) == {
         "bbr_startup", "bbr_drain", "bbr_probe_bw"}
-    v2 = qlog_states(text("quic-bbr2.states.sqlog"))
+    v2 = states_of(text("quic-bbr2.states.sqlog"))
     assert {"bbr_probe_bw_up", "bbr_probe_bw_down", "bbr_probe_bw_cruise"} <= v2
     assert "bbr_probe_bw" not in v2
-    assert "congestion_avoidance" in qlog_states(text("quic.states.sqlog"))
+    assert "congestion_avoidance" in states_of(text("quic.states.sqlog"))
 
 
 def test_quic_bbr_is_bbr1_by_summary_and_states():
     f = quic_generation(summary("quic-bbr.summary.json"),
-                        qlog_states(text("quic-bbr.states.sqlog")))
+                        states_of(text("quic-bbr.states.sqlog")))
     assert f.generation == BBR1, f.why
 
 
 def test_quic_bbr2_is_bbr2_by_summary_and_states():
     f = quic_generation(summary("quic-bbr2.summary.json"),
-                        qlog_states(text("quic-bbr2.states.sqlog")))
+                        states_of(text("quic-bbr2.states.sqlog")))
     assert f.generation == BBR2, f.why
 
 
 def test_quic_cubic_is_no_bbr():
-    f = quic_generation(summary("quic.summary.json"), qlog_states(text("quic.states.sqlog")))
+    f = quic_generation(summary("quic.summary.json"), states_of(text("quic.states.sqlog")))
     assert f.generation is None and "cubic" in f.why
 
 
@@ -110,7 +110,7 @@ def test_quic_states_alone():
 
 
 def test_quic_summary_and_states_disagree():
-    f = quic_generation({"cc": "bbr"}, qlog_states(text("quic-bbr2.states.sqlog")))
+    f = quic_generation({"cc": "bbr"}, states_of(text("quic-bbr2.states.sqlog")))
     assert f.generation is None and "but qlog states say bbr2" in f.why
 
 
@@ -125,5 +125,9 @@ def test_quic_bad_or_missing_summary(summary_, why):
 
 
 def test_qlog_garbage_is_skipped():
-    assert qlog_states('\x1e{"name": "recovery:congestion_state_updated", "data": 3}\n'
-                       '\x1enot json\n\x1e[1]\n') == set()
+    assert states_of('\x1e{"name": "recovery:congestion_state_updated", "data": 3}\n'
+                     '\x1enot json\n\x1e[1]\n') == set()
+
+
+def states_of(sqlog_text: str) -> set[str]:
+    return evidence.qlog_states(evidence.parse_qlog(sqlog_text))

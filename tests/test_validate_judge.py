@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from testbed.profiles import load_protocol
 from testbed.protocols.apply import server_options
-from testbed.protocols.bbr_generation import Finding
 from testbed.validate import verdict
+from testbed.validate.bbr_generation import Finding
 from testbed.validate.evidence import TCP, UDP, Packet, SockInfo
 from testbed.validate.protocols import (
     FILE_IP,

@@ -229,7 +229,7 @@ class SockInfo:
     """skmem tb: the socket's send buffer, bytes."""
     detail: str = ""
     """The connection's details as ss printed them, on one line (BBR's gains among
-    them: see testbed.protocols.bbr_generation)."""
+    them: see testbed.validate.bbr_generation)."""
 
 
 def parse_ss(text: str) -> list[SockInfo]:

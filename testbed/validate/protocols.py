@@ -15,7 +15,7 @@ samples the server's sockets every 20 ms; h3server writes a qlog.
 |---|---|
 | stack (Chromium flags) | the protocol of both fetches (Resource Timing): h2 or h3 |
 | congestion control | TCP: `ss` names it on the connection. QUIC: the qlog's congestion states (CUBIC: slow_start, congestion_avoidance...; BBR: startup, drain, probe_bw...) |
-| BBR generation (BBR settings) | TCP: the gains `ss` prints for bbr, all BBRv1's. QUIC: the controller h3server's summary names (`bbr`: BBRv1, `bbr2_gcongestion`: BBRv2) and the qlog's ProbeBW states (BBRv1: one `bbr_probe_bw`; BBRv2: `bbr_probe_bw_up/_down/_cruise/_refill`); see testbed.protocols.bbr_generation |
+| BBR generation (BBR settings) | TCP: the gains `ss` prints for bbr, all BBRv1's. QUIC: the controller h3server's summary names (`bbr`: BBRv1, `bbr2_gcongestion`: BBRv2) and the qlog's ProbeBW states (BBRv1: one `bbr_probe_bw`; BBRv2: `bbr_probe_bw_up/_down/_cruise/_refill`); see testbed.validate.bbr_generation |
 | one BBR on both stacks | every setting with congestion control `bbr` (tcp-plus-bbr, quic-bbr) showed the same generation |
 | initial window | TCP: the first data flight of the response (server packets before the first client packet), segments in flight (plus, under BBR, the handshake segments acknowledged before it: BBR grows its window by them); `ss`'s cwnd. QUIC: the qlog's first congestion_window (the flight on the wire is shown: a paced flight can outlast the first acknowledgement) |
 | pacing | the gaps between that flight's packets on the wire, at the third quartile: paced >= 10 % of RTT / initial window, otherwise back to back (the quartile, not the median: quiche's pacer releases BBR's packets in bursts of a send quantum, three back to back every few ms) |
@@ -52,13 +52,12 @@ from testbed.emulate import calibrate
 from testbed.emulate.shells import build_chain
 from testbed.errors import TestbedError
 from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load_protocol
-from testbed.protocols import bbr_generation
 from testbed.protocols.apply import Change, ServerOptions, applied, server_options
-from testbed.protocols.bbr_generation import BBR1, BBR2, Finding
 from testbed.replay.env import ReplayEnv
 from testbed.runstate import current
 from testbed.topology import ReplayTopology
-from testbed.validate import evidence, site, verdict
+from testbed.validate import bbr_generation, evidence, site, verdict
+from testbed.validate.bbr_generation import BBR1, BBR2, Finding
 from testbed.validate.site import PROTOCOL
 from testbed.validate.verdict import Row
 

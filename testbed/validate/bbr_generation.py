@@ -22,7 +22,6 @@ the evidence does not show one) and a short reason, for a verdict row.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -115,29 +114,9 @@ def tcp_generation(ss: str | Iterable[str], available: str | Iterable[str] | Non
     return Finding(BBR1, f"ss: bbr, BBRv1 gains only ({shown}), {len(details)} samples")
 
 
-def qlog_states(sqlog_text: str) -> set[str]:
-    """Congestion state names in a qlog (JSON-SEQ, as quiche writes it)."""
-    states: set[str] = set()
-    for raw in sqlog_text.split("\x1e"):
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            ev = json.loads(raw)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(ev, dict) or not str(ev.get("name", "")).endswith(
-                "congestion_state_updated"):
-            continue
-        data = ev.get("data")
-        if isinstance(data, dict) and isinstance(data.get("new"), str):
-            states.add(data["new"])
-    return states
-
-
 def quic_generation(summary: dict | None = None, states: Iterable[str] = ()) -> Finding:
     """The BBR generation h3server ran, from its summary (the `cc` key) and/or the
-    congestion states of its qlogs (see qlog_states). Both given: they must agree."""
+    congestion states of its qlogs (see testbed.validate.evidence.qlog_states). Both given: they must agree."""
     states = set(states)
     by_cc: str | None = None
     cc = summary.get("cc") if isinstance(summary, dict) else None
