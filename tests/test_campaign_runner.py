@@ -87,9 +87,9 @@ def test_a_broken_setup_stops_the_campaign(tmp_path):
 
 
 def test_ok_trials_store_the_browser_paint_timings_and_failed_ones_none(tmp_path):
-    run_block(tmp_path, {("s|dsl|quic|0", n): False for n in (1, 2, 3)})
+    run_block(tmp_path, {("s+dsl+quic+0", n): False for n in (1, 2, 3)})
     with Store(tmp_path / "out" / "trials.sqlite") as store:
         got = {row[0]: row[1:] for row in store.db.execute(
             "SELECT trial_id, status, fp_ms, fcp_ms, lcp_ms, dcl_ms, plt_ms FROM trials")}
-    assert got == {"s|dsl|tcp|0": ("ok", 95.0, 97.0, 310.0, 90.0, 500.0),
-                   "s|dsl|quic|0": ("failed", None, None, None, None, None)}
+    assert got == {"s+dsl+tcp+0": ("ok", 95.0, 97.0, 310.0, 90.0, 500.0),
+                   "s+dsl+quic+0": ("failed", None, None, None, None, None)}
