@@ -61,6 +61,14 @@ def make_profile(prefix: str = "chromium-", parent: Path | None = None) -> Path:
     return profile
 
 
+def temp_env(tmp: Path) -> dict[str, str]:
+    """The environment that keeps Chromium's temporary files (its
+    `org.chromium.Chromium.*` and `scoped_dir*` folders) in `tmp`, a folder from
+    make_profile removed with the profile, instead of /tmp, where a Chromium that
+    is killed would leave them behind."""
+    return {"TMPDIR": str(tmp)}
+
+
 def command(profile: Path, flags: Sequence[str] = (), binary: str = "chromium") -> list[str]:
     """Chromium's command line (before testbed.enter.as_user): the base flags, the
     profile, then `flags`."""
@@ -88,10 +96,12 @@ class Chromium:
         self._events: list[dict] = []
         self._closed = False
         self.profile: Path | None = None
+        self.tmp: Path | None = None
         self.log: Path | None = None
 
     def __enter__(self) -> Self:
         self.profile = make_profile()
+        self.tmp = make_profile(prefix="chromium-tmp-")
         self.log = self.profile.with_suffix(".log")
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
@@ -108,7 +118,7 @@ class Chromium:
         argv = enter.as_user(
             [*self.wrap, *command(self.profile, ["--remote-debugging-pipe", *self.flags,
                                                  "about:blank"], self.binary)],
-            netns=self.netns)
+            netns=self.netns, env=temp_env(self.tmp))
         with safefs.open_log(self.log) as log:  # root's folder; never through a symlink
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, preexec_fn=child_fds,  # noqa: PLW1509 (no threads yet)
@@ -144,6 +154,8 @@ class Chromium:
                     f.close()
                 except OSError:
                     pass
+        if self.tmp is not None:
+            safefs.rmtree(self.tmp)  # the testbed user's tree
         if self.profile is not None:
             safefs.rmtree(self.profile)  # the testbed user's tree
             if self.log is not None and not any(exc):

@@ -282,13 +282,16 @@ def check_mahimahi(topo) -> list[Row]:
 
 def check_chromium_load(topo) -> Row:
     profile = chromium.make_profile(prefix="doctor-chromium-")
+    tmp = chromium.make_profile(prefix="doctor-chromium-tmp-")
     try:
         argv = chromium.command(profile, ["--disable-gpu", *chromium.STACK_FLAGS["tcp"],
                                           f"--host-resolver-rules=MAP doctor.test {PROBE_IP}",
                                           "--dump-dom", "http://doctor.test/"])
-        cp = proc.run(as_user(argv, netns=topo.client.name), check=False, timeout=60)
+        cp = proc.run(as_user(argv, netns=topo.client.name, env=chromium.temp_env(tmp)),
+                      check=False, timeout=60)
     finally:
-        safefs.rmtree(profile)  # the testbed user's tree
+        safefs.rmtree(tmp)  # the testbed user's tree
+        safefs.rmtree(profile)
     if "doctor-ok" in cp.stdout:
         return passed("Chromium headless load", f"loaded a local page as {runstate.USER}, sandbox on")
     return failed("Chromium headless load", first_line(cp.stderr) or f"exit {cp.returncode}",

@@ -59,6 +59,12 @@ def load_page(env):
     import json
 
     with Chromium(env.client_netns, env.chromium_flags()) as browser:
+        # Chromium's temporary files go to a folder of the run, not /tmp, where a
+        # killed Chromium would leave them (the process is Chromium itself: every
+        # wrapper execs).
+        environ = Path(f"/proc/{browser.proc.pid}/environ").read_bytes().split(b"\0")
+        assert f"TMPDIR={browser.tmp}".encode() in environ
+        tmp = browser.tmp
         page = browser.new_page()
         before = env.summary()
         navigate(page, f"https://{replay_site.WWW}/")
@@ -68,6 +74,7 @@ def load_page(env):
         env.check_alive()
         after = counted(env, before, replay_site.LOADED)
         page.close()
+    assert not tmp.exists()
     return before, after, entries, responses
 
 
