@@ -66,6 +66,11 @@ class BrowsertimeOptions:
     """Record the screen (needed for FVC, LVC, VC85 and SI)."""
     video_fps: int = VIDEO_FPS
     """Frames per second of that recording."""
+    visual_metrics: bool = True
+    """Compute the visual metrics on the recording (off: bench/noise's variant)."""
+    headless: bool = False
+    """Chromium headless, with no X server (and so no video): bench/noise's variant;
+    trials run under Xvfb."""
     orange_ms: int = 400
     """How long the orange start frame shows before navigation (Browsertime: 800);
     the visual metrics find the load's start at its end."""
@@ -119,7 +124,7 @@ def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path) -> l
         "--chrome.ignoreCertificateErrors", "false",
         f"--chrome.args={PLACEHOLDER_RULES}",
         "--viewPort", opts.viewport,
-        "--xvfbParams.display", "{display}",
+        *(["--headless", "true"] if opts.headless else ["--xvfbParams.display", "{display}"]),
         "--browserRestartTries", "1",
         "--retries", "0",
         "--preScript", str(HOOKS / "pre.mjs"),
@@ -135,7 +140,7 @@ def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path) -> l
         "--screenshot", "false",
         "--chrome.cdp.performance", "false",
     ]
-    if opts.video:
+    if opts.video and not opts.headless:
         args += ["--video", "true", "--visualMetrics", "false",
                  "--videoParams.framerate", str(int(opts.video_fps)),
                  "--videoParams.convert", "false", "--videoParams.addTimer", "false",

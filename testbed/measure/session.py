@@ -165,8 +165,9 @@ class Session:
     def argv(self) -> list[str]:
         bt = browsertime.argv(self.opts, self.url, self.out, self.check_path)
         # TMPDIR set inside the shells: setuid Mahimahi shells drop it from the environment
-        inner = ["env", f"TMPDIR={self.tmp}",
-                 str(browsertime.PYTHON), "-m", "testbed.measure.xvfb", "--", *bt]
+        x = [] if self.opts.headless else [str(browsertime.PYTHON), "-m", "testbed.measure.xvfb",
+                                           "--"]
+        inner = ["env", f"TMPDIR={self.tmp}", *x, *bt]
         env = {**browsertime.env(self.ctl, self.opts), **self.env}
         return enter.as_user([*self.wrap, *inner], netns=self.netns, env=env,
                              cwd=str(self.tmp))
@@ -320,7 +321,7 @@ class Session:
 
     # --- visual metrics ---------------------------------------------------------------
     def _start_visual(self, o: Outcome, it: int) -> None:
-        if not self.opts.video:
+        if not self.opts.video or self.opts.headless or not self.opts.visual_metrics:
             return
         videos = sorted(self.out.glob(f"**/video/{it}.mp4"))
         if not videos:

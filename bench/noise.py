@@ -1,0 +1,253 @@
+"""bench/noise: how much of a trial's variation is the testbed's own. Needs root and
+`make setup`.
+
+    bench/noise [--runs N] [--site NAME] [--profiles LIST] [--stacks LIST]
+                [--sources LIST] [--source-profiles LIST] [--json FILE]
+
+The same trial (one page, one network profile, one protocol setting) repeated N
+times (default 31) in one Browsertime process, as a campaign's block runs it,
+under `none` (no shaping), a lossless deep-buffer profile (DSL's rates and RTT
+with a 1 s buffer: nothing is dropped; bench/dsl-deep.toml) and `dsl` (the
+paper's: a 12 ms buffer that drops packets of a 32-packet burst), per stack
+(default tcp-plus and quic). Prints the coefficient of variation (sd / mean)
+of PLT, FCP and FVC for each.
+
+Then, under the --source-profiles (default none and the deep buffer), each
+source of noise the testbed adds is switched off in turn, or on for the one
+that is not there in a trial:
+- video:   no screen recording (so no FVC);
+- visual:  the recording is made but no visual metrics are computed on it;
+- xvfb:    Chromium headless, no X server (and so no video);
+- hog:     a busy loop pinned to the last core beside the trial (another
+           process on the other core: switched on, not off).
+Each source's share is the part of the baseline's variance of a metric that
+went away without it (negative: the variance grew), with the F-test's p-value
+of the two variances: a share whose p > 0.05 is within what two samples of N
+loads differ by anyway.
+
+The network's share (what `dsl`'s drops add over the deep buffer) is part of
+the experiment, not noise: it is printed separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testbed import recording as rec
+from testbed.measure import browsertime, metrics
+from testbed.measure.session import Session
+from testbed.paths import ROOT
+from testbed.protocols.apply import applied, server_options
+from testbed.replay.env import ReplayEnv
+from testbed.runstate import current
+from testbed.topology import ReplayTopology
+
+DEEP = ROOT / "bench" / "dsl-deep.toml"
+METRICS = ("plt_ms", "fcp_ms", "fvc_ms")
+SOURCES = ("video", "visual", "xvfb", "hog")
+
+
+@dataclass
+class Sample:
+    """The metrics of N loads of one variant."""
+
+    values: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in METRICS})
+
+    def cv(self, metric: str) -> float | None:
+        xs = self.values[metric]
+        if len(xs) < 2 or statistics.mean(xs) == 0:
+            return None
+        return statistics.stdev(xs) / statistics.mean(xs)
+
+
+def share(base: list[float], without: list[float]) -> tuple[float, float] | None:
+    """The part of base's variance that went away in `without` (1 - var_w / var_b),
+    and the two-sided F-test p-value of the two variances."""
+    from scipy import stats
+    if len(base) < 2 or len(without) < 2:
+        return None
+    vb, vw = statistics.variance(base), statistics.variance(without)
+    if vb == 0:
+        return None
+    f = vw / vb
+    d1, d2 = len(without) - 1, len(base) - 1
+    p = 2 * min(stats.f.cdf(f, d1, d2), stats.f.sf(f, d1, d2))
+    return 1 - f, min(p, 1.0)
+
+
+class FixedDriver:
+    def __init__(self, env: ReplayEnv, extra: list[str]):
+        self.env, self.extra = env, extra
+
+    def prepare(self, k):
+        pass
+
+    def launch(self, k):
+        return [*self.env.chromium_flags(), *self.extra]
+
+    def before_load(self, k):
+        pass
+
+    def after_load(self, k, measured):
+        pass
+
+
+class Hog:
+    """A busy loop pinned to the machine's last core while the block runs."""
+
+    def __enter__(self):
+        core = (os.cpu_count() or 1) - 1
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "while True: pass"],
+            preexec_fn=lambda: os.sched_setaffinity(0, {core}))  # noqa: PLW1509 (no threads here)
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def options(variant: str, n: int) -> browsertime.BrowsertimeOptions:
+    if variant == "video":
+        return browsertime.BrowsertimeOptions(iterations=n, video=False)
+    if variant == "visual":
+        return browsertime.BrowsertimeOptions(iterations=n, visual_metrics=False)
+    if variant == "xvfb":
+        return browsertime.BrowsertimeOptions(iterations=n, video=False, headless=True)
+    return browsertime.BrowsertimeOptions(iterations=n)
+
+
+def block(r: rec.Recording, profile, setting: str, variant: str, n: int, work: Path) -> Sample:
+    """n loads of one page over one profile and setting, `variant` switched."""
+    from testbed.emulate import calibrate
+    opts = server_options(setting)
+    work.mkdir(mode=0o755)
+    chain = calibrate.chain_for(profile, work)
+    with ExitStack() as exits:
+        topo = exits.enter_context(ReplayTopology(r.ips))
+        change = exits.enter_context(applied(opts, topo))
+        env = exits.enter_context(ReplayEnv(r, opts.stack, h3server_args=opts.h3server_args,
+                                            nginx_env=change.nginx_env, topology=topo))
+        if variant == "hog":
+            exits.enter_context(Hog())
+        s = Session(r.url, options(variant, n), work / "session", netns=env.client_netns,
+                    wrap=chain.argv([]), driver=FixedDriver(env, list(opts.chromium_flags)))
+        outcomes = s.run()
+        env.check_alive()
+    out = Sample()
+    for o in outcomes:
+        m = metrics.extract(o.result, o.visual) if o else None
+        if m is None or m.plt_ms is None:
+            raise SystemExit(f"a load failed ({setting}, {profile.name}, {variant}): {o}")
+        for k in METRICS:
+            v = getattr(m, k, None)
+            if v is not None:
+                out.values[k].append(float(v))
+    s.remove()
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def pct(x: float | None) -> str:
+    return "   n/a" if x is None else f"{100 * x:5.1f}%"
+
+
+def print_cvs(rows: dict[tuple[str, str, str], Sample], variant: str) -> None:
+    print(f"{'profile':<10} {'stack':<9} " + " ".join(f"{m[:-3].upper() + ' CV':>8}"
+                                                    for m in METRICS) + "   (N loads)")
+    for (profile, stack, v), s in rows.items():
+        if v != variant:
+            continue
+        print(f"{profile:<10} {stack:<9} " + " ".join(f"{pct(s.cv(m)):>8}" for m in METRICS)
+              + f"   ({len(s.values['plt_ms'])})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="bench/noise")
+    ap.add_argument("--runs", type=int, default=31, help="loads per variant (default 31)")
+    ap.add_argument("--site", default="local-news")
+    ap.add_argument("--profiles", default=f"none,{DEEP},dsl")
+    ap.add_argument("--stacks", default="tcp-plus,quic")
+    ap.add_argument("--sources", default=",".join(SOURCES))
+    ap.add_argument("--source-profiles", default=f"none,{DEEP}")
+    ap.add_argument("--json", type=Path, help="also write every sample here")
+    a = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        raise SystemExit("bench/noise needs root (namespaces); run with sudo")
+    problem = browsertime.missing()
+    if problem:
+        raise SystemExit(problem)
+    from testbed.profiles import load_network
+    sources = [s for s in a.sources.split(",") if s]
+    unknown = sorted(set(sources) - set(SOURCES))
+    if unknown:
+        raise SystemExit(f"--sources: unknown {', '.join(unknown)}; expected {', '.join(SOURCES)}")
+    r = rec.load(a.site)
+    profiles = {p: load_network(Path(p) if "/" in p else p) for p in a.profiles.split(",")}
+    source_profiles = [p for p in a.source_profiles.split(",") if p in profiles]
+    stacks = a.stacks.split(",")
+    work = Path(tempfile.mkdtemp(prefix="bench-noise-", dir=current().dir))
+    os.chmod(work, 0o755)
+    print(f"page {r.url} ({len(r.exchanges)} requests), {a.runs} loads per variant; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    rows: dict[tuple[str, str, str], Sample] = {}
+    i = 0
+    try:
+        for pname, profile in profiles.items():
+            for stack in stacks:
+                variants = ["trial", *(sources if pname in source_profiles else [])]
+                for v in variants:
+                    i += 1
+                    rows[(profile.name, stack, v)] = block(r, profile, stack, v, a.runs,
+                                                           work / f"b{i}")
+                    s = rows[(profile.name, stack, v)]
+                    print(f"  measured {profile.name} {stack} {v}: PLT CV {pct(s.cv('plt_ms'))}",
+                          flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("\nThe trial as a campaign runs it (video at "
+          f"{browsertime.VIDEO_FPS} fps, visual metrics, Xvfb):")
+    print_cvs(rows, "trial")
+    print("\nEach source's share of the trial's variance (1 - var without / var with; "
+          "F-test p):")
+    for (pname, stack, v), s in rows.items():
+        if v == "trial":
+            continue
+        base = rows[(pname, stack, "trial")]
+        cells = []
+        for m in METRICS:
+            got = share(base.values[m], s.values[m])
+            cells.append(f"{m[:-3].upper()} " + ("n/a" if got is None
+                                                 else f"{100 * got[0]:+.0f}% (p {got[1]:.2f})"))
+        what = "on" if v == "hog" else "off"
+        print(f"  {pname:<10} {stack:<9} {v:<6} {what:<3}  " + "  ".join(cells))
+    names = [p.name for p in profiles.values()]
+    if "dsl" in names and "dsl-deep" in names:
+        print("\nThe network's share (dsl's 12 ms drop-tail buffer vs the deep buffer; the "
+              "experiment, not noise):")
+        for stack in stacks:
+            got = share(rows[("dsl", stack, "trial")].values["plt_ms"],
+                        rows[("dsl-deep", stack, "trial")].values["plt_ms"])
+            if got:
+                print(f"  {stack:<9} PLT variance from the drops: {100 * got[0]:+.0f}% "
+                      f"(p {got[1]:.2f})")
+    if a.json:
+        a.json.write_text(json.dumps({"|".join(k): s.values for k, s in rows.items()}, indent=1))
+
+
+if __name__ == "__main__":
+    from testbed import runstate
+    try:
+        main()
+    finally:
+        runstate.release()
