@@ -106,6 +106,10 @@ class Outcome:
     timed_out: bool = False
     began: float = 0.0
     """time.monotonic() when the trial's browser was asked for."""
+    launched: float | None = None
+    """When the launcher announced the trial's browser (Browsertime started it)."""
+    ready: float | None = None
+    """When the browser was up (the preScript ran)."""
     load_began: float | None = None
     ended: float = 0.0
     kept: Kept | None = None
@@ -219,6 +223,7 @@ class Session:
                 self._end(o, measured=False)
                 k += 1
                 continue
+            o.launched = time.monotonic()
             flags = self.driver.launch(k)
             self._put(f"flags-{launch}.json", {"flags": flags})
             launch += 1
@@ -233,6 +238,7 @@ class Session:
                 self._end(o, measured=False)
                 k += 1
                 continue
+            o.ready = time.monotonic()
             self._join_visual()
             self.driver.before_load(k)
             o.load_began = time.monotonic()
