@@ -43,6 +43,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from drivers import FixedDriver
+
 from testbed import recording as rec
 from testbed.measure import browsertime, metrics
 from testbed.measure.session import Session
@@ -83,23 +85,6 @@ def share(base: list[float], without: list[float]) -> tuple[float, float] | None
     d1, d2 = len(without) - 1, len(base) - 1
     p = 2 * min(stats.f.cdf(f, d1, d2), stats.f.sf(f, d1, d2))
     return 1 - f, min(p, 1.0)
-
-
-class FixedDriver:
-    def __init__(self, env: ReplayEnv, extra: list[str]):
-        self.env, self.extra = env, extra
-
-    def prepare(self, k):
-        pass
-
-    def launch(self, k):
-        return [*self.env.chromium_flags(), *self.extra]
-
-    def before_load(self, k):
-        pass
-
-    def after_load(self, k, measured):
-        pass
 
 
 class Hog:

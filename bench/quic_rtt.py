@@ -24,6 +24,8 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
+from drivers import FixedDriver
+
 from testbed import recording as rec
 from testbed import safefs
 from testbed.measure import browsertime, metrics
@@ -35,22 +37,14 @@ from testbed.topology import ReplayTopology
 from testbed.validate import evidence
 
 
-class QlogDriver:
+class QlogDriver(FixedDriver):
     """Fixed flags; after each load, the qlogs written since belong to that load."""
 
     def __init__(self, env: ReplayEnv, extra: list[str], qlog_dir: Path):
-        self.env, self.extra, self.qlog_dir = env, extra, qlog_dir
+        super().__init__(env, extra)
+        self.qlog_dir = qlog_dir
         self.seen: set[str] = set()
         self.per_load: list[list[Path]] = []
-
-    def prepare(self, k):
-        pass
-
-    def launch(self, k):
-        return [*self.env.chromium_flags(), *self.extra]
-
-    def before_load(self, k):
-        pass
 
     def after_load(self, k, measured):
         new = sorted(p for p in self.qlog_dir.iterdir() if p.name not in self.seen)

@@ -20,8 +20,7 @@ import pytest
 from test_cluster_e2e import FILES, _descendants, _stored, _wait, _workers
 from test_smoke_campaign import needs_parts
 
-from faults.test_kill_resume import stored
-from testbed.cleanup import leftovers
+from faults.test_kill_resume import settled_leftovers, stored
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TESTBED = str(ROOT / ".venv/bin/testbed")
@@ -92,12 +91,7 @@ def test_coordinator_sigkilled_mid_campaign_resumes_with_nothing_lost_or_doubled
     assert failed == [], failed
     for trial_id in ids:
         assert FILES <= {f.name for f in (out / "trials" / trial_id).iterdir()}, trial_id
-    found = leftovers()
-    for _ in range(20):
-        if not found:
-            break
-        time.sleep(0.25)
-        found = leftovers()
+    found = settled_leftovers()
     assert not found, found
     print(f"\nstored before the kill: {stored_at_kill}; after the resume: {len(ids)} "
           f"of {len(planned)}; failed: 0; leftovers: 0")

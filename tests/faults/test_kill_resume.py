@@ -55,6 +55,18 @@ def wait_for_first_trial(runner: subprocess.Popen, out: Path) -> None:
         time.sleep(0.1)
 
 
+def settled_leftovers() -> list[str]:
+    """What testbed runs left on the host, once given up to 5 s to go (processes of
+    a killed run may still be exiting)."""
+    found = leftovers()
+    for _ in range(20):
+        if not found:
+            break
+        time.sleep(0.25)
+        found = leftovers()
+    return found
+
+
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
     campaign = tmp_path / "faults.toml"
     campaign.write_text(
@@ -99,12 +111,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
     assert set(ids) == planned, f"lost: {planned - set(ids)}, unexpected: {set(ids) - planned}"
     on_disk = {p.name for p in (out / "trials").iterdir()}
     assert on_disk == planned, on_disk ^ planned
-    found = leftovers()
-    for _ in range(20):
-        if not found:
-            break
-        time.sleep(0.25)
-        found = leftovers()
+    found = settled_leftovers()
     assert not found, found
     print(f"\nkills survived: {kills}; stored after each: {progress}; "
           f"trials lost: {len(planned - set(ids))}; duplicated: {len(ids) - len(set(ids))}; "
