@@ -7,6 +7,7 @@
 
 mod args;
 mod config;
+mod connstats;
 mod http;
 mod logging;
 mod matching;
