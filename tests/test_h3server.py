@@ -252,6 +252,28 @@ def test_summary_has_each_connections_figures_and_qlog(site, tls, tmp_path):
     assert sum(r.get("name") == "transport:packet_sent" for r in records) == c["sent_packets"]
 
 
+def test_a_settings_quic_knobs_reach_the_transport_parameters(site, tls, tmp_path):
+    from testbed.protocols.apply import server_options
+    from testbed.validate import evidence
+
+    f = tmp_path / "knobs.toml"
+    f.write_text('stack = "quic"\ncongestion_control = "cubic"\ninitial_window_packets = 10\n'
+                 'pacing = false\nmax_udp_payload = 1200\ngso = true\nmax_ack_delay_ms = 5\n'
+                 'ack_delay_exponent = 10\n')
+    qlogs = tmp_path / "qlog"
+    with Server(site, tls, tmp_path, *server_options(str(f)).h3server_args,
+                "--qlog-dir", str(qlogs)) as srv:
+        fetch(srv.port, [("GET", "/big.bin")])
+        assert srv.stop() == 0
+        s = srv.read_summary()
+    (c,) = s["conns"]
+    assert c["max_datagram_size"] == 1200 and c["cwnd_initial_bytes"] == 10 * 1200
+    events = evidence.parse_qlog((qlogs / f"{c['id']}.sqlog").read_text())
+    sent = evidence.qlog_parameters(events, "local")
+    assert (sent["max_ack_delay"], sent["ack_delay_exponent"]) == (5, 10)
+    assert evidence.qlog_largest_packet(events) == 1200
+
+
 def test_bad_recording_is_one_line_naming_file_and_key(site, tls, tmp_path):
     bad = tmp_path / "bad"
     (bad / "bodies").mkdir(parents=True)
