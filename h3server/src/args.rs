@@ -75,16 +75,17 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     pub gso: OnOff,
 
-    /// Longest this server delays an acknowledgement, in ms: the
-    /// max_ack_delay transport parameter it sends (RFC 9000: below 2^14).
-    /// Defaults to 25 (quiche's and RFC 9000's default).
+    /// The max_ack_delay transport parameter this server sends, in ms: the
+    /// longest it says it delays an acknowledgement, which the client adds to
+    /// its probe timeout (RFC 9000: below 2^14; quiche acknowledges at its
+    /// next send whatever it says). Defaults to 25 (RFC 9000's).
     #[arg(long, value_name = "MS", default_value_t = 25,
           value_parser = clap::value_parser!(u64).range(0..=16_383))]
     pub max_ack_delay_ms: u64,
 
-    /// Exponent this server scales the ACK Delay field of its ACK frames by:
-    /// the ack_delay_exponent transport parameter it sends (RFC 9000: at
-    /// most 20). Defaults to 3 (quiche's and RFC 9000's default).
+    /// The ack_delay_exponent transport parameter this server sends: the
+    /// scale of the ACK Delay field of its ACK frames (RFC 9000: at most 20).
+    /// Defaults to 3 (RFC 9000's).
     #[arg(long, value_name = "N", default_value_t = 3,
           value_parser = clap::value_parser!(u64).range(0..=20))]
     pub ack_delay_exponent: u64,

@@ -21,7 +21,10 @@ samples the server's sockets every 20 ms; h3server writes a qlog.
 | pacing | the gaps between that flight's packets on the wire, at the third quartile: paced >= 10 % of RTT / initial window, otherwise back to back (the quartile, not the median: quiche's pacer releases BBR's packets in bursts of a send quantum, three back to back every few ms) |
 | slow start after idle (TCP) | the first flight after the idle: back to the initial window (on) or the window before (off) |
 | buffers (TCP) | the namespace's tcp_rmem / tcp_wmem read back, and the send buffer ss reports |
-| max UDP payload (QUIC) | the largest datagram payload the server sent |
+| max UDP payload (QUIC) | the largest datagram the server sent alone on the wire, the largest 1-RTT packet in the qlog and the summary's max_datagram_size; with GSO, sends of whole datagrams of that size |
+| GSO (QUIC) | tcpdump on the server's veth sees a GSO send before it is cut: sends larger than a datagram (on), none (off) |
+| ACK parameters (QUIC) | max_ack_delay and ack_delay_exponent in the transport parameters the server's qlog records as sent |
+| client connection options (QUIC) | the tags in Chromium's google_connection_options transport parameter (qlog); its ACK frames per data packet shown beside them |
 
 capture() runs all that and returns an Observation (what was fetched, the
 packets, the `ss` samples, the qlog, what applying the setting set); judge() is
