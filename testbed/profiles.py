@@ -143,6 +143,15 @@ class NetworkProfile(_Profile):
 
 
 _MEM = "a list of 3 whole numbers [min, default, max]"
+MIN_UDP_PAYLOAD, MAX_UDP_PAYLOAD = 1200, 1472
+_PAYLOAD = (f"a whole number of bytes from {MIN_UDP_PAYLOAD} (QUIC's smallest datagram) to "
+            f"{MAX_UDP_PAYLOAD} (the largest UDP payload of a 1500-byte IPv4 packet)")
+_ACK_DELAY = "a whole number of ms from 0 to 16383 (RFC 9000: below 2^14)"
+_EXPONENT = "a whole number from 0 to 20 (RFC 9000: at most 20)"
+_TAGS = 'a list of 1 to 8 QUIC connection option tags, 3 or 4 capitals or digits each (e.g. ["AKDU"])'
+QUIC_ONLY = ("max_udp_payload", "gso", "max_ack_delay_ms", "ack_delay_exponent",
+             "client_quic_connection_options")
+"""Keys only a QUIC setting may give."""
 
 
 class ProtocolProfile(_Profile):
@@ -176,11 +185,31 @@ class ProtocolProfile(_Profile):
     """TCP only: net.ipv4.tcp_rmem (min, default, max bytes); omitted: kernel default."""
     tcp_wmem: Annotated[tuple[int, int, int] | None, Expected(_MEM)] = None
     """TCP only: net.ipv4.tcp_wmem (min, default, max bytes); omitted: kernel default."""
-    max_udp_payload: int | None = Field(default=None, ge=1200, le=65527)
-    """QUIC only: largest UDP payload the server sends (--max-udp-payload);
-    omitted: the server's default (1350, as Chrome)."""
+    max_udp_payload: Annotated[int | None, Field(ge=MIN_UDP_PAYLOAD, le=MAX_UDP_PAYLOAD),
+                               Expected(_PAYLOAD)] = None
+    """QUIC only: largest UDP payload the server sends (--max-udp-payload), 1200 (QUIC's
+    smallest datagram, RFC 9000 14.1) to 1472 (the largest UDP payload of a 1500-byte IPv4
+    packet: the replay's veth and Mahimahi's links carry no more); omitted: the server's
+    default (1350, as Chrome)."""
+    gso: bool | None = None
+    """QUIC only: the server hands datagrams that leave together to the kernel in one
+    send with UDP_SEGMENT (--gso on|off); omitted: the server's default (off)."""
+    max_ack_delay_ms: Annotated[int | None, Field(ge=0, le=16383), Expected(_ACK_DELAY)] = None
+    """QUIC only: the max_ack_delay transport parameter the server sends, in ms
+    (--max-ack-delay-ms); omitted: the server's default (25, RFC 9000's)."""
+    ack_delay_exponent: Annotated[int | None, Field(ge=0, le=20), Expected(_EXPONENT)] = None
+    """QUIC only: the ack_delay_exponent transport parameter the server sends, the scale
+    of its ACK frames' delay field (--ack-delay-exponent); omitted: the server's default
+    (3, RFC 9000's)."""
+    client_quic_connection_options: Annotated[
+        tuple[Annotated[str, Field(pattern=r"^[A-Z0-9]{3,4}$")], ...] | None,
+        Field(min_length=1, max_length=8), Expected(_TAGS)] = None
+    """QUIC only: QUIC connection options Chromium sends and applies to itself
+    (--quic-connection-options=TAG,...), e.g. ["AKDU"]: acknowledge every RTT/4 however
+    many packets arrive, not at most every 10; ["AKD3"]: ack decimation at RTT/8;
+    omitted: none."""
 
-    @field_validator("tcp_rmem", "tcp_wmem", mode="before")
+    @field_validator("tcp_rmem", "tcp_wmem", "client_quic_connection_options", mode="before")
     @classmethod
     def _list_to_tuple(cls, v):
         return tuple(v) if isinstance(v, list) else v
@@ -198,8 +227,10 @@ class ProtocolProfile(_Profile):
                     raise KeyProblem(key, "only for stack tcp")
             if not self.slow_start_after_idle:
                 raise KeyProblem("slow_start_after_idle", "only for stack tcp")
-        if self.stack == "tcp" and self.max_udp_payload is not None:
-            raise KeyProblem("max_udp_payload", "only for stack quic")
+        if self.stack == "tcp":
+            for key in QUIC_ONLY:
+                if getattr(self, key) is not None:
+                    raise KeyProblem(key, "only for stack quic")
         for key in ("tcp_rmem", "tcp_wmem"):
             v = getattr(self, key)
             if v is not None and not (0 < v[0] <= v[1] <= v[2]):

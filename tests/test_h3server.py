@@ -3,7 +3,8 @@
 Its Rust unit tests (matching vectors, pacer, summary, ...) run with
 `cargo test --release` in h3server/; these start the built binary:
 one-line errors, a real HTTP/3 client on loopback (hits, misses, HEAD,
-the summary) and a clean exit on SIGTERM. The pacing acceptance test
+the summary and its per-connection figures, the qlog) and a clean exit on
+SIGTERM. The pacing acceptance test
 (Chromium behind mm-delay, packet timestamps) is in test_h3server_pacing.py.
 """
 
@@ -212,6 +213,65 @@ def test_sigterm_exits_cleanly_with_a_final_summary(site, tls, tmp_path, cc, qui
     assert (s["requests"], s["misses"], s["connections"], s["bytes"]) == (1, 0, 1, 3)
     assert s["cc"] == quiche_cc  # bbr is BBRv1, bbr2 quiche's BBRv2
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+CONN_KEYS = {"id", "peer", "local", "closed", "cc", "handshake_ms", "duration_ms", "rtt_ms",
+             "min_rtt_ms", "rttvar_ms", "cwnd_initial_bytes", "cwnd_bytes", "max_datagram_size",
+             "sent_packets", "recv_packets", "lost_packets", "retrans_packets", "sent_bytes",
+             "recv_bytes", "lost_bytes", "stream_retrans_bytes", "delivery_rate_bps", "requests"}
+
+
+def test_summary_has_each_connections_figures_and_qlog(site, tls, tmp_path):
+    qlogs = tmp_path / "qlog"
+    with Server(site, tls, tmp_path, "--initial-cwnd-packets", "20",
+                "--qlog-dir", str(qlogs)) as srv:
+        fetch(srv.port, [("GET", "/big.bin"), ("GET", "/app.js?v=1")])  # then the client closes
+        deadline = time.monotonic() + 10
+        while not [c for c in srv.read_summary()["conns"] if c["closed"]]:
+            assert time.monotonic() < deadline, srv.read_summary()
+            time.sleep(0.05)
+        s = srv.read_summary()
+        assert srv.stop() == 0
+    assert s["connections"] == 1 and len(s["conns"]) == 1
+    c = s["conns"][0]
+    assert set(c) == CONN_KEYS
+    assert c["closed"] is True and c["requests"] == 2 and c["cc"] == "cubic"
+    assert c["peer"].startswith("127.0.0.1:") and c["local"] == f"127.0.0.1:{srv.port}"
+    assert c["sent_packets"] > (1 << 20) // 1350 and c["recv_packets"] > 0
+    assert c["sent_bytes"] > 1 << 20 and c["recv_bytes"] > 0
+    assert c["rtt_ms"] > 0 and 0 < c["min_rtt_ms"] <= c["rtt_ms"] + c["rttvar_ms"]
+    assert c["cwnd_initial_bytes"] == 20 * 1350 and c["max_datagram_size"] == 1350
+    assert c["cwnd_bytes"] > 0 and c["delivery_rate_bps"] > 0
+    assert 0 < c["handshake_ms"] < c["duration_ms"]
+    assert c["lost_packets"] >= 0 and c["retrans_packets"] >= 0
+    # --qlog-dir: one qlog for the connection, named by its id, in JSON-SEQ
+    assert [p.name for p in qlogs.iterdir()] == [f"{c['id']}.sqlog"]
+    records = [json.loads(r) for r in (qlogs / f"{c['id']}.sqlog").read_text().split("\x1e") if r.strip()]
+    names = {r.get("name") for r in records}
+    assert {"transport:packet_sent", "transport:packet_received"} <= names
+    assert sum(r.get("name") == "transport:packet_sent" for r in records) == c["sent_packets"]
+
+
+def test_a_settings_quic_knobs_reach_the_transport_parameters(site, tls, tmp_path):
+    from testbed.protocols.apply import server_options
+    from testbed.validate import evidence
+
+    f = tmp_path / "knobs.toml"
+    f.write_text('stack = "quic"\ncongestion_control = "cubic"\ninitial_window_packets = 10\n'
+                 'pacing = false\nmax_udp_payload = 1200\ngso = true\nmax_ack_delay_ms = 5\n'
+                 'ack_delay_exponent = 10\n')
+    qlogs = tmp_path / "qlog"
+    with Server(site, tls, tmp_path, *server_options(str(f)).h3server_args,
+                "--qlog-dir", str(qlogs)) as srv:
+        fetch(srv.port, [("GET", "/big.bin")])
+        assert srv.stop() == 0
+        s = srv.read_summary()
+    (c,) = s["conns"]
+    assert c["max_datagram_size"] == 1200 and c["cwnd_initial_bytes"] == 10 * 1200
+    events = evidence.parse_qlog((qlogs / f"{c['id']}.sqlog").read_text())
+    sent = evidence.qlog_parameters(events, "local")
+    assert (sent["max_ack_delay"], sent["ack_delay_exponent"]) == (5, 10)
+    assert evidence.qlog_largest_packet(events) == 1200
 
 
 def test_bad_recording_is_one_line_naming_file_and_key(site, tls, tmp_path):

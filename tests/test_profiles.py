@@ -134,7 +134,14 @@ GOOD_TCP = 'stack = "tcp"\ncongestion_control = "cubic"\ninitial_window_packets 
     (GOOD_TCP + 'tcp_wmem = [65536, 16384, 4194304]', "tcp_wmem", "min <= default <= max"),
     (GOOD_TCP + 'max_udp_payload = 1350', "max_udp_payload", "only for stack quic"),
     (GOOD_QUIC + 'tcp_rmem = [1, 2, 3]', "tcp_rmem", "only for stack tcp"),
-    (GOOD_QUIC + 'max_udp_payload = 1000', "max_udp_payload", ">= 1200"),
+    (GOOD_QUIC + 'max_udp_payload = 1000', "max_udp_payload", "from 1200 (QUIC's smallest"),
+    (GOOD_QUIC + 'max_udp_payload = 1500', "max_udp_payload", "to 1472 (the largest UDP payload"),
+    (GOOD_QUIC + 'max_ack_delay_ms = 16384', "max_ack_delay_ms", "from 0 to 16383"),
+    (GOOD_QUIC + 'ack_delay_exponent = -1', "ack_delay_exponent", "from 0 to 20 (RFC 9000: at most 20), got -1"),
+    (GOOD_QUIC + 'client_quic_connection_options = ["AKDU", "akd3"]',
+     "client_quic_connection_options", "QUIC connection option tags"),
+    (GOOD_TCP + 'client_quic_connection_options = ["AKDU"]', "client_quic_connection_options",
+     "only for stack quic"),
     (GOOD_TCP + 'initcwnd = 10', "initcwnd", "unknown key"),
 ])
 def test_bad_protocol_profiles(tmp_path, text, key, expect):

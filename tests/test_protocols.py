@@ -47,6 +47,19 @@ def test_quic_settings_become_h3server_flags(name, cc):
     assert o.sysctls == {} and o.route == {} and o.nginx_env == {}
 
 
+def test_quic_knobs_become_h3server_and_chromium_flags(tmp_path):
+    f = tmp_path / "knobs.toml"
+    f.write_text('stack = "quic"\ncongestion_control = "bbr"\ninitial_window_packets = 10\n'
+                 'pacing = false\nmax_udp_payload = 1472\ngso = false\nmax_ack_delay_ms = 0\n'
+                 'ack_delay_exponent = 20\nclient_quic_connection_options = ["AKDU", "AKD3"]\n')
+    o = server_options(str(f))
+    assert o.h3server_args == ("--cc", "bbr", "--initial-cwnd-packets", "10", "--pacing", "off",
+                               "--max-udp-payload", "1472", "--gso", "off",
+                               "--max-ack-delay-ms", "0", "--ack-delay-exponent", "20")
+    assert o.chromium_flags == ("--enable-quic", "--origin-to-force-quic-on=*",
+                                "--quic-connection-options=AKDU,AKD3")
+
+
 def test_package_exports_server_options():
     import testbed.protocols
     assert testbed.protocols.server_options("quic").stack == "quic"

@@ -183,3 +183,44 @@ def test_parse_snmp():
         "Ip": {"Forwarding": 1, "DefaultTTL": 64},
         "Udp": {"InDatagrams": 10, "NoPorts": 0, "InErrors": 3, "OutDatagrams": 9,
                 "RcvbufErrors": 3}}
+
+
+def test_qlog_transport_parameters_and_client_connection_options():
+    from testbed.validate.evidence import (
+        qlog_acks_per_data_packet,
+        qlog_client_connection_options,
+        qlog_largest_packet,
+        qlog_parameters,
+    )
+
+    def remote(value):
+        return {"name": "transport:parameters_set", "data": {
+            "owner": "remote", "max_ack_delay": 25,
+            "unknown_parameters": [{"id": 17, "value": "00"}, {"id": 0x3128, "value": value}]}}
+
+    local = {"name": "transport:parameters_set", "data": {"owner": "local", "max_ack_delay": 5}}
+    events = [local, remote("414b44554f524947")]
+    assert qlog_parameters(events)["max_ack_delay"] == 5
+    assert qlog_parameters(events, "remote")["max_ack_delay"] == 25
+    assert qlog_client_connection_options(events) == ["AKDU", "ORIG"]
+    # a 3-letter tag is padded with NUL; a ragged or broken value shows what it can
+    assert qlog_client_connection_options([remote("41434b00")]) == ["ACK"]
+    assert qlog_client_connection_options([remote("414b445541")]) == ["AKDU"]
+    assert qlog_client_connection_options([remote("zz")]) == []
+    assert qlog_client_connection_options([local]) == []
+    one_rtt = {"packet_type": "1RTT"}
+    events = [
+        {"name": "transport:packet_sent", "data": {"header": {"packet_type": "initial"},
+                                                   "raw": {"length": 1400}, "frames": [
+                                                       {"frame_type": "crypto"}]}},
+        {"name": "transport:packet_sent", "data": {"header": one_rtt, "raw": {"length": 1200},
+                                                   "frames": [{"frame_type": "stream"}]}},
+        {"name": "transport:packet_sent", "data": {"header": one_rtt, "raw": {"length": 60},
+                                                   "frames": [{"frame_type": "ack"}]}},
+        {"name": "transport:packet_received", "data": {"header": one_rtt, "frames": [
+            {"frame_type": "ack"}, {"frame_type": "stream"}]}},
+        {"name": "transport:packet_received", "data": {"header": {"packet_type": "handshake"},
+                                                       "frames": [{"frame_type": "ack"}]}},
+    ]
+    assert qlog_largest_packet(events) == 1200  # 1-RTT packets only
+    assert qlog_acks_per_data_packet(events) == (1, 1)

@@ -85,17 +85,43 @@ def tcp_observation(window=10, after_idle=10, gap=0.00001, iw=10, cc="cubic", bu
 
 
 def quic_observation(gap=0.001, states=("slow_start", "congestion_avoidance"), cwnd=43200,
-                     payload=1350, cc="cubic") -> Observation:
+                     payload=1350, cc="cubic", gso_sends=(), ack_delay=25, exponent=3,
+                     options=("ORIG",), acks=4) -> Observation:
+    """A QUIC file download as capture() sees it: the wire (`gso_sends`: sizes of sends
+    of several datagrams, after the first flight), the qlog (congestion window and states,
+    1-RTT packets of `payload` bytes, the transport parameters each side sent, `acks`
+    ACK frames from the client) and h3server's summary."""
     pk = [from_client(1.0, 1250, proto=UDP)]
     pk += [served(1.001 + i * 0.0001, 1200, proto=UDP) for i in range(3)]  # handshake
     pk.append(from_client(1.08, 1250, proto=UDP))  # Finished and the request
     pk += [served(1.081 + i * gap, payload, proto=UDP) for i in range(32)]
     pk.append(from_client(1.081 + 32 * gap + LTE_RTT, 40, proto=UDP))
-    qlog = [{"name": "quic:recovery_metrics_updated", "data": {"congestion_window": cwnd}}]
+    pk += [served(1.2 + i * 0.001, n, proto=UDP) for i, n in enumerate(gso_sends)]
+    tags = "".join(t.encode().hex() for t in options)
+    qlog = [{"name": "transport:parameters_set",
+             "data": {"owner": "local", "max_ack_delay": ack_delay, "ack_delay_exponent": exponent}},
+            {"name": "transport:parameters_set",
+             "data": {"owner": "remote", "max_ack_delay": 25,
+                      "unknown_parameters": [{"id": 12584, "value": tags}]}}]
+    qlog += [{"name": "quic:recovery_metrics_updated", "data": {"congestion_window": cwnd}}]
     qlog += [{"name": "quic:congestion_state_updated", "data": {"new": s}} for s in states]
+    one_rtt = {"packet_type": "1RTT"}
+    qlog += [{"name": "transport:packet_sent",
+              "data": {"header": one_rtt, "raw": {"length": payload}, "frames": [
+                  {"frame_type": "stream"}]}}] * 32
+    qlog += [{"name": "transport:packet_received",
+              "data": {"header": one_rtt, "frames": [{"frame_type": "ack"}]}}] * acks
+    summary = {"server": "h3server", "cc": cc,
+               "conns": [{"requests": 2, "max_datagram_size": payload}]} if cc else None
     return Observation(applied={}, fetched=(Fetched(200, FILE_SIZE, "h3", 300.0),) * 2,
-                       packets=tuple(pk), qlog=tuple(qlog),
-                       summary={"server": "h3server", "cc": cc} if cc else None)
+                       packets=tuple(pk), qlog=tuple(qlog), summary=summary)
+
+
+QUIC_ROWS = ["max UDP payload (wire, qlog, summary)", "GSO (sends on the wire)",
+             "max_ack_delay (transport parameter sent, qlog)",
+             "ack_delay_exponent (transport parameter sent, qlog)",
+             "client QUIC connection options (transport parameter, qlog)",
+             "client ACK frames per data packet (qlog)"]
 
 
 def by_name(rows):
@@ -191,7 +217,7 @@ def test_quic_as_configured():
     assert [r.name for r in rows] == [
         "stack (Chromium flags)", "congestion control (qlog states)",
         "initial window (qlog congestion_window)", "first flight on the wire", "pacing",
-        "max UDP payload"]
+        *QUIC_ROWS]
     assert verdict.all_ok(rows), [r for r in rows if r.ok is False]
     r = by_name(rows)
     assert r["congestion control (qlog states)"].observed == (
@@ -230,13 +256,77 @@ def test_quic_mismatches_are_caught():
     rows = judge(server_options("quic"), quic_observation(gap=0.00001, cwnd=14720,
                                                           payload=1200), LTE_RTT)
     assert [r.name for r in verdict.failed(rows)] == [
-        "initial window (qlog congestion_window)", "pacing", "max UDP payload"]
+        "initial window (qlog congestion_window)", "pacing",
+        "max UDP payload (wire, qlog, summary)"]
     rows = judge(server_options("quic"), replace(quic_observation(), qlog=()), LTE_RTT)
     r = by_name(rows)
     assert r["congestion control (qlog states)"].observed == "?: none"
     assert r["initial window (qlog congestion_window)"].observed == "not in the qlog"
     assert not r["congestion control (qlog states)"].ok
 
+
+
+KNOBS = """stack = "quic"
+congestion_control = "cubic"
+initial_window_packets = 32
+pacing = true
+max_udp_payload = 1200
+gso = true
+max_ack_delay_ms = 5
+ack_delay_exponent = 10
+client_quic_connection_options = ["AKDU"]
+"""
+
+
+def knobs(tmp_path):
+    f = tmp_path / "knobs.toml"
+    f.write_text(KNOBS)
+    return server_options(str(f))
+
+
+def knobs_observation(**kw) -> Observation:
+    seen = {"cwnd": 38400, "payload": 1200, "gso_sends": (2400, 3600, 1412),
+            "ack_delay": 5, "exponent": 10, "options": ("AKDU", "ORIG"), "acks": 3}
+    return quic_observation(**{**seen, **kw})
+
+
+def test_quic_knobs_as_configured(tmp_path):
+    rows = judge(knobs(tmp_path), knobs_observation(), LTE_RTT)
+    assert verdict.all_ok(rows), [r for r in rows if r.ok is False]
+    r = by_name(rows)
+    assert r["max UDP payload (wire, qlog, summary)"].observed == (
+        "wire: largest datagram 1200, 2 GSO sends of whole 1200-byte datagrams; qlog: "
+        "largest 1-RTT packet 1200; summary max_datagram_size 1200")
+    assert r["GSO (sends on the wire)"].observed == (
+        "3 of 38 sends larger than a datagram (up to 3600 bytes = 3.0 x 1200)")
+    assert r["max_ack_delay (transport parameter sent, qlog)"].observed == "5"
+    assert r["client QUIC connection options (transport parameter, qlog)"].observed == (
+        "AKDU, ORIG")
+    assert r["client ACK frames per data packet (qlog)"].observed.startswith(
+        "3 for 32 = 0.094 (1 per 10.7)")
+
+
+def test_quic_knob_mismatches_are_caught(tmp_path):
+    def failed(**kw):
+        return [r.name for r in verdict.failed(judge(knobs(tmp_path), knobs_observation(**kw),
+                                                     LTE_RTT))]
+
+    # the server sent 1350-byte datagrams one by one: on the wire they look like GSO
+    # sends, but none is whole 1200-byte datagrams, and the qlog and summary say 1350
+    assert failed(payload=1350, gso_sends=()) == ["max UDP payload (wire, qlog, summary)"]
+    assert failed(gso_sends=()) == ["GSO (sends on the wire)"]
+    # GSO sends that are not whole 1200-byte datagrams (1350-byte segments)
+    assert failed(gso_sends=(2700, 4050)) == ["max UDP payload (wire, qlog, summary)"]
+    assert failed(ack_delay=25, exponent=3) == [
+        "max_ack_delay (transport parameter sent, qlog)",
+        "ack_delay_exponent (transport parameter sent, qlog)"]
+    assert failed(options=("ORIG",)) == [
+        "client QUIC connection options (transport parameter, qlog)"]
+    # and the defaults, GSO off, on a setting that names none: sends larger than a
+    # datagram fail it
+    rows = judge(server_options("quic"), quic_observation(gso_sends=(2700,)), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == [
+        "max UDP payload (wire, qlog, summary)", "GSO (sends on the wire)"]
 
 
 # ------------------------------------------------------------------ BBR generation

@@ -75,6 +75,21 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     pub gso: OnOff,
 
+    /// The max_ack_delay transport parameter this server sends, in ms: the
+    /// longest it says it delays an acknowledgement, which the client adds to
+    /// its probe timeout (RFC 9000: below 2^14; quiche acknowledges at its
+    /// next send whatever it says). Defaults to 25 (RFC 9000's).
+    #[arg(long, value_name = "MS", default_value_t = 25,
+          value_parser = clap::value_parser!(u64).range(0..=16_383))]
+    pub max_ack_delay_ms: u64,
+
+    /// The ack_delay_exponent transport parameter this server sends: the
+    /// scale of the ACK Delay field of its ACK frames (RFC 9000: at most 20).
+    /// Defaults to 3 (RFC 9000's).
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u64).range(0..=20))]
+    pub ack_delay_exponent: u64,
+
     /// Announce on every response that the origin is served over HTTP/3
     /// here: `alt-svc: h3=":PORT"; ma=86400`, PORT being the port the request
     /// came in on (any alt-svc in the recording is dropped). A browser
@@ -180,6 +195,7 @@ mod tests {
         assert_eq!(a.max_udp_payload, 1350);
         assert_eq!(a.gso, OnOff::Off);
         assert_eq!(a.alt_svc, OnOff::On);
+        assert_eq!((a.max_ack_delay_ms, a.ack_delay_exponent), (25, 3));
         assert_eq!(a.log_level, "info");
         assert!(a.summary.is_none());
     }
@@ -189,9 +205,10 @@ mod tests {
         let a = parse(&[
             "--cc", "bbr2", "--initial-cwnd-packets", "32", "--pacing", "off",
             "--gso", "on", "--listen", "10.0.0.1:443", "--max-udp-payload", "1252",
-            "--alt-svc", "off",
+            "--alt-svc", "off", "--max-ack-delay-ms", "5", "--ack-delay-exponent", "8",
         ])
         .unwrap();
+        assert_eq!((a.max_ack_delay_ms, a.ack_delay_exponent), (5, 8));
         assert_eq!(a.cc, Cc::Bbr2);
         assert_eq!(a.initial_cwnd_packets, 32);
         assert!(!a.pacing.on());
@@ -224,6 +241,9 @@ mod tests {
         assert!(parse(&["--cc", "vegas"]).is_err());
         assert!(parse(&["--max-udp-payload", "100"]).is_err());
         assert!(parse(&["--initial-cwnd-packets", "0"]).is_err());
+        assert!(parse(&["--max-ack-delay-ms", "16384"]).is_err());
+        assert!(parse(&["--max-ack-delay-ms", "-1"]).is_err());
+        assert!(parse(&["--ack-delay-exponent", "21"]).is_err());
         assert!(Args::try_parse_from(["h3server", "--recording", "r"]).is_err());
     }
 }

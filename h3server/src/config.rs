@@ -19,6 +19,8 @@ const MAX_STREAMS_BIDI: u64 = 128;
 /// Unidirectional streams a client may open (control, QPACK encoder and
 /// decoder, with room to spare).
 const MAX_STREAMS_UNI: u64 = 16;
+/// Most bytes of the client's unknown transport parameters kept (for the qlog).
+const UNKNOWN_PARAMS_BYTES: usize = 1024;
 /// Connection-level flow-control window, bytes.
 const MAX_DATA: u64 = 16 << 20;
 /// Flow-control window of each request stream, bytes, both directions.
@@ -42,6 +44,12 @@ pub struct Settings {
     pub gso: bool,
     /// Largest UDP payload sent, bytes (`--max-udp-payload`). Defaults to 1350.
     pub max_udp_payload: usize,
+    /// The max_ack_delay transport parameter, ms (`--max-ack-delay-ms`).
+    /// Defaults to 25.
+    pub max_ack_delay_ms: u64,
+    /// The ack_delay_exponent transport parameter (`--ack-delay-exponent`).
+    /// Defaults to 3.
+    pub ack_delay_exponent: u64,
     /// Announce `alt-svc: h3=":PORT"` on every response (`--alt-svc`).
     /// Defaults to true.
     pub alt_svc: bool,
@@ -80,6 +88,8 @@ impl Settings {
             pacing: args.pacing.on(),
             gso: args.gso.on(),
             max_udp_payload: args.max_udp_payload as usize,
+            max_ack_delay_ms: args.max_ack_delay_ms,
+            ack_delay_exponent: args.ack_delay_exponent,
             alt_svc: args.alt_svc.on(),
             qlog_dir: args.qlog_dir.clone(),
             keylog,
@@ -103,6 +113,8 @@ pub fn quic_config(s: &Settings, cert: &Path, key: &Path) -> Result<quiche::Conf
         .map_err(|e| Fatal::Runtime(format!("ALPN: {e}")))?;
     c.set_max_idle_timeout(IDLE_TIMEOUT_MS);
     c.set_max_send_udp_payload_size(s.max_udp_payload);
+    c.set_max_ack_delay(s.max_ack_delay_ms);
+    c.set_ack_delay_exponent(s.ack_delay_exponent);
     c.set_initial_max_data(MAX_DATA);
     c.set_initial_max_stream_data_bidi_local(MAX_STREAM_DATA_BIDI);
     c.set_initial_max_stream_data_bidi_remote(MAX_STREAM_DATA_BIDI);
@@ -110,6 +122,9 @@ pub fn quic_config(s: &Settings, cert: &Path, key: &Path) -> Result<quiche::Conf
     c.set_initial_max_streams_bidi(MAX_STREAMS_BIDI);
     c.set_initial_max_streams_uni(MAX_STREAMS_UNI);
     c.set_disable_active_migration(true);
+    // Kept so that the qlog shows them: Chromium's QUIC connection options
+    // travel in one (google_connection_options, 0x3128).
+    c.enable_track_unknown_transport_parameters(UNKNOWN_PARAMS_BYTES);
     c.set_cc_algorithm(s.cc.algorithm());
     c.set_initial_congestion_window_packets(s.initial_cwnd_packets);
     // quiche paces BBR; CUBIC and Reno are paced by crate::pacer, so quiche's
@@ -149,6 +164,26 @@ mod tests {
         assert!(s.keylog.is_none() && s.qlog_dir.is_none() && s.summary.is_none());
         let s = Settings::from_args(&args(&[])).unwrap();
         assert!(s.pacing && !s.gso && s.alt_svc);
+    }
+
+    #[test]
+    fn the_client_receives_the_ack_delay_and_payload_size_asked_for() {
+        use crate::connstats::tests::{cert_files, deliver, pair};
+        let (dir, cert, key) = cert_files("tparams");
+        let handshake = |extra: &[&str]| {
+            let s = Settings::from_args(&args(extra)).unwrap();
+            let mut config = quic_config(&s, &cert, &key).unwrap();
+            let (mut client, mut server) = pair(&mut config);
+            while !(client.is_established() && server.is_established()) {
+                assert!(deliver(&mut client, &mut server) + deliver(&mut server, &mut client) > 0, "stalled");
+            }
+            let tp = client.peer_transport_params().unwrap();
+            (tp.max_ack_delay, tp.ack_delay_exponent, server.max_send_udp_payload_size())
+        };
+        assert_eq!(handshake(&[]), (25, 3, 1350));
+        let asked = ["--max-ack-delay-ms", "5", "--ack-delay-exponent", "10", "--max-udp-payload", "1200"];
+        assert_eq!(handshake(&asked), (5, 10, 1200));
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -40,8 +40,9 @@ pub struct Responder<'a> {
 pub struct Streams {
     /// Responses not yet entirely handed to quiche, by stream.
     pending: HashMap<u64, Pending>,
-    /// Whether this connection is in the summary's count (at its first request).
-    counted: bool,
+    /// Requests answered on this connection (it is in the summary's count
+    /// from its first).
+    requests: u64,
 }
 
 /// A response not yet entirely handed to quiche.
@@ -56,10 +57,15 @@ struct Pending {
 }
 
 impl Streams {
+    /// Requests answered on this connection so far.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
     /// Continue the responses whose streams are writable again, then answer
     /// every request and handle every event quiche has for this connection.
     pub fn serve(&mut self, conn: &mut quiche::Connection, h3: &mut quiche::h3::Connection, r: &mut Responder) {
-        let Streams { pending, counted } = self;
+        let Streams { pending, requests } = self;
         let writable: Vec<u64> = conn.writable().filter(|s| pending.contains_key(s)).collect();
         for stream in writable {
             let p = pending.get_mut(&stream).expect("filtered");
@@ -80,12 +86,12 @@ impl Streams {
             match h3.poll(conn) {
                 Ok((stream, quiche::h3::Event::Headers { list, .. })) => {
                     let now = Instant::now();
-                    if !*counted {
+                    if *requests == 0 {
                         // Counted at its first request, so that readiness
                         // probes (handshake only) leave the summary alone.
-                        *counted = true;
                         r.summary.connections += 1;
                     }
+                    *requests += 1;
                     let mut p = r.answer(conn.trace_id(), stream, &list);
                     r.writer.changed(now);
                     match advance(conn, h3, stream, &mut p, r.summary) {

@@ -7,6 +7,7 @@
 
 mod args;
 mod config;
+mod connstats;
 mod http;
 mod logging;
 mod matching;
@@ -67,7 +68,7 @@ fn run(args: &args::Args) -> Result<(), Fatal> {
     );
     let mut srv = server::Server::new(settings, config, rec)?;
     info!(
-        "{} h3server {} listening on {} (cc {:?}, initial cwnd {} packets, pacing {:?}, max UDP payload {}, GSO {:?})",
+        "{} h3server {} listening on {} (cc {:?}, initial cwnd {} packets, pacing {:?}, max UDP payload {}, GSO {:?}, max ACK delay {} ms, ACK delay exponent {})",
         logging::SERVER,
         VERSION,
         srv.local_addrs().iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "),
@@ -75,7 +76,9 @@ fn run(args: &args::Args) -> Result<(), Fatal> {
         args.initial_cwnd_packets,
         args.pacing,
         args.max_udp_payload,
-        args.gso
+        args.gso,
+        args.max_ack_delay_ms,
+        args.ack_delay_exponent
     );
     srv.run()
 }

@@ -1,6 +1,7 @@
 //! The event loop: one UDP socket per listen address, QUIC connections
 //! accepted, fed and closed, their datagrams paced out, the summary kept
-//! written and the statistics logged at exit.
+//! written (with every connection's figures, crate::connstats) and the
+//! statistics logged at exit.
 //!
 //! One thread, one mio poll. Deadlines (quiche timers, pacing release times,
 //! the summary's next write) arm one timerfd, whose nanosecond resolution is
@@ -28,6 +29,7 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
 use crate::config::Settings;
+use crate::connstats::{ConnStats, Track};
 use crate::http::{Responder, Streams};
 use crate::logging::{self, SERVER};
 use crate::pacer::{Pacer, PathView};
@@ -72,6 +74,8 @@ struct Client {
     streams: Streams,
     pacer: Pacer,
     out: VecDeque<Datagram>,
+    /// What the summary shows beside quiche's figures (handshake time, ...).
+    track: Track,
 }
 
 pub struct Server {
@@ -89,6 +93,8 @@ pub struct Server {
     next_client: u64,
     summary: Summary,
     writer: summary::Writer,
+    /// Final figures of the connections gone that carried a request, by client id.
+    gone: Vec<(u64, ConnStats)>,
     shutdown: bool,
 }
 
@@ -140,6 +146,7 @@ impl Server {
             next_client: 0,
             summary,
             writer,
+            gone: Vec::new(),
             shutdown: false,
         })
     }
@@ -327,6 +334,7 @@ impl Server {
             self.routes.insert(cid.clone(), id);
         }
         info!("{trace_id} new connection from {from} to {local}");
+        let track = Track::new(&conn, Instant::now());
         self.clients.insert(
             id,
             Client {
@@ -337,6 +345,7 @@ impl Server {
                 streams: Streams::default(),
                 pacer: Pacer::new(),
                 out: VecDeque::new(),
+                track,
             },
         );
         Some(id)
@@ -346,6 +355,8 @@ impl Server {
     fn serve(&mut self, id: u64) {
         let Some(c) = self.clients.get_mut(&id) else { return };
         let _log = logging::scope(c.conn.trace_id());
+        // Right after the datagram that completes the handshake was fed.
+        c.track.update(&c.conn, Instant::now());
         if c.h3.is_none() && c.conn.is_established() {
             match quiche::h3::Connection::with_transport(&mut c.conn, &self.h3_config) {
                 Ok(h3) => {
@@ -454,13 +465,25 @@ impl Server {
         }
     }
 
+    /// Note every connection that is over (its figures final from then on)
+    /// and drop the closed ones, keeping their final figures for the summary.
     fn collect_closed(&mut self) {
+        let now = Instant::now();
+        for c in self.clients.values_mut() {
+            if c.track.update(&c.conn, now) && c.streams.requests() > 0 {
+                self.writer.changed(now);
+            }
+        }
         let closed: Vec<u64> =
             self.clients.iter().filter(|(_, c)| c.conn.is_closed()).map(|(&id, _)| id).collect();
         for id in closed {
             let c = self.clients.remove(&id).expect("listed");
             for cid in &c.cids {
                 self.routes.remove(cid);
+            }
+            if c.streams.requests() > 0 {
+                let cc = self.settings.cc.quiche_name();
+                self.gone.push((id, c.track.snapshot(&c.conn, cc, c.streams.requests(), now)));
             }
             let s = c.conn.stats();
             let why = match (c.conn.peer_error(), c.conn.local_error()) {
@@ -491,6 +514,7 @@ impl Server {
             }
             self.flush(id, true);
         }
+        self.collect_closed();
         self.write_summary(Instant::now(), true)?;
         info!(
             "{SERVER} exit: {} requests, {} misses, {} bytes, {} connections",
@@ -500,6 +524,9 @@ impl Server {
     }
 
     fn write_summary(&mut self, now: Instant, force: bool) -> Result<(), Fatal> {
+        if self.writer.due(now, force) {
+            self.refresh_conns(now);
+        }
         match self.writer.maybe_write(&self.summary, now, force) {
             Ok(_) => Ok(()),
             Err(e) => {
@@ -507,5 +534,21 @@ impl Server {
                 Err(Fatal::Runtime(format!("{path}: cannot write the summary: {e}")))
             }
         }
+    }
+
+    /// The summary's `conns`: the final figures of the connections gone and
+    /// the current ones of those open, every one that carried a request, in
+    /// the order they were accepted.
+    fn refresh_conns(&mut self, now: Instant) {
+        let cc = self.settings.cc.quiche_name();
+        let mut all: Vec<(u64, ConnStats)> = self.gone.clone();
+        all.extend(
+            self.clients
+                .iter()
+                .filter(|(_, c)| c.streams.requests() > 0)
+                .map(|(&id, c)| (id, c.track.snapshot(&c.conn, cc, c.streams.requests(), now))),
+        );
+        all.sort_by_key(|(id, _)| *id);
+        self.summary.conns = all.into_iter().map(|(_, s)| s).collect();
     }
 }

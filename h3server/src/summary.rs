@@ -6,10 +6,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::connstats::ConnStats;
+
 /// Longest a changed summary stays unwritten.
 pub const MAX_DELAY: Duration = Duration::from_millis(50);
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Summary {
     /// Always "h3server".
     pub server: &'static str,
@@ -29,6 +31,10 @@ pub struct Summary {
     pub bytes: u64,
     /// QUIC connections that carried at least one request.
     pub connections: u64,
+    /// Those connections' transport figures (crate::connstats), in the order
+    /// they were accepted: final for closed ones, current for open ones as
+    /// of the write.
+    pub conns: Vec<ConnStats>,
 }
 
 impl Summary {
@@ -67,16 +73,23 @@ impl Writer {
         })
     }
 
-    /// Write if a change is due (or `force` and anything changed or never written).
-    pub fn maybe_write(&mut self, s: &Summary, now: Instant, force: bool) -> std::io::Result<bool> {
-        let Some(path) = &self.path else { return Ok(false) };
-        let due = match self.deadline() {
+    /// Whether `maybe_write` would write now.
+    pub fn due(&self, now: Instant, force: bool) -> bool {
+        if self.path.is_none() {
+            return false;
+        }
+        match self.deadline() {
             Some(t) => force || t <= now,
             None => force && self.last_write.is_none(),
-        };
-        if !due {
+        }
+    }
+
+    /// Write if a change is due (or `force` and anything changed or never written).
+    pub fn maybe_write(&mut self, s: &Summary, now: Instant, force: bool) -> std::io::Result<bool> {
+        if !self.due(now, force) {
             return Ok(false);
         }
+        let Some(path) = &self.path else { return Ok(false) };
         write_atomic(path, s)?;
         self.last_write = Some(now);
         self.dirty_since = None;
@@ -110,6 +123,7 @@ mod tests {
         let mut w = Writer::new(Some(file.clone()));
         let mut s = Summary::new("bbr");
         // Nothing changed, not forced: nothing written.
+        assert!(!w.due(t0, false) && w.due(t0, true));
         assert!(!w.maybe_write(&s, t0, false).unwrap());
         // Forced at start: written once even unchanged.
         assert!(w.maybe_write(&s, t0, true).unwrap());
@@ -128,6 +142,7 @@ mod tests {
         assert_eq!(v["requests"], 1);
         assert_eq!(v["cc"], "bbr");
         assert_eq!(v["miss_urls"], serde_json::json!([]));
+        assert_eq!(v["conns"], serde_json::json!([]));
         for key in ["version", "misses", "bytes", "connections"] {
             assert!(v.get(key).is_some(), "{key}");
         }

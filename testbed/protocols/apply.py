@@ -28,8 +28,10 @@ TCP (nginx): everything lives in the replay topology's server namespace:
   which sets it on every TCP socket nginx listens on or accepts.
 - the TCP metrics cache of the namespace is flushed, so no connection starts
   from what an earlier one learned.
-QUIC (h3server): --cc, --initial-cwnd-packets, --pacing, --max-udp-payload.
-Chromium: --disable-quic, or --enable-quic --origin-to-force-quic-on=*.
+QUIC (h3server): --cc, --initial-cwnd-packets, --pacing, --max-udp-payload, --gso,
+--max-ack-delay-ms, --ack-delay-exponent.
+Chromium: --disable-quic, or --enable-quic --origin-to-force-quic-on=* (and
+--quic-connection-options=TAG,... when a QUIC setting names some).
 """
 
 from __future__ import annotations
@@ -163,6 +165,14 @@ def server_options(setting: str | Path | ProtocolProfile, fq: bool | None = None
                 "--pacing", "on" if p.pacing else "off"]
         if p.max_udp_payload is not None:
             args += ["--max-udp-payload", str(p.max_udp_payload)]
+        if p.gso is not None:
+            args += ["--gso", "on" if p.gso else "off"]
+        if p.max_ack_delay_ms is not None:
+            args += ["--max-ack-delay-ms", str(p.max_ack_delay_ms)]
+        if p.ack_delay_exponent is not None:
+            args += ["--ack-delay-exponent", str(p.ack_delay_exponent)]
+        if p.client_quic_connection_options:
+            flags = (*flags, "--quic-connection-options=" + ",".join(p.client_quic_connection_options))
         return ServerOptions(p, "quic", h3server_args=tuple(args), chromium_flags=flags,
                              pacing_method="quic" if p.pacing else "none")
     sysctls = {"net.ipv4.tcp_congestion_control": p.congestion_control,

@@ -12,8 +12,12 @@ Pure functions over captured data:
   unpaced one leaves back to back).
 - parse_ss: `ss -tinm` output into per-connection congestion control, cwnd,
   pacing and buffer figures.
-- parse_qlog, qlog_states, qlog_initial_cwnd: h3server's qlog (JSON-SEQ) into
-  events, the congestion states they name and the first congestion window.
+- parse_qlog, qlog_states, qlog_initial_cwnd, qlog_parameters,
+  qlog_largest_packet, qlog_client_connection_options,
+  qlog_acks_per_data_packet: h3server's qlog (JSON-SEQ) into events, the
+  congestion states they name, the first congestion window, the transport
+  parameters each side sent, the largest packet sent, the QUIC connection
+  options Chromium sent and its ACK frames per data packet.
 - parse_snmp: /proc/net/snmp into counters per protocol (drops, retransmissions).
 """
 
@@ -299,6 +303,66 @@ def qlog_initial_cwnd(events: list[dict]) -> int | None:
         if isinstance(cwnd, int):
             return cwnd
     return None
+
+
+def qlog_parameters(events: list[dict], owner: str = "local") -> dict:
+    """The transport parameters a qlog's parameters_set event records for `owner`
+    ("local": those the qlog's endpoint sent; "remote": those its peer sent); {} if none."""
+    for ev in events:
+        data = ev.get("data", {})
+        if (str(ev.get("name", "")).endswith("parameters_set") and isinstance(data, dict)
+                and data.get("owner") == owner):
+            return data
+    return {}
+
+
+def qlog_largest_packet(events: list[dict]) -> int:
+    """The largest 1-RTT packet the qlog's endpoint sent, bytes (a 1-RTT packet fills its
+    datagram); 0 if none."""
+    largest = 0
+    for ev in events:
+        d = ev.get("data", {})
+        if (str(ev.get("name", "")).endswith("packet_sent") and isinstance(d, dict)
+                and d.get("header", {}).get("packet_type") == "1RTT"):
+            n = d.get("raw", {}).get("length")
+            if isinstance(n, int):
+                largest = max(largest, n)
+    return largest
+
+
+GOOGLE_CONNECTION_OPTIONS = 0x3128
+"""The transport parameter in which Chromium sends its QUIC connection options (4-byte
+tags, e.g. b"AKDU")."""
+
+
+def qlog_client_connection_options(events: list[dict]) -> list[str]:
+    """The QUIC connection options the client sent (google_connection_options among the
+    peer's unknown transport parameters, which h3server keeps for its qlog), in order."""
+    for p in qlog_parameters(events, "remote").get("unknown_parameters") or []:
+        if isinstance(p, dict) and p.get("id") == GOOGLE_CONNECTION_OPTIONS:
+            try:
+                raw = bytes.fromhex(str(p.get("value", "")))
+            except ValueError:
+                return []
+            return [raw[i:i + 4].rstrip(b"\0").decode("ascii", "replace")
+                    for i in range(0, len(raw) - len(raw) % 4, 4)]
+    return []
+
+
+def qlog_acks_per_data_packet(events: list[dict]) -> tuple[int, int]:
+    """(ACK frames received in 1-RTT packets, 1-RTT packets sent carrying stream data):
+    from the server's qlog, how often the client acknowledged what the server sent."""
+    acks = data = 0
+    for ev in events:
+        name, d = str(ev.get("name", "")), ev.get("data", {})
+        if not isinstance(d, dict) or d.get("header", {}).get("packet_type") != "1RTT":
+            continue
+        frames = [f.get("frame_type") for f in d.get("frames", []) if isinstance(f, dict)]
+        if name.endswith("packet_received"):
+            acks += frames.count("ack")
+        elif name.endswith("packet_sent") and "stream" in frames:
+            data += 1
+    return acks, data
 
 
 def _norm(s: str) -> str:

@@ -21,7 +21,10 @@ samples the server's sockets every 20 ms; h3server writes a qlog.
 | pacing | the gaps between that flight's packets on the wire, at the third quartile: paced >= 10 % of RTT / initial window, otherwise back to back (the quartile, not the median: quiche's pacer releases BBR's packets in bursts of a send quantum, three back to back every few ms) |
 | slow start after idle (TCP) | the first flight after the idle: back to the initial window (on) or the window before (off) |
 | buffers (TCP) | the namespace's tcp_rmem / tcp_wmem read back, and the send buffer ss reports |
-| max UDP payload (QUIC) | the largest datagram payload the server sent |
+| max UDP payload (QUIC) | the largest datagram the server sent alone on the wire, the largest 1-RTT packet in the qlog and the summary's max_datagram_size; with GSO, sends of whole datagrams of that size |
+| GSO (QUIC) | tcpdump on the server's veth sees a GSO send before it is cut: sends larger than a datagram (on), none (off) |
+| ACK parameters (QUIC) | max_ack_delay and ack_delay_exponent in the transport parameters the server's qlog records as sent |
+| client connection options (QUIC) | the tags in Chromium's google_connection_options transport parameter (qlog); its ACK frames per data packet shown beside them |
 
 capture() runs all that and returns an Observation (what was fetched, the
 packets, the `ss` samples, the qlog, what applying the setting set); judge() is
@@ -80,6 +83,8 @@ change anyway, after site.SETTLE_S."""
 TCP_MSS = 1448
 QUIC_PAYLOAD = 1350
 """h3server's UDP payload when a setting names none."""
+QUIC_MAX_ACK_DELAY_MS, QUIC_ACK_EXPONENT = 25, 3
+"""h3server's max_ack_delay and ack_delay_exponent when a setting names none."""
 CUBIC_STATES = {"slow_start", "conservative_slow_start", "congestion_avoidance", "recovery",
                 "application_limited"}
 """quiche's congestion states for CUBIC and Reno (HyStart++ adds conservative slow start)."""
@@ -321,10 +326,58 @@ def judge(opts: ServerOptions, obs: Observation, rtt_s: float) -> list[Row]:
         quiet = [f for f in data if f.start - data[0].start > IDLE_S * 0.8]
         rows += _tcp_settings(setting, obs, quiet[0] if quiet else None)
     else:
-        sizes = [p.payload for p in packets if p.sport == 443]
-        mx = max(sizes) if sizes else 0
-        want = setting.max_udp_payload or QUIC_PAYLOAD
-        rows.append(Row("max UDP payload", f"{want} bytes", f"{mx} bytes", mx == want))
+        rows += _quic_settings(setting, obs, packets)
+    return rows
+
+
+def _quic_settings(setting: ProtocolProfile, obs: Observation,
+                   packets: list[evidence.Packet]) -> list[Row]:
+    """Payload size and GSO from the wire, the ACK parameters the server sent and the
+    client's acknowledgements from the qlog."""
+    want = setting.max_udp_payload or QUIC_PAYLOAD
+    gso = bool(setting.gso)
+    sizes = [p.payload for p in packets if p.sport == 443]
+    # tcpdump sees a GSO send before the kernel cuts it into datagrams: one UDP payload
+    # of several datagrams, larger than a datagram may be.
+    over = [n for n in sizes if n > want]
+    single = max((n for n in sizes if n <= want), default=0)
+    whole = [n for n in over if n % want == 0]
+    largest = evidence.qlog_largest_packet(list(obs.qlog))
+    conn = [c for c in (obs.summary or {}).get("conns", []) if c.get("requests")]
+    said = sorted({c.get("max_datagram_size") for c in conn} - {None})
+    text = (f"wire: largest datagram {single}"
+            + (f", {len(whole)} GSO sends of whole {want}-byte datagrams" if gso else "")
+            + f"; qlog: largest 1-RTT packet {largest}; summary max_datagram_size "
+            + (", ".join(map(str, said)) or "none"))
+    rows = [Row("max UDP payload (wire, qlog, summary)", f"{want} bytes", text,
+                single == want and largest == want and said in ([], [want])
+                # GSO sends hold whole datagrams of that size (a 2400-byte send: 2 x 1200)
+                and (bool(whole) or not over if gso else not over))]
+    shown = f" (up to {max(over)} bytes = {max(over) / want:.1f} x {want})" if over else ""
+    rows.append(Row("GSO (sends on the wire)",
+                    "on: sends of several datagrams" if gso else "off: one datagram per send",
+                    f"{len(over)} of {len(sizes)} sends larger than a datagram{shown}",
+                    bool(over) == gso))
+    sent = evidence.qlog_parameters(list(obs.qlog), "local")
+    for key, tp, default in (("max_ack_delay_ms", "max_ack_delay", QUIC_MAX_ACK_DELAY_MS),
+                             ("ack_delay_exponent", "ack_delay_exponent", QUIC_ACK_EXPONENT)):
+        exp = getattr(setting, key)
+        exp = default if exp is None else exp
+        got = sent.get(tp)
+        rows.append(Row(f"{tp} (transport parameter sent, qlog)", str(exp),
+                        "not in the qlog" if got is None else str(got), got == exp))
+    options = list(setting.client_quic_connection_options or ())
+    seen = evidence.qlog_client_connection_options(list(obs.qlog))
+    rows.append(Row("client QUIC connection options (transport parameter, qlog)",
+                    f"{', '.join(options)} among them" if options else "Chromium's own",
+                    ", ".join(seen) or "none",
+                    set(options) <= set(seen) if options else None))
+    acks, data = evidence.qlog_acks_per_data_packet(list(obs.qlog))
+    peer = evidence.qlog_parameters(list(obs.qlog), "remote")
+    rows.append(Row("client ACK frames per data packet (qlog)", "shown (see README)",
+                    f"{acks} for {data} = {acks / data if data else 0:.3f} "
+                    f"(1 per {data / acks if acks else float('inf'):.1f}); client "
+                    f"max_ack_delay {peer.get('max_ack_delay', '?')} ms", None))
     return rows
 
 
