@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.ticker import PercentFormatter
+from matplotlib.ticker import EngFormatter, NullFormatter, PercentFormatter
 
 from analysis.connections import with_trials
 from analysis.load import ResultsError
@@ -327,7 +327,7 @@ def analyse_bbr(trials: pd.DataFrame, conns: pd.DataFrame, manifest: dict | None
 # -- figures -------------------------------------------------------------------------
 
 MARKERS = {"tcp": "o", "quic": "s"}
-FACTORS = (("page_bytes", "page bytes", True), ("largest_bytes", "largest object (bytes)", True),
+FACTORS = (("page_bytes", "page bytes", True), ("largest_bytes", "largest object", True),
            ("rtt_ms", "path RTT (ms)", False), ("loss_percent", "path loss (%)", False))
 
 
@@ -347,6 +347,9 @@ def effects_figure(effects: pd.DataFrame) -> Figure:
             ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", color="#888")
         elif log and (data[column] > 0).all():
             ax.set_xscale("log")
+        if log:
+            ax.xaxis.set_major_formatter(EngFormatter(unit="B", sep=" "))
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.axhline(0, color="black", linewidth=0.8, alpha=0.6)
         ax.set_xlabel(title, fontsize=9)
         ax.grid(True, alpha=0.3)
