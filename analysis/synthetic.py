@@ -246,8 +246,7 @@ def write_folder(trials: pd.DataFrame, folder, manifest: dict | None = None,
         write_connections(connections, folder / "trials.sqlite")
     names = sorted(set(trials["campaign"].dropna()))
     info = {"campaign": names[0] if names else "synthetic", "synthetic": True,
-            "generator": "analysis.synthetic",
-            "networks": manifest_networks(sorted(set(trials["network"]))), **(manifest or {})}
+            "generator": "analysis.synthetic", **(manifest or {})}
     (folder / "manifest.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n",
                                           encoding="utf-8")
 

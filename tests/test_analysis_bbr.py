@@ -122,7 +122,8 @@ def test_report_says_what_is_missing_on_a_store_without_connections(tmp_path):
     trials = synthetic.campaign(sites=2, networks=["dsl", "da2gc"],
                                 settings=["tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr"],
                                 runs=3, seed=9)
-    synthetic.write_folder(trials, tmp_path / "old", without=schema.ADDED[-1:])
+    synthetic.write_folder(trials, tmp_path / "old", without=schema.ADDED[-1:],
+                           manifest={"networks": synthetic.manifest_networks(["dsl", "da2gc"])})
     done = CliRunner().invoke(cli, ["report", str(tmp_path / "old"), "--out",
                                     str(tmp_path / "r")])
     assert done.exit_code == 0, done.output
