@@ -20,11 +20,15 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup, escape
 
+from analysis.bbr import BbrAnalysis, analyse_bbr
 from analysis.cdf import relative_cdfs
+from analysis.connections import empty as empty_connections
+from analysis.connections import transport_summary
 from analysis.design import DESIGN_METRICS, DESIGN_PAIRS, design_impact
 from analysis.health import failures_by_reason, overview, trial_health
 from analysis.inference import CORRECTIONS, DEFAULT_MDE, TESTS
 from analysis.plots import cdf_row_figure, save
+from analysis.report_inspect import inspect_sections
 from analysis.schema import (
     ANALYSED_METRICS,
     METRIC_NAMES,
@@ -49,6 +53,7 @@ from analysis.stats import (
     summarize,
     win_tie_loss,
 )
+from analysis.trial_page import examples
 
 
 @dataclass(frozen=True)
@@ -104,10 +109,26 @@ class Analysis:
     notes: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
     """Why the numbers deserve caution (few runs, failures): shown as a banner."""
+    bbr: BbrAnalysis | None = None
+    """Where BBR beats CUBIC (analysis.bbr)."""
+    transport: pd.DataFrame | None = None
+    """Per network and setting, from table connections (analysis.connections)."""
+    connections: int = 0
+    """Connection rows the transport figures come from."""
+    examples: pd.DataFrame | None = None
+    """Fastest, median and slowest trial per network and setting (by PLT)."""
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """name -> table, as written to tables/<name>.csv."""
-        return {"summary": self.summary, "relative": self.relative,
+        extra = {}
+        if self.bbr is not None:
+            extra = {"bbr_vs_cubic": self.bbr.effects, "bbr_by_path": self.bbr.by_path,
+                     "bbr_delivery": self.bbr.delivery, "bbr_claims": self.bbr.claims}
+        if self.transport is not None:
+            extra["transport"] = self.transport
+        if self.examples is not None:
+            extra["examples"] = self.examples
+        return {**extra, "summary": self.summary, "relative": self.relative,
                 "relative_summary": self.relative_summary, "cdf": self.cdfs,
                 "tests": self.comparisons, "win_tie_loss": self.win_tie_loss,
                 "effects": self.effects, "robustness": self.robustness,
@@ -147,8 +168,13 @@ def verdicts(meas: pd.DataFrame, pairs, config: Config) -> tuple[pd.DataFrame, p
     return comparisons, effects
 
 
-def analyse(trials: pd.DataFrame, config: Config = Config()) -> Analysis:
-    """Run every statistic on `trials` (from analysis.load); only ok trials enter them."""
+def analyse(trials: pd.DataFrame, config: Config = Config(),
+            connections: pd.DataFrame | None = None, manifest: dict | None = None,
+            largest: dict[str, float] | None = None) -> Analysis:
+    """Run every statistic on `trials` (from analysis.load); only ok trials enter them.
+    `connections` (analysis.connections.load_connections; None: none), the campaign's
+    `manifest` (path loss) and each site's `largest` object feed the transport and
+    BBR-vs-CUBIC sections."""
     if config.test not in TESTS:
         raise ValueError(f"unknown test {config.test!r}; known: {', '.join(TESTS)}")
     if config.correction not in CORRECTIONS:
@@ -178,6 +204,7 @@ def analyse(trials: pd.DataFrame, config: Config = Config()) -> Analysis:
         notes.append("No single-origin site with both settings of a 1-RTT pair: "
                      "the protocol design impact table is empty.")
     health = trial_health(trials)
+    conns = connections if connections is not None else empty_connections()
     return Analysis(
         trials=trials, config=config, pairs=pairs, overview=overview(trials),
         health=health, failures=failures_by_reason(trials), summary=summary,
@@ -185,7 +212,10 @@ def analyse(trials: pd.DataFrame, config: Config = Config()) -> Analysis:
         comparisons=comparisons, win_tie_loss=win_tie_loss(comparisons), design=design,
         effects=effects, robustness=robustness(meas, pairs, effects, config),
         baseline=baseline, baseline_why=why, notes=tuple(notes),
-        warnings=tuple(caution(summary, health)))
+        warnings=tuple(caution(summary, health)),
+        bbr=analyse_bbr(trials, conns, manifest, largest, config.alpha),
+        transport=transport_summary(conns, trials), connections=len(conns),
+        examples=examples(trials))
 
 
 def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
@@ -358,6 +388,7 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
 
     synthetic = bool((manifest or {}).get("synthetic")) or bool(a.trials.attrs.get("synthetic"))
     trial_page = _trial_links(a, out, results_dir)
+    inspect = inspect_sections(a, out, results_dir, _table_or_none)
     env = jinja2.Environment(loader=jinja2.PackageLoader("analysis", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              trim_blocks=True, lstrip_blocks=True)
@@ -381,7 +412,8 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
         health_table=_table_or_none(a.health),
         failures_table=_table_or_none(a.failures),
         summary_table=_table_or_none(a.summary, rename=SUMMARY_HEADERS),
-        manifest=json.dumps(manifest, indent=2, sort_keys=True) if manifest else None)
+        manifest=json.dumps(manifest, indent=2, sort_keys=True) if manifest else None,
+        inspect=inspect)
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
     return index

@@ -38,17 +38,20 @@ class NetworkModel:
     """Coefficient of variation of one trial's times."""
     effect: dict[str, float] = field(default_factory=dict)
     """Setting -> transfer-time factor relative to TCP (1.0)."""
+    downlink_mbit: float = 25.0
+    loss_percent: float = 0.0
+    """Loss each way (the profile's)."""
 
 
 NETWORKS = {
     "dsl": NetworkModel(24, 1.0, 0.05, {"tcp-plus": 0.94, "tcp-plus-bbr": 0.94,
-                                        "quic": 0.935, "quic-bbr": 0.935}),
+                                        "quic": 0.935, "quic-bbr": 0.935}, 25.0, 0.0),
     "lte": NetworkModel(74, 2.0, 0.06, {"tcp-plus": 0.94, "tcp-plus-bbr": 0.945,
-                                        "quic": 0.93, "quic-bbr": 0.93}),
+                                        "quic": 0.93, "quic-bbr": 0.93}, 10.5, 0.0),
     "da2gc": NetworkModel(262, 9.0, 0.10, {"tcp-plus": 0.97, "tcp-plus-bbr": 0.88,
-                                           "quic": 0.86, "quic-bbr": 0.80}),
+                                           "quic": 0.86, "quic-bbr": 0.80}, 0.468, 3.3),
     "mss": NetworkModel(760, 5.0, 0.10, {"tcp-plus": 0.97, "tcp-plus-bbr": 0.82,
-                                         "quic": 0.86, "quic-bbr": 0.80}),
+                                         "quic": 0.86, "quic-bbr": 0.80}, 1.89, 6.0),
 }
 
 SINGLE_ORIGIN_NAMES = ("gnu.org", "wikipedia.org")
@@ -210,18 +213,142 @@ def write_sqlite(trials: pd.DataFrame, path, without: Sequence[str] = ()) -> Non
     db.close()
 
 
+def write_connections(conns: pd.DataFrame, path) -> None:
+    """Add table `connections` (analysis.connections.COLUMNS) holding `conns` to the
+    store at `path`."""
+    import sqlite3
+
+    from analysis.connections import COLUMNS as CONNECTION_COLUMNS
+    from analysis.connections import TEXT_COLUMNS
+
+    declared = ", ".join(f"{c} {'TEXT' if c in TEXT_COLUMNS else 'REAL'}"
+                         for c in CONNECTION_COLUMNS)
+    rows = conns[list(CONNECTION_COLUMNS)].astype(object).where(conns.notna(), None)
+    with sqlite3.connect(path) as db:
+        db.execute(f"CREATE TABLE connections ({declared})")
+        marks = ", ".join("?" * len(CONNECTION_COLUMNS))
+        db.executemany(f"INSERT INTO connections VALUES ({marks})",
+                       rows.itertuples(index=False, name=None))
+    db.close()
+
+
 def write_folder(trials: pd.DataFrame, folder, manifest: dict | None = None,
-                 without: Sequence[str] = ()) -> None:
+                 without: Sequence[str] = (), connections: pd.DataFrame | None = None) -> None:
     """A results folder as `testbed run` leaves it (trials.sqlite, manifest.json) holding
     `trials`; its manifest says synthetic, so reports flag it. `folder` must not hold a
-    store yet; `without` as in write_sqlite."""
+    store yet; `without` as in write_sqlite; `connections`: table connections too."""
     from pathlib import Path
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_sqlite(trials, folder / "trials.sqlite", without)
+    if connections is not None:
+        write_connections(connections, folder / "trials.sqlite")
     names = sorted(set(trials["campaign"].dropna()))
     info = {"campaign": names[0] if names else "synthetic", "synthetic": True,
             "generator": "analysis.synthetic", **(manifest or {})}
     (folder / "manifest.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n",
                                           encoding="utf-8")
+
+
+def connections(trials: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Table `connections` for the ok trials of `trials` (analysis.connections.COLUMNS),
+    from a model as simple as the trials': each trial's bytes spread over a few
+    connections (one per origin, at most six) of log-normal sizes; the delivery
+    rate a share of the link's, which BBR raises for large objects on lossy paths
+    and lowers for small objects on loss-free ones (roughly what a CDN reported);
+    retransmissions from the path's loss. Deterministic for a seed."""
+    from analysis.connections import COLUMNS as CONNECTION_COLUMNS
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    ok = trials[trials["status"] == "ok"]
+    for t in ok.itertuples(index=False):
+        model = NETWORKS.get(t.network)
+        if model is None:
+            continue
+        quic = str(t.protocol).startswith("quic")
+        bbr = "bbr" in str(t.protocol)
+        count = int(min(max(int(t.origins), 1), 6))
+        total = float(t.bytes) if pd.notna(t.bytes) else 500_000.0
+        weights = rng.lognormal(0, 1.2, count)
+        sizes = total * weights / weights.sum()
+        reqs = max(int(t.requests) if pd.notna(t.requests) else count, count)
+        share = np.maximum(np.round(reqs * weights / weights.sum()), 1)
+        for k in range(count):
+            size, n = sizes[k], int(share[k])
+            per_request = size / n
+            base = model.downlink_mbit * 1e6 * rng.uniform(0.3, 0.8) * min(1.0, per_request / 2e5
+                                                                           + 0.2)
+            if bbr:
+                big = per_request >= 100_000
+                base *= (1.25 if big else 1.05) if model.loss_percent > 0 else (
+                    1.15 if big else 0.9)
+            loss = model.loss_percent / 100
+            retrans = size * loss * (0.7 if bbr else 1.0) * rng.uniform(0.5, 1.5)
+            duration = size * 8 / base * 1000 + model.rtt_ms * (1 if quic else 2)
+            mss = 1350.0 if quic else 1448.0
+            cwnd = max(10.0, base / 8 * model.rtt_ms / 1000 / mss * rng.uniform(0.8, 1.6))
+            busy = duration * rng.uniform(0.5, 0.9)
+            rows.append({
+                "trial_id": t.trial_id, "transport": "quic" if quic else "tcp",
+                "origin": f"origin-{k}.{t.site}", "server_ip": f"10.0.{k}.1",
+                "server_port": 443, "client_ip": "10.99.0.2", "client_port": 40000 + k,
+                "cc": ("bbr" if bbr else "cubic"),
+                "handshake_ms": model.rtt_ms * rng.uniform(1.0, 1.2) if quic else None,
+                "duration_ms": duration, "srtt_ms": model.rtt_ms * rng.uniform(1.0, 1.6),
+                "min_rtt_ms": model.rtt_ms, "rttvar_ms": model.rtt_ms * 0.1,
+                "cwnd_initial_packets": 10.0, "cwnd_packets": round(cwnd),
+                "cwnd_bytes": round(cwnd) * mss, "ssthresh_packets": None, "mss_bytes": mss,
+                "bytes_sent": round(size + retrans), "bytes_acked": round(size),
+                "bytes_retrans": round(retrans), "packets_sent": round((size + retrans) / mss),
+                "packets_retrans": round(retrans / mss), "packets_lost": round(retrans / mss),
+                "delivery_rate_bps": base, "pacing_rate_bps": base * 1.25,
+                "busy_ms": busy, "rwnd_limited_ms": 0.0 if quic else busy * rng.uniform(0, 0.05),
+                "sndbuf_limited_ms": 0.0 if quic else busy * rng.uniform(0, 0.1),
+                "bbr_bw_bps": base if bbr and not quic else None,
+                "bbr_min_rtt_ms": model.rtt_ms if bbr and not quic else None, "requests": n})
+    return pd.DataFrame(rows, columns=list(CONNECTION_COLUMNS))
+
+
+def manifest_networks(networks: Sequence[str]) -> dict:
+    """The `networks` entry of a campaign manifest for the model's networks (the
+    profile figures the analysis reads: RTT, rates, loss)."""
+    return {n: {"profile": {"min_rtt_ms": NETWORKS[n].rtt_ms,
+                            "downlink_mbit": NETWORKS[n].downlink_mbit,
+                            "uplink_loss_percent": NETWORKS[n].loss_percent,
+                            "downlink_loss_percent": NETWORKS[n].loss_percent}}
+            for n in networks if n in NETWORKS}
+
+
+def har(site: str, page_bytes: int, requests: int, seed: int = 0) -> dict:
+    """A small HAR of one page load of `site`: `requests` entries whose bodies add up to
+    about `page_bytes` (one object of a third of it), timings in the HAR's phases."""
+    rng = np.random.default_rng(seed)
+    requests = max(int(requests), 2)
+    sizes = rng.lognormal(0, 1.0, requests - 1)
+    sizes = np.append(sizes / sizes.sum() * page_bytes * 2 / 3, page_bytes / 3).astype(int)
+    start = pd.Timestamp("2024-05-01T08:00:00Z")
+    entries, at = [], 0.0
+    for i, size in enumerate(sizes):
+        host = f"www.{site}" if i % 3 == 0 else f"static.{site}"
+        wait, receive = float(rng.uniform(10, 60)), float(size / 3000)
+        first = i < 2
+        entries.append({
+            "pageref": "page_1",
+            "startedDateTime": (start + pd.Timedelta(milliseconds=at)).isoformat()
+            .replace("+00:00", "Z"),
+            "time": wait + receive, "connection": str(1 + i % 2), "serverIPAddress": "10.0.0.1",
+            "request": {"method": "GET", "url": f"https://{host}/asset-{i}"},
+            "response": {"status": 200, "httpVersion": "h2", "bodySize": int(size),
+                         "_transferSize": int(size) + 100,
+                         "content": {"size": int(size), "mimeType": "text/plain"}},
+            "timings": {"blocked": 1.0, "dns": 0.1, "connect": 40.0 if first else -1,
+                        "ssl": 20.0 if first else -1, "send": 0.2, "wait": wait,
+                        "receive": receive}})
+        at += float(rng.uniform(0, 40)) if i else 5.0
+    return {"log": {"version": "1.2", "creator": {"name": "analysis.synthetic"},
+                    "pages": [{"id": "page_1", "startedDateTime": start.isoformat()
+                               .replace("+00:00", "Z"), "title": f"https://www.{site}/ run 1",
+                               "pageTimings": {}}],
+                    "entries": entries}}

@@ -25,6 +25,7 @@ COMMANDS = {
     "export": "testbed.campaign.cli:export",
     "results": "testbed.campaign.cli:results",
     "report": "testbed.report_command:report",
+    "trial": "testbed.trial_command:trial",
     "compare": "testbed.compare:compare",
 }
 

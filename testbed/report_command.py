@@ -53,6 +53,8 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     SVG) and tables/ (CSV).
     """
     from analysis import Config, ResultsError, analyse, load, write_report
+    from analysis.bbr import largest_objects
+    from analysis.connections import load_connections
     from analysis.schema import PLOTTED_METRICS
 
     if out is not None:  # root may write the report: checked before anything is read
@@ -79,7 +81,13 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     config = Config(baseline=baseline, alpha=alpha, test=test, correction=correction, mde=mde,
                     pairs=tuple(wanted) or None,
                     plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()))
-    result = analyse(trials, config)
+    try:
+        connections = load_connections(source)
+        largest = largest_objects(folder, trials) if in_store else None
+    except ResultsError as e:
+        raise InputError(str(e)) from e
+    result = analyse(trials, config, connections=connections, manifest=manifest,
+                     largest=largest)
 
     index = write_report(result, out, source=str(source), manifest=manifest,
                          results_dir=folder if in_store else None)

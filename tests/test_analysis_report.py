@@ -100,7 +100,7 @@ def test_config_pairs_and_lvc_plot(tmp_path):
     result = analyse(trials, Config(pairs=(("quic", "tcp-plus"),), plot_metrics=("plt", "lvc")))
     assert set(zip(result.win_tie_loss.a, result.win_tie_loss.b)) == {("quic", "tcp-plus")}
     out = write_report(result, tmp_path).parent
-    assert sorted(p.name for p in out.glob("plots/*.png")) == ["cdf-lvc.png", "cdf-plt.png"]
+    assert sorted(p.name for p in out.glob("plots/cdf-*.png")) == ["cdf-lvc.png", "cdf-plt.png"]
 
 
 def test_cli_writes_the_report(tmp_path):

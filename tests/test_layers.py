@@ -29,6 +29,7 @@ LAYERS = {
     "testbed.doctor": 12,
     "testbed.report_command": 13,
     "testbed.compare": 13,
+    "testbed.trial_command": 13,
     "testbed.cli": 14,
 }
 CLI_RANK = 14

@@ -27,4 +27,9 @@ def test_campaign_notebook_runs_on_the_fixture(tmp_path, monkeypatch):
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2  # the CDF figures
     text = "".join(o.get("text", "") for o in outputs)
     assert "2480 trials" in text
+    assert "8619 connection rows; largest object known for 4 sites" in text
+    assert "TCP on DA2GC (RTT 262 ms, loss 3.3 %): BBR" in text  # where BBR helped or hurt
+    assert "HAR: " in text  # one trial, with its waterfall
+    html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
+    assert "data-request=" in html and "BBR helps on lossy paths" in html
     assert (tmp_path / "report" / "index.html").is_file()

@@ -1,0 +1,384 @@
+"""One trial, looked at: its row, protocols, connections, a waterfall and a filmstrip.
+
+    v = trial_view("results/paper", "local-news+dsl+quic+0")
+    v.text()                        # what `testbed trial` prints
+    write_trial_page(v, Path("t.html"))
+
+The page is one self-contained HTML file (inline CSS, frames as data: URIs, no
+script, no link out), readable from file:// anywhere. The waterfall has one row
+per HAR entry (`data-request` on each), its bars the HAR's phases: blocked,
+dns, connect, ssl, send, wait, receive. The filmstrip takes frames of the kept
+video at the visual progress's changes, with ffmpeg (left out, with a note,
+when there is no video or no ffmpeg).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import math
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pandas as pd
+from markupsafe import escape
+
+from analysis.connections import load_connections
+from analysis.load import ResultsError, load
+from analysis.schema import METRICS, label
+from analysis.trialfiles import TrialFiles
+
+PHASES = ("blocked", "dns", "connect", "ssl", "send", "wait", "receive")
+"""The HAR's timing phases, in order (HAR's `connect` includes `ssl`: drawn without it)."""
+COLORS = {"blocked": "#c8c8c8", "dns": "#1f9e89", "connect": "#f28e2b", "ssl": "#b07aa1",
+          "send": "#4e79a7", "wait": "#76b7b2", "receive": "#2f5597"}
+
+FRAMES = 10
+"""Most filmstrip frames."""
+FRAME_WIDTH = 200
+"""Filmstrip frame width in pixels (JPEG)."""
+
+SHOWN_CONNECTION_COLUMNS = (
+    "transport", "origin", "server_ip", "server_port", "client_port", "cc", "requests",
+    "handshake_ms", "duration_ms", "srtt_ms", "min_rtt_ms", "cwnd_initial_packets",
+    "cwnd_packets", "bytes_sent", "bytes_retrans", "packets_lost", "delivery_rate_bps",
+    "rwnd_limited_ms", "sndbuf_limited_ms")
+
+
+@dataclass
+class TrialView:
+    trial_id: str
+    row: dict
+    where: Path
+    har: dict | None = None
+    visual: dict | None = None
+    connections: pd.DataFrame = field(default_factory=pd.DataFrame)
+    has_connections_table: bool = False
+    frames: list[tuple[float, bytes]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def entries(self) -> list[dict]:
+        return waterfall(self.har) if self.har else []
+
+    def text(self) -> str:
+        """The trial as lines of text (what `testbed trial` prints)."""
+        r = self.row
+        out = [f"trial {self.trial_id}: {r['status']}"
+               + (f" ({r['reason']})" if _present(r.get("reason")) else ""),
+               (f"  site {r['site']}, network {r['network']} (RTT {r['rtt_ms']:g} ms), "
+               f"setting {r['protocol']}, run {r['run']}, attempt {r['attempt']}, "
+               f"started {r['started_at']}")]
+        metrics = [f"{label(m)} {r[c]:.0f}" for m, c in METRICS.items() if _present(r.get(c))]
+        out.append("  metrics (ms): " + (", ".join(metrics) or "none"))
+        out.append(f"  requests {_int(r.get('requests'))}, bytes {_int(r.get('bytes'))}, "
+                   f"misses {_int(r.get('misses'))}, protocols {r.get('protocols') or '–'}")
+        entries = self.entries
+        if self.har is not None:
+            hosts = {e["host"] for e in entries}
+            conns = {e["connection"] for e in entries if e["connection"]}
+            out.append(f"  HAR: {len(entries)} requests to {len(hosts)} hosts over "
+                       f"{len(conns)} connections")
+        if len(self.connections):
+            out.append(f"  connections ({len(self.connections)}):")
+            for c in self.connections.itertuples(index=False):
+                out.append(f"    {c.transport} {c.server_ip}:{_int(c.server_port)} "
+                           f"{c.origin or ''} cc {c.cc or '–'}, requests {_int(c.requests)}, "
+                           f"sent {_int(c.bytes_sent)} B, retrans {_int(c.bytes_retrans)} B, "
+                           f"srtt {_num(c.srtt_ms)} ms, cwnd {_int(c.cwnd_packets)} pkts")
+        for note in self.notes:
+            out.append(f"  note: {note}")
+        return "\n".join(out)
+
+
+def _present(v) -> bool:
+    return v is not None and v is not pd.NA and not (isinstance(v, float) and math.isnan(v))
+
+
+def _int(v) -> str:
+    return f"{int(v)}" if _present(v) else "–"
+
+
+def _num(v, fmt: str = "{:.1f}") -> str:
+    return fmt.format(v) if _present(v) else "–"
+
+
+def _epoch_ms(stamp) -> float | None:
+    try:
+        return dt.datetime.fromisoformat(str(stamp)).timestamp() * 1000
+    except ValueError:
+        return None
+
+
+def _timing(timings: dict, key: str) -> float:
+    v = timings.get(key) if isinstance(timings, dict) else None
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0.0
+
+
+def waterfall(har: dict) -> list[dict]:
+    """One row per HAR entry, in the HAR's order: url, host, protocol, connection,
+    status, bytes, start (ms after the page started) and each phase's ms."""
+    log = har.get("log", {}) if isinstance(har, dict) else {}
+    entries = [e for e in log.get("entries", []) if isinstance(e, dict)]
+    pages = [p for p in log.get("pages", []) if isinstance(p, dict)]
+    starts = [s for s in (_epoch_ms(e.get("startedDateTime")) for e in entries) if s]
+    page_start = _epoch_ms(pages[0].get("startedDateTime")) if pages else None
+    zero = min([*starts, *([page_start] if page_start else [])], default=0.0)
+    rows = []
+    for e in entries:
+        req = e.get("request") if isinstance(e.get("request"), dict) else {}
+        res = e.get("response") if isinstance(e.get("response"), dict) else {}
+        timings = e.get("timings") if isinstance(e.get("timings"), dict) else {}
+        url = str(req.get("url", ""))
+        phases = {p: _timing(timings, p) for p in PHASES}
+        phases["connect"] = max(phases["connect"] - phases["ssl"], 0.0)  # HAR: connect ⊇ ssl
+        size = res.get("_transferSize", res.get("bodySize"))
+        start = _epoch_ms(e.get("startedDateTime"))
+        rows.append({
+            "url": url, "host": urlsplit(url).hostname or url.split(":")[0],
+            "protocol": str(res.get("httpVersion", "")), "connection": str(e.get("connection", "")),
+            "status": res.get("status"), "bytes": size if isinstance(size, int) and size >= 0
+            else None, "start": (start - zero) if start else 0.0, **phases})
+    return rows
+
+
+def trial_view(source: str | Path, trial_id: str, trials: pd.DataFrame | None = None,
+               conns: pd.DataFrame | None = None, filmstrip: bool = True) -> TrialView:
+    """Everything about trial `trial_id` of the results folder `source`; ResultsError
+    when the store has no such trial or a kept file is unsafe or broken."""
+    source = Path(source)
+    trials = load(source) if trials is None else trials
+    match = trials[trials["trial_id"] == trial_id]
+    if match.empty:
+        raise ResultsError(f"{source}: no trial {trial_id!r} among its {len(trials)} trials; "
+                           "expected an id as the store has it (site+network+protocol+run)")
+    row = {k: (None if not _present(v) else v) for k, v in match.iloc[0].to_dict().items()}
+    folder = source if source.is_dir() else source.parent
+    conns = load_connections(source) if conns is None else conns
+    mine = conns[conns["trial_id"] == trial_id].reset_index(drop=True)
+    view = TrialView(trial_id, row, folder / "trials" / trial_id, connections=mine,
+                     has_connections_table=len(conns) > 0)
+    with TrialFiles(folder, trial_id) as files:
+        if not files.exists:
+            view.notes.append("no files kept for this trial (no trials/<id>/ folder)")
+            return view
+        view.har = files.json("browsertime.har.gz")
+        view.visual = files.json("visualmetrics.json")
+        if view.har is None:
+            view.notes.append("no HAR kept: no waterfall")
+        if not filmstrip:
+            return view
+        fd = files.open("video.mp4")
+        if fd is None:
+            view.notes.append("no video kept (campaign key keep_video): no filmstrip")
+            return view
+        try:
+            view.frames = _frames(fd, view.visual, view.notes)
+        finally:
+            os.close(fd)
+    return view
+
+
+def frame_times(visual: dict | None, limit: int = FRAMES) -> list[float]:
+    """When to take filmstrip frames (ms after navigation): the visual progress's
+    changes, at most `limit` of them spread over the load, first and last kept."""
+    times = []
+    for item in str((visual or {}).get("VisualProgress", "")).split(","):
+        ts, _sep, _ = item.partition("=")
+        try:
+            times.append(float(ts))
+        except ValueError:
+            continue
+    times = sorted({t for t in times if 0 <= t < 10 ** 7})
+    if not times:
+        return [0.0]
+    if len(times) <= limit:
+        return times
+    step = (len(times) - 1) / (limit - 1)
+    return [times[round(i * step)] for i in range(limit)]
+
+
+def _frames(fd: int, visual: dict | None, notes: list[str]) -> list[tuple[float, bytes]]:
+    ffmpeg = shutil.which("ffmpeg")
+    if ffmpeg is None:
+        notes.append("no ffmpeg on this machine: no filmstrip")
+        return []
+    offset = float((visual or {}).get("videoRecordingStart") or 0) / 1000
+    frames = []
+    for t in frame_times(visual):
+        # the video as an fd already opened without following symlinks
+        argv = [ffmpeg, "-nostdin", "-loglevel", "error", "-ss", f"{offset + t / 1000:.3f}",
+                "-i", f"/dev/fd/{fd}", "-frames:v", "1", "-vf", f"scale={FRAME_WIDTH}:-2",
+                "-f", "image2", "-c:v", "mjpeg", "-q:v", "6", "pipe:1"]
+        try:
+            cp = subprocess.run(argv, capture_output=True, timeout=30, pass_fds=(fd,),
+                                check=False)
+        except subprocess.TimeoutExpired:
+            notes.append("ffmpeg took too long: filmstrip cut short")
+            break
+        if cp.returncode != 0 or not cp.stdout.startswith(b"\xff\xd8"):
+            notes.append("ffmpeg could not read the video: no filmstrip"
+                         if not frames else "ffmpeg stopped early: filmstrip cut short")
+            break
+        frames.append((t, cp.stdout))
+    return frames
+
+
+# -- the page ----------------------------------------------------------------------
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:1400px;
+padding:0 1em;color:#222;line-height:1.35}
+h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;font-size:.85em}
+td,th{padding:.2em .5em;border-bottom:1px solid #e4e4e4;text-align:left;white-space:nowrap}
+th{background:#f3f3f3}
+.note{background:#fff6d5;border-left:4px solid #e0b000;padding:.3em .8em}
+.muted{color:#666}
+.wf td.bar{width:55%;min-width:300px;position:relative;padding:0}
+.wf .track{position:relative;height:14px}
+.wf .ph{position:absolute;top:2px;height:10px}
+.wf td.url{max-width:28em;overflow:hidden;text-overflow:ellipsis}
+.legend span{display:inline-block;margin-right:1em}
+.legend i{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:middle}
+.strip{display:flex;gap:.5em;overflow-x:auto}
+.strip figure{margin:0;text-align:center;font-size:.8em}
+.strip img{width:""" + str(FRAME_WIDTH) + """px;border:1px solid #ddd}
+.mark{position:absolute;top:0;bottom:0;width:0;border-left:1px dashed #d62728}
+"""
+
+
+def _kv_table(pairs: list[tuple[str, str]]) -> str:
+    return "<table>" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>"
+                               for k, v in pairs) + "</table>"
+
+
+def _waterfall_html(rows: list[dict], marks: dict[str, float]) -> str:
+    if not rows:
+        return "<p class=\"muted\">No HAR kept for this trial: no waterfall.</p>"
+    end = max([r["start"] + sum(r[p] for p in PHASES) for r in rows] + list(marks.values())
+              + [1.0])
+    legend = "".join(f'<span><i style="background:{COLORS[p]}"></i>{p}</span>' for p in PHASES)
+    legend += "".join(f'<span><i style="border-left:2px dashed #d62728"></i>{escape(k)} '
+                      f"{v:.0f} ms</span>" for k, v in marks.items())
+    out = [f'<p class="legend">{legend}</p>',
+           ('<table class="wf" id="waterfall"><thead><tr><th>#</th><th>host</th><th>path</th>'
+           "<th>protocol</th><th>connection</th><th>status</th><th>bytes</th><th>start (ms)</th>"
+           f"<th>time (ms)</th><th>0 – {end:.0f} ms</th></tr></thead><tbody>")]
+    for i, r in enumerate(rows):
+        left = r["start"]
+        bars = []
+        for p in PHASES:
+            if r[p] > 0:
+                bars.append(f'<div class="ph" title="{p} {r[p]:.1f} ms" style="left:'
+                            f'{100 * left / end:.3f}%;width:{max(100 * r[p] / end, 0.15):.3f}%;'
+                            f'background:{COLORS[p]}"></div>')
+            left += r[p]
+        bars += [f'<div class="mark" style="left:{100 * v / end:.3f}%"></div>'
+                 for v in marks.values()]
+        total = sum(r[p] for p in PHASES)
+        title = escape(" · ".join(f"{p} {r[p]:.1f}" for p in PHASES if r[p] > 0))
+        parts = urlsplit(r["url"])
+        path = parts.path + (f"?{parts.query}" if parts.query else "") if parts.scheme else r["url"]
+        out.append(
+            f'<tr data-request="{i}"><td>{i + 1}</td><td>{escape(r["host"])}</td>'
+            f'<td class="url" title="{escape(r["url"])}">{escape(path[:200])}</td>'
+            f'<td>{escape(r["protocol"])}</td><td>{escape(r["connection"])}</td>'
+            f'<td>{escape(str(r["status"]))}</td><td>{_int(r["bytes"])}</td>'
+            f'<td>{r["start"]:.0f}</td><td title="{title}">{total:.0f}</td>'
+            f'<td class="bar"><div class="track">{"".join(bars)}</div></td></tr>')
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _connections_html(view: TrialView) -> str:
+    if view.connections.empty:
+        why = ("the store has a connections table, but none for this trial"
+               if view.has_connections_table else
+               "this store has no connections table (results stored before per-connection "
+               "figures were recorded, or an export)")
+        return f'<p class="muted" id="no-connections">No connection figures: {why}.</p>'
+    shown = view.connections[list(SHOWN_CONNECTION_COLUMNS)]
+    shown = shown.loc[:, shown.notna().any()]
+    return shown.to_html(index=False, na_rep="–", border=0, escape=True,
+                         float_format=lambda v: f"{v:.1f}" if v % 1 else f"{v:.0f}",
+                         table_id="connections")
+
+
+def _filmstrip_html(view: TrialView) -> str:
+    if not view.frames:
+        return "<p class=\"muted\">No filmstrip (see the notes above).</p>"
+    figs = "".join(
+        f'<figure><img alt="frame at {t:.0f} ms" src="data:image/jpeg;base64,'
+        f'{base64.b64encode(jpeg).decode()}"><figcaption>{t:.0f} ms</figcaption></figure>'
+        for t, jpeg in view.frames)
+    return f'<div class="strip" id="filmstrip">{figs}</div>'
+
+
+def render(view: TrialView) -> str:
+    """The trial's page: one self-contained HTML document."""
+    r = view.row
+    facts = [("status", r["status"] + (f": {r['reason']}" if r.get("reason") else "")),
+             ("site", r["site"]), ("network", f"{label(r['network'])} (RTT {r['rtt_ms']:g} ms)"),
+             ("setting", label(r["protocol"])), ("run", str(r["run"])),
+             ("attempt", str(r["attempt"])), ("started", str(r["started_at"])),
+             ("requests", _int(r.get("requests"))), ("bytes", _int(r.get("bytes"))),
+             ("replay misses", _int(r.get("misses"))),
+             ("protocols", str(r.get("protocols") or "–")), ("worker", str(r.get("worker") or "–"))]
+    metrics = [(f"{label(m)} (ms)", f"{r[c]:.0f}") for m, c in METRICS.items()
+               if _present(r.get(c))]
+    marks = {label(m): float(r[c]) for m, c in (("fcp", "fcp_ms"), ("plt", "plt_ms"))
+             if _present(r.get(c))}
+    entries = view.entries
+    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in view.notes)
+    har_note = (f"<p>{len(entries)} requests, one row each; bars from the HAR's timings "
+                "(ms after the first request started).</p>" if view.har is not None else "")
+    return (
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        # nothing on this page may load anything: no network, no script
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "img-src data:; style-src 'unsafe-inline'\">"
+        f"<title>Trial {escape(view.trial_id)}</title><style>{CSS}</style></head><body>"
+        f"<h1>Trial <code>{escape(view.trial_id)}</code></h1>{notes}"
+        f"<div style=\"display:flex;gap:2em;flex-wrap:wrap\">{_kv_table(facts)}"
+        f"{_kv_table(metrics) if metrics else ''}</div>"
+        f"<h2 id=\"connections-heading\">Connections</h2>{_connections_html(view)}"
+        f"<h2>Filmstrip</h2>{_filmstrip_html(view)}"
+        f"<h2>Waterfall</h2>{har_note}{_waterfall_html(entries, marks)}"
+        "</body></html>")
+
+
+def write_trial_page(view: TrialView, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(view), encoding="utf-8")
+    return path
+
+
+def page_name(trial_id: str) -> str:
+    """The trial page's file name in a report's trials/ folder."""
+    return f"{trial_id}.html"
+
+
+def examples(trials: pd.DataFrame, metric: str = "plt") -> pd.DataFrame:
+    """Per network and setting, its fastest, median and slowest ok trial by `metric`
+    (the median: the lower middle one of an even count): network, protocol, which,
+    trial_id, value (ms)."""
+    column = METRICS[metric]
+    ok = trials[(trials["status"] == "ok") & trials[column].notna()]
+    rows = []
+    for (network, protocol), g in ok.groupby(["network", "protocol"], sort=False,
+                                             observed=True):
+        g = g.sort_values([column, "trial_id"], kind="stable")
+        picks = {"fastest": 0, "median": (len(g) - 1) // 2, "slowest": len(g) - 1}
+        for which, i in picks.items():
+            rows.append({"network": network, "protocol": protocol, "which": which,
+                         "trial_id": g["trial_id"].iloc[i], "value": float(g[column].iloc[i])})
+    from analysis.stats import sort_table
+
+    return sort_table(pd.DataFrame(rows, columns=["network", "protocol", "which", "trial_id",
+                                                  "value"]))

@@ -1,0 +1,155 @@
+"""Where BBR beats CUBIC (analysis.bbr), the transport figures (analysis.connections)
+and their report sections, from hand-made trials, the fixture and old stores."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from analysis import ResultsError, bbr, load, schema, synthetic
+from analysis.connections import (
+    COLUMNS,
+    load_connections,
+    normalise,
+    transport_summary,
+)
+from testbed.cli import cli
+
+FIXTURE = Path(__file__).parent / "fixtures" / "results"
+
+
+def hand_made():
+    """One site on two paths: BBR 20 % faster on the lossy one, 10 % slower on the other."""
+    rows = []
+    for network, rtt, factor in (("dsl", 24.0, 1.10), ("da2gc", 262.0, 0.80)):
+        for run in range(4):
+            jitter = 1 + 0.001 * run
+            rows += [{"site": "s", "network": network, "protocol": "tcp-plus", "run": run,
+                      "plt_ms": 1000.0 * jitter, "rtt_ms": rtt, "bytes": 2_000_000},
+                     {"site": "s", "network": network, "protocol": "tcp-plus-bbr", "run": run,
+                      "plt_ms": 1000.0 * factor * jitter, "rtt_ms": rtt, "bytes": 2_000_000}]
+    return synthetic.trials(rows)
+
+
+MANIFEST = {"networks": synthetic.manifest_networks(["dsl", "da2gc"])}
+
+
+def test_site_effects_relative_difference_and_path():
+    trials = hand_made()
+    e = bbr.site_effects(trials, bbr.page_sizes(trials, {"s": 900_000.0}),
+                         bbr.path_losses(MANIFEST)).set_index("network")
+    assert e.loc["da2gc", "rel"] == pytest.approx(-0.2)
+    assert e.loc["dsl", "rel"] == pytest.approx(0.1)
+    assert (e.loc["da2gc", "verdict"], e.loc["dsl", "verdict"]) == ("helped", "hurt")
+    assert (e.loc["da2gc", "loss_percent"], e.loc["dsl", "loss_percent"]) == (3.3, 0.0)
+    assert e.loc["da2gc", "rtt_ms"] == 262 and e.loc["dsl", "page_bytes"] == 2_000_000
+    assert e.loc["dsl", "largest_bytes"] == 900_000
+    assert set(e["stack"]) == {"tcp"}  # no QUIC pair in these trials
+
+
+def test_claims_say_what_is_missing_without_connections():
+    trials = hand_made()
+    a = bbr.analyse_bbr(trials, normalise(pd.DataFrame(columns=["trial_id"]), "x"), MANIFEST)
+    claims = a.claims.set_index("claim")["verdict"]
+    assert claims["lossy"] == "holds" and claims["long-rtt"] == "holds"
+    assert claims["large-files"] == "no data" and claims["small-files-fast-paths"] == "no data"
+    assert any("no per-connection figures" in m for m in a.missing)
+    assert any("DA2GC" in f and "BBR helped" in f for f in a.findings)
+    assert any("DSL" in f and "BBR hurt" in f for f in a.findings)
+    none = bbr.analyse_bbr(trials, load_connections(FIXTURE).iloc[:0], None)
+    assert any("no path loss" in m for m in none.missing)
+
+
+def test_delivery_by_object_size_bucket():
+    trials = hand_made()
+    ids = trials.set_index(["network", "protocol", "run"])["trial_id"]
+    rows = []
+    for run in range(3):
+        for protocol, rate in (("tcp-plus", 1e6), ("tcp-plus-bbr", 2e6)):
+            # one small object connection and one of two 600 kB objects
+            rows += [{"trial_id": ids[("da2gc", protocol, run)], "bytes_sent": 50_000,
+                      "requests": 1, "delivery_rate_bps": rate / 4},
+                     {"trial_id": ids[("da2gc", protocol, run)], "bytes_sent": 1_200_000,
+                      "requests": 2, "delivery_rate_bps": rate}]
+    d = bbr.delivery_by_size(normalise(pd.DataFrame(rows), "t"), trials)
+    d = d.set_index("bucket")
+    assert list(d.index) == ["< 100 kB", "100 kB – 1 MB"]  # 1.2 MB over 2 requests
+    assert d.loc["100 kB – 1 MB", "bbr_mbps"] == 2.0 and d.loc["< 100 kB", "cubic_mbps"] == 0.25
+    assert d.loc["100 kB – 1 MB", "ratio"] == pytest.approx(1.0)
+    assert (d["n_bbr"] == 3).all() and (d["n_cubic"] == 3).all()
+
+
+def test_fixture_claims_and_transport():
+    trials = load(FIXTURE)
+    conns = load_connections(FIXTURE)
+    assert len(conns) > 1000 and list(conns.columns) == list(COLUMNS)
+    a = bbr.analyse_bbr(trials, conns, json.loads((FIXTURE / "manifest.json").read_text()),
+                        bbr.largest_objects(FIXTURE, trials))
+    assert a.missing == ()
+    assert set(a.claims["verdict"]) <= {"holds", "does not hold"}
+    assert a.effects["largest_bytes"].notna().all()
+    t = transport_summary(conns, trials).set_index(["network", "protocol"])
+    assert t.loc[("da2gc", "quic"), "handshake_ms"] > 262
+    assert pd.isna(t.loc[("da2gc", "tcp"), "handshake_ms"])  # NULL for TCP
+    assert t.loc[("da2gc", "tcp-plus-bbr"), "retrans_rate"] < t.loc[("da2gc", "tcp-plus"),
+                                                                     "retrans_rate"]
+    assert t.loc[("dsl", "tcp"), "retrans_rate"] == 0
+
+
+def test_report_renders_both_sections_from_the_fixture(tmp_path):
+    done = CliRunner().invoke(cli, ["report", str(FIXTURE), "--out", str(tmp_path / "r")])
+    assert done.exit_code == 0, done.output
+    page = html.unescape((tmp_path / "r" / "index.html").read_text(encoding="utf-8"))
+    transport = page[page.index('id="transport"'):page.index('id="bbr"')]
+    assert "retransmitted (of bytes sent)" in transport and "DA2GC" in transport
+    section = page[page.index('id="bbr"'):page.index('id="examples"')]
+    assert "Missing:" not in section
+    assert "plots/bbr-vs-cubic.svg" in section and "plots/bbr-delivery.svg" in section
+    assert "100 kB – 1 MB" in section and "BBR helps on lossy paths" in section
+    assert (tmp_path / "r" / "plots" / "bbr-delivery.png").is_file()
+    for table in ("bbr_vs_cubic", "bbr_delivery", "bbr_claims", "transport", "examples"):
+        assert (tmp_path / "r" / "tables" / f"{table}.csv").is_file()
+
+
+def test_report_says_what_is_missing_on_a_store_without_connections(tmp_path):
+    trials = synthetic.campaign(sites=2, networks=["dsl", "da2gc"],
+                                settings=["tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr"],
+                                runs=3, seed=9)
+    synthetic.write_folder(trials, tmp_path / "old", without=schema.ADDED[-1:],
+                           manifest={"networks": synthetic.manifest_networks(["dsl", "da2gc"])})
+    done = CliRunner().invoke(cli, ["report", str(tmp_path / "old"), "--out",
+                                    str(tmp_path / "r")])
+    assert done.exit_code == 0, done.output
+    page = html.unescape((tmp_path / "r" / "index.html").read_text(encoding="utf-8"))
+    assert 'id="no-transport"' in page
+    section = page[page.index('id="bbr"'):page.index('id="examples"')]
+    assert "Missing: no per-connection figures" in section
+    assert "plots/bbr-vs-cubic.svg" in section and "plots/bbr-delivery" not in section
+    assert re.search(r"TCP on DA2GC \(RTT 262 ms, loss 3.3 %\): BBR", section)
+
+
+def test_a_broken_connections_table_is_one_error(tmp_path):
+    trials = synthetic.campaign(sites=1, networks=["dsl"], settings=["tcp-plus"], runs=2)
+    synthetic.write_folder(trials, tmp_path / "r")
+    with sqlite3.connect(tmp_path / "r" / "trials.sqlite") as db:
+        db.execute("CREATE TABLE connections (trial_id TEXT, srtt_ms TEXT)")
+        db.execute("INSERT INTO connections VALUES ('x', 'fast')")
+    with pytest.raises(ResultsError, match="column srtt_ms: expected numbers"):
+        load_connections(tmp_path / "r")
+
+
+def test_the_columns_are_the_contracts():
+    """The connections table's columns as the results contract names them (once
+    analysis.schema defines CONNECTIONS, these must be its names in its order)."""
+    contract = getattr(schema, "CONNECTIONS", None)
+    if contract is not None:
+        assert tuple(c.name for c in contract) == COLUMNS
+    assert COLUMNS[:3] == ("trial_id", "transport", "origin") and COLUMNS[-1] == "requests"
+    assert len(COLUMNS) == 32
