@@ -255,6 +255,10 @@ def backlog_drops(core: int) -> int:
     return 0
 
 
+class ClientError(Exception):
+    """A client that ran but reported no transfer."""
+
+
 class Bench:
     """The topology, the body, the certificate; one measurement per `measure` call."""
 
@@ -352,7 +356,19 @@ class Bench:
                 "--count", str(self.count), "--seconds", str(self.seconds),
                 *T.ACKS[row.acks][1]]
 
-    def measure(self, row: T.Row) -> T.Sample:
+    def measure(self, row: T.Row, attempts: int = 2) -> T.Sample:
+        """One transfer; a client that reports an error (iperf3 does in its JSON, with
+        exit status 0) gets one more try with a fresh server."""
+        for attempt in range(attempts):
+            try:
+                return self._measure(row)
+            except ClientError as e:
+                if attempt + 1 == attempts:
+                    raise SystemExit(f"bench/sender: {row.name}: {e}") from None
+                print(f"bench/sender: {row.name}: {e}; once more", file=sys.stderr)
+        raise AssertionError("unreachable")
+
+    def _measure(self, row: T.Row) -> T.Sample:
         argv, ready = self._server_argv(row)
         log = self.work / f"{row.name}.log"
         argv = enter.as_user(["taskset", "-c", str(SERVER_CORE), *argv],
@@ -382,8 +398,11 @@ class Bench:
             lost = self._quic_lost(server) if row.kind == "quic" else retrans
             if not server.alive():
                 raise SystemExit(f"{row.name}: the server exited: {server.tail()}")
-        return sample_from(row, json.loads(cp.stdout), srv1 - srv0, cores, end,
-                           lost=lost, drops=drops, share=share)
+        out = json.loads(cp.stdout)
+        if row.kind == "tcp" and ("error" in out or "sum_received" not in out.get("end", {})):
+            raise ClientError(f"iperf3: {out.get('error', 'no sum_received in its report')}")
+        return sample_from(row, out, srv1 - srv0, cores, end, lost=lost, drops=drops,
+                           share=share)
 
     def _quic_lost(self, server: proc.Background) -> int | None:
         """Packets h3server declared lost, from its log line for the closed connection."""

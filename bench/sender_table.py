@@ -131,10 +131,11 @@ class Sample:
 
     @property
     def one_core_mbit_s(self) -> float:
-        """Throughput per busy second of the server's core: what one whole core would
-        sustain. The core's busy time, not the process's: the kernel sends TCP segments
-        and takes ACKs in softirqs, which a throttled process is not charged for."""
-        return 8000 / self.server_core_s_per_gb
+        """Throughput per second of the server's CPU time: what one whole core would
+        sustain if the sender is the bottleneck. An upper bound for TCP and TLS: the
+        kernel also sends TCP segments and takes ACKs in softirqs, which a throttled
+        process is not charged for (server_core_s_per_gb bounds that from above)."""
+        return 8000 / self.server_s_per_gb
 
     @property
     def quota_used_pct(self) -> float:
@@ -223,8 +224,8 @@ def table(summaries: list[Summary]) -> str:
     base_rate = base.median("one_core_mbit_s") if base else None
     base_cpu = base.median("server_s_per_gb") if base else None
     seed_base = SEEDS[BASELINE][0]
-    head = ["row", "Mbit/s measured (min–max)", "one-core Mbit/s", "× TLS",
-            "server process CPU s/GB", "× TLS", "server core s/GB", "server quota used %",
+    head = ["row", "Mbit/s measured (min–max)", "server CPU s/GB", "× TLS", "one-core Mbit/s",
+            "× TLS", "core 0 busy s/GB", "server quota used %",
             "client core % (process)", "server-bound", "ACKs /100 pkts", "sender lost",
             "client drops", "seeds Mbit/s", "seeds × TLS"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -237,10 +238,10 @@ def table(summaries: list[Summary]) -> str:
         cells = [
             s.row.label,
             f"{s.median('mbit_s'):.0f} ({lo:.0f}–{hi:.0f})",
-            f"{one_core:.0f}",
-            _fmt_ratio(ratio(one_core, base_rate)),
             f"{cpu:.2f}",
             _fmt_ratio(ratio(cpu, base_cpu)),
+            f"{one_core:.0f}",
+            _fmt_ratio(ratio(one_core, base_rate)),
             f"{s.median('server_core_s_per_gb'):.2f}",
             f"{s.median('quota_used_pct'):.0f}",
             f"{s.median('client_pct'):.0f} ({s.median('client_process_pct'):.0f})",
@@ -275,10 +276,12 @@ def notes(summaries: list[Summary]) -> str:
         ("client core %: the busy share of core 1 over the transfer, everything that ran "
          "there: the client, the kernel's receive path (steered to core 1) and any other "
          "load on the machine; in brackets the client process alone."),
-        (f"one-core Mbit/s: bytes per busy second of core 0 (the server, the kernel's work "
-         f"for it in softirqs, and any other load there). Busy time of core 0 the server "
-         f"process is not charged for: median {other:.0f} % of the transfer. Figures are "
-         f"medians of the rounds; the machine is shared, so expect noise of several per cent."),
+        (f"server CPU: the server processes' user+system time; one-core Mbit/s = 8000 / that "
+         f"s/GB. core 0 busy s/GB also holds the kernel's work for the server in softirqs "
+         f"while it was throttled or off the core (TCP sends segments on incoming ACKs there) "
+         f"and any other load on core 0: median {other:.0f} % of the transfer beyond the "
+         f"server's own time. Figures are medians of the rounds; the machine is shared, so "
+         f"expect noise."),
         "QUIC client ACK policies:",
         *(f"  {name}: {desc}" for name, (desc, _) in ACKS.items()),
     ]
