@@ -266,6 +266,7 @@ class Bench:
                  gso_flag: bool, shares: dict[str, float] | None = None):
         self.shares = shares or {}
         self.quota: CpuQuota | None = None
+        self.runs = 0
         self.body_bytes = body_mb * 1_000_000
         self.count = max(1, -(-min_mb // body_mb))
         self.seconds = seconds
@@ -370,7 +371,9 @@ class Bench:
 
     def _measure(self, row: T.Row) -> T.Sample:
         argv, ready = self._server_argv(row)
-        log = self.work / f"{row.name}.log"
+        self.runs += 1
+        # A log of its own: an old one would already say the server listens.
+        log = self.work / f"{row.name}-{self.runs}.log"
         argv = enter.as_user(["taskset", "-c", str(SERVER_CORE), *argv],
                              netns=self.topo.server.name, cwd=str(self.var))
         share = self.shares.get(row.kind, 1.0)
