@@ -3,7 +3,7 @@ core, for plain TCP, TLS 1.3 over TCP and QUIC (h3server) with GSO off/on, three
 UDP payload sizes and three client ACK policies. Needs root and `make setup`.
 
     bench/sender [--repeats N] [--seconds S] [--min-mb MB] [--body-mb MB] [--rows PATTERNS]
-                 [--quic-pacing on|off] [--json FILE] [--list]
+                 [--server-share SHARE] [--quic-pacing on|off] [--json FILE] [--list]
 
 Two namespaces joined by a veth pair (testbed.topology, no Mahimahi), made and
 removed by the bench (also on Ctrl-C or SIGTERM). The server runs as the testbed
@@ -23,11 +23,16 @@ puts each side's receive processing on its own core.
 Clients: iperf3 -c -R, bench/sender_client.py (Python ssl, HTTP/1.1), and h3bulk
 (h3server/src/bin/h3bulk.rs, the same quiche) with an ACK policy (sender_table.ACKS).
 
-CPU: the server processes' utime+stime (/proc via psutil, nginx's workers
-included) before and after, plus the irq+softirq time of core 0; the client's
-own getrusage over the transfer plus core 1's irq+softirq time. A row is
-server-bound when the server's core is saturated (>= 90 % of the transfer's wall
-time) and the client's is not.
+The server may use only a share of core 0 (a CFS quota in a cgroup the bench makes:
+tcp 15 %, tls and quic 35 %; --server-share), because receiving costs this kernel
+about as much as sending: unthrottled, the client's core fills first.
+
+CPU: the server processes' utime+stime (/proc via psutil, nginx's worker included)
+before and after, per GB; one-core throughput = 8000 / that. Beside it core 0's busy
+time per GB (/proc/stat sampled every 20 ms), which also holds the kernel's softirq
+work for a throttled server and any other load. A transfer is server-bound when the
+server used >= 90 % of its quota (it never waited for the client); the client is
+cleared when, besides, the client process used < 90 % of core 1.
 """
 
 from __future__ import annotations
