@@ -85,6 +85,12 @@ impl Streams {
                         // probes (handshake only) leave the summary alone.
                         *counted = true;
                         r.summary.connections += 1;
+                        if conn.is_resumed() || conn.is_in_early_data() {
+                            r.summary.resumed += 1;
+                        }
+                    }
+                    if conn.is_in_early_data() {
+                        r.summary.early_data += 1;
                     }
                     let mut p = r.answer(conn.trace_id(), stream, &list);
                     r.writer.changed(now);

@@ -29,6 +29,11 @@ pub struct Summary {
     pub bytes: u64,
     /// QUIC connections that carried at least one request.
     pub connections: u64,
+    /// Of those, the ones that resumed a TLS session (a ticket of this server).
+    pub resumed: u64,
+    /// Requests that arrived in 0-RTT (early data accepted, handshake not yet
+    /// complete).
+    pub early_data: u64,
 }
 
 impl Summary {
