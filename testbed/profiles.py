@@ -179,6 +179,14 @@ class ProtocolProfile(_Profile):
     max_udp_payload: int | None = Field(default=None, ge=1200, le=65527)
     """QUIC only: largest UDP payload the server sends (--max-udp-payload);
     omitted: the server's default (1350, as Chrome)."""
+    session_tickets: bool = False
+    """TCP only: nginx issues TLS 1.3 session tickets (ssl_session_tickets,
+    OpenSSL's two per handshake), so a returning browser resumes its session (warm
+    visits). Off: no tickets, every handshake is a full one. QUIC: h3server
+    always issues tickets."""
+    early_data: bool = False
+    """Accept early data from a resuming browser: TCP: nginx's ssl_early_data
+    (needs session_tickets); QUIC: h3server's --early-data (0-RTT)."""
 
     @field_validator("tcp_rmem", "tcp_wmem", mode="before")
     @classmethod
@@ -200,6 +208,12 @@ class ProtocolProfile(_Profile):
                 raise KeyProblem("slow_start_after_idle", "only for stack tcp")
         if self.stack == "tcp" and self.max_udp_payload is not None:
             raise KeyProblem("max_udp_payload", "only for stack quic")
+        if self.stack == "quic" and self.session_tickets:
+            raise KeyProblem("session_tickets", "only for stack tcp (h3server always "
+                                                "issues tickets)")
+        if self.stack == "tcp" and self.early_data and not self.session_tickets:
+            raise KeyProblem("early_data", "expected session_tickets = true with it "
+                                           "(early data needs a resumed session)")
         for key in ("tcp_rmem", "tcp_wmem"):
             v = getattr(self, key)
             if v is not None and not (0 < v[0] <= v[1] <= v[2]):
