@@ -25,7 +25,6 @@ from analysis.design import DESIGN_METRICS, DESIGN_PAIRS, design_impact
 from analysis.health import failures_by_reason, overview, trial_health
 from analysis.inference import CORRECTIONS, DEFAULT_MDE, TESTS
 from analysis.plots import cdf_row_figure, save
-from analysis.visits import has_warm, resumption, visit_means, visit_pivot
 from analysis.schema import (
     ANALYSED_METRICS,
     METRIC_NAMES,
@@ -50,6 +49,7 @@ from analysis.stats import (
     summarize,
     win_tie_loss,
 )
+from analysis.visits import has_warm, resumption, visit_means, visit_pivot
 
 
 @dataclass(frozen=True)
