@@ -112,6 +112,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
             "miss_urls": diff["miss_urls"] if diff else None,
             "metrics_all": m.__dict__,
             "resumption": evidence.resumption.__dict__ if evidence.resumption else None,
+            "server": ({k: v for k, v in diff.items() if k != "miss_urls"} if diff else None),
             "warm_up": (server_summary.diff(record.warm_before, record.warm_after)
                         if record.warm_before is not None and record.warm_after is not None
                         else None),
