@@ -4,8 +4,12 @@ one line naming the file and the key."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hostile_harness import Case, run_case
+
+from testbed.campaign.store import Row, Store
 
 RUN = ["run", "{dir}/c.toml", "--out", "{dir}/out"]
 DRY = ["run", "{dir}/c.toml", "--dry-run"]
@@ -25,6 +29,17 @@ def setting(text: str) -> dict:
                                       'protocols = ["{dir}/p.toml"]\nruns = 1\n'}
 
 
+def measured_first(d: Path, host) -> None:
+    """{dir}/out holds a first visit of quic-0rtt (the campaign now visits it warm)."""
+    out = d / "out"
+    tid = "local-news+dsl+quic-0rtt+0"
+    (out / "trials" / tid).mkdir(parents=True)
+    with Store(out / "trials.sqlite") as store:
+        store.add(Row(tid, "c", "local-news", "dsl", "quic-0rtt", 0, "ok", None, 1,
+                      "2026-01-01T00:00:00+00:00", 1.0, *[1.0] * 6, 1, 1, 0, None, 24.0, 4,
+                      visit="first"))
+
+
 CASES = [
     Case("visit: unknown mode", RUN, ["c.toml", "key visit:", 'expected "first" or "warm"',
                                       'got "hot"'], visit('"hot"')),
@@ -42,6 +57,9 @@ CASES = [
     Case("visit: every setting warm, one without tickets", RUN,
          ["c.toml", "key visit:", "protocols.0 (tcp)", "session_tickets = true"],
          visit('"warm"', '["tcp", "quic-0rtt"]')),
+    Case("visit: a setting's stored trials were other visits", RUN,
+         ["c.toml", "key visit:", "quic-0rtt is now visited warm", "1 of its trials"],
+         visit('{ quic-0rtt = "warm" }', '["quic-0rtt"]'), prepare=measured_first),
     Case("session_tickets on a QUIC setting", RUN,
          ["p.toml", "key session_tickets", "only for stack tcp"],
          setting(QUIC + "session_tickets = true\n")),
