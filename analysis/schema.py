@@ -241,9 +241,11 @@ PLOTTED_METRICS = ("plt", "fvc", "vc85", "si", "fcp", "lcp")
 browser's timings FCP (beside FVC) and LCP."""
 
 SETTING_LABELS = {"tcp": "TCP", "tcp-plus": "TCP+", "tcp-plus-bbr": "TCP+BBR",
-                  "quic": "QUIC", "quic-bbr": "QUIC+BBR", "tcp-plus-0rtt": "TCP+ 0-RTT",
-                  "quic-0rtt": "QUIC 0-RTT"}
+                  "quic": "QUIC", "quic-bbr": "QUIC+BBR"}
 """Protocol setting name -> display label, in the paper's order."""
+
+OTHER_SETTING_LABELS = {"tcp-plus-0rtt": "TCP+ 0-RTT", "quic-0rtt": "QUIC 0-RTT"}
+"""Display labels of bundled settings beyond the paper's (warm visits)."""
 
 NETWORK_LABELS = {"dsl": "DSL", "lte": "LTE", "da2gc": "DA2GC", "mss": "MSS", "none": "none"}
 """Network profile name -> display label, in the paper's order."""
@@ -251,7 +253,8 @@ NETWORK_LABELS = {"dsl": "DSL", "lte": "LTE", "da2gc": "DA2GC", "mss": "MSS", "n
 
 def label(name: str) -> str:
     """Display label of a setting, network or metric name (the name itself if unknown)."""
-    return SETTING_LABELS.get(name) or NETWORK_LABELS.get(name) or METRIC_LABELS.get(name) or name
+    return (SETTING_LABELS.get(name) or OTHER_SETTING_LABELS.get(name) or NETWORK_LABELS.get(name)
+            or METRIC_LABELS.get(name) or name)
 
 
 def full_name(metric: str) -> str:

@@ -14,7 +14,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.schema import METRICS, OK, label, networks_in, settings_in
+from analysis.schema import (
+    METRICS,
+    OK,
+    OTHER_SETTING_LABELS,
+    SETTING_LABELS,
+    label,
+    networks_in,
+    ordered,
+)
 
 VISIT_METRICS = ("ttfb", "fcp", "plt", "si")
 """Metrics the first-vs-warm table shows (the handshake shows first in TTFB)."""
@@ -90,7 +98,8 @@ def resumption(trials: pd.DataFrame) -> pd.DataFrame:
 
 def _sorted(df: pd.DataFrame, metrics=()) -> pd.DataFrame:
     rank = {"network": {n: i for i, n in enumerate(networks_in(df["network"]))},
-            "protocol": {p: i for i, p in enumerate(settings_in(df["protocol"]))},
+            "protocol": {p: i for i, p in enumerate(
+                ordered(df["protocol"], {**SETTING_LABELS, **OTHER_SETTING_LABELS}))},
             "visit": {"first": 0, "warm": 1},
             "metric": {m: i for i, m in enumerate(metrics)}}
     by = [c for c in ("network", "protocol", "visit", "metric") if c in df.columns
