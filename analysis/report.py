@@ -54,6 +54,7 @@ from analysis.stats import (
     win_tie_loss,
 )
 from analysis.trial_page import examples
+from analysis.visits import has_warm, resumption, visit_means, visit_pivot
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,10 @@ class Analysis:
     design: pd.DataFrame
     effects: pd.DataFrame
     robustness: pd.DataFrame
+    visits: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """First vs warm visits: network x setting x visit x metric (analysis.visits)."""
+    resumption: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Per network x setting x visit: trials that resumed, used early data / 0-RTT."""
     baseline: str = ""
     """The setting actually used as baseline."""
     baseline_why: str = ""
@@ -132,7 +137,8 @@ class Analysis:
                 "relative_summary": self.relative_summary, "cdf": self.cdfs,
                 "tests": self.comparisons, "win_tie_loss": self.win_tie_loss,
                 "effects": self.effects, "robustness": self.robustness,
-                "design_impact": self.design, "health": self.health, "failures": self.failures}
+                "design_impact": self.design, "health": self.health, "failures": self.failures,
+                "visits": self.visits, "resumption": self.resumption}
 
 
 MIN_RUNS = 10
@@ -211,6 +217,8 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
         relative=rel, relative_summary=relative_summary(rel), cdfs=relative_cdfs(rel),
         comparisons=comparisons, win_tie_loss=win_tie_loss(comparisons), design=design,
         effects=effects, robustness=robustness(meas, pairs, effects, config),
+        visits=visit_means(trials) if has_warm(trials) else visit_means(trials.iloc[:0]),
+        resumption=resumption(trials) if has_warm(trials) else resumption(trials.iloc[:0]),
         baseline=baseline, baseline_why=why, notes=tuple(notes),
         warnings=tuple(caution(summary, health)),
         bbr=analyse_bbr(trials, conns, manifest, largest, config.alpha),
@@ -405,6 +413,8 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
         robustness_table=_table_or_none(a.robustness, rename=ROBUSTNESS_HEADERS),
         effects_table=_table_or_none(a.effects, rename=EFFECT_HEADERS),
         design_pivot=_table_or_none(_design_pivot(a)),
+        visit_pivot=_table_or_none(visit_pivot(a.trials)) if not a.visits.empty else None,
+        resumption_table=_table_or_none(a.resumption),
         design_table=_table_or_none(a.design, rename={
             "tcp_ms": "TCP mean (ms)", "tcp_minus_rtt_ms": "TCP − 1 RTT (ms)",
             "quic_ms": "QUIC mean (ms)", "diff_ms": "difference (ms)",

@@ -133,6 +133,20 @@ TRIALS = (
     Column("worker", TEXT_KIND, False,
            "Who measured the trial: `<host>/<worker id>` (`<host>/local` for a campaign "
            "run in the coordinator's own process, see `testbed run --scheduler`)."),
+    Column("visit", TEXT_KIND, False,
+           "`first` (a fresh browser) or `warm` (the page loaded once before, unmeasured, "
+           "in the same browser; HTTP cache cleared, connections closed, TLS / QUIC "
+           "sessions kept); NULL in stores made before visits: first."),
+    Column("tls_resumed", INTEGER_KIND, False,
+           "1 when every connection that carried a request of the load resumed a TLS "
+           "session (the server says: nginx's `$ssl_session_reused`, quiche's "
+           "`is_resumed`), else 0; NULL when unknown."),
+    Column("early_data", INTEGER_KIND, False,
+           "TCP: 1 when nginx answered at least one request of the load from TLS 1.3 "
+           "early data (`$ssl_early_data`), else 0; NULL for QUIC or when unknown."),
+    Column("quic_0rtt", INTEGER_KIND, False,
+           "QUIC: 1 when h3server answered at least one request of the load in 0-RTT "
+           "(early data accepted), else 0; NULL for TCP or when unknown."),
 )
 """Every column of table `trials`, in the contract's order: the one definition of the
 results schema (the store, the exports, this package's loader and its synthetic
@@ -153,7 +167,8 @@ NULLABLE_INTEGER = tuple(c.name for c in TRIALS if c.kind == INTEGER_KIND and no
 REAL = tuple(c.name for c in TRIALS if c.kind == REAL_KIND)
 """Real columns (float64, missing = NaN)."""
 
-ADDED = ("max_in_flight", "fp_ms", "fcp_ms", "lcp_ms", "dcl_ms", "worker")
+ADDED = ("max_in_flight", "fp_ms", "fcp_ms", "lcp_ms", "dcl_ms", "worker", "visit",
+         "tls_resumed", "early_data", "quic_0rtt")
 """Columns newer than the first stores and exports: missing (all NULL) in older ones.
 They come last and may be NULL, so an older store gains them with ALTER TABLE."""
 
@@ -229,13 +244,17 @@ SETTING_LABELS = {"tcp": "TCP", "tcp-plus": "TCP+", "tcp-plus-bbr": "TCP+BBR",
                   "quic": "QUIC", "quic-bbr": "QUIC+BBR"}
 """Protocol setting name -> display label, in the paper's order."""
 
+OTHER_SETTING_LABELS = {"tcp-plus-0rtt": "TCP+ 0-RTT", "quic-0rtt": "QUIC 0-RTT"}
+"""Display labels of bundled settings beyond the paper's (warm visits)."""
+
 NETWORK_LABELS = {"dsl": "DSL", "lte": "LTE", "da2gc": "DA2GC", "mss": "MSS", "none": "none"}
 """Network profile name -> display label, in the paper's order."""
 
 
 def label(name: str) -> str:
     """Display label of a setting, network or metric name (the name itself if unknown)."""
-    return SETTING_LABELS.get(name) or NETWORK_LABELS.get(name) or METRIC_LABELS.get(name) or name
+    return (SETTING_LABELS.get(name) or OTHER_SETTING_LABELS.get(name) or NETWORK_LABELS.get(name)
+            or METRIC_LABELS.get(name) or name)
 
 
 def full_name(metric: str) -> str:

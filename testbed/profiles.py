@@ -208,6 +208,14 @@ class ProtocolProfile(_Profile):
     (--quic-connection-options=TAG,...), e.g. ["AKDU"]: acknowledge every RTT/4 however
     many packets arrive, not at most every 10; ["AKD3"]: ack decimation at RTT/8;
     omitted: none."""
+    session_tickets: bool = False
+    """TCP only: nginx issues TLS 1.3 session tickets (ssl_session_tickets,
+    OpenSSL's two per handshake), so a returning browser resumes its session (warm
+    visits). Off: no tickets, every handshake is a full one. QUIC: h3server
+    always issues tickets."""
+    early_data: bool = False
+    """Accept early data from a resuming browser: TCP: nginx's ssl_early_data
+    (needs session_tickets); QUIC: h3server's --early-data (0-RTT)."""
 
     @field_validator("tcp_rmem", "tcp_wmem", "client_quic_connection_options", mode="before")
     @classmethod
@@ -231,6 +239,12 @@ class ProtocolProfile(_Profile):
             for key in QUIC_ONLY:
                 if getattr(self, key) is not None:
                     raise KeyProblem(key, "only for stack quic")
+        if self.stack == "quic" and self.session_tickets:
+            raise KeyProblem("session_tickets", "only for stack tcp (h3server always "
+                                                "issues tickets)")
+        if self.stack == "tcp" and self.early_data and not self.session_tickets:
+            raise KeyProblem("early_data", "expected session_tickets = true with it "
+                                           "(early data needs a resumed session)")
         for key in ("tcp_rmem", "tcp_wmem"):
             v = getattr(self, key)
             if v is not None and not (0 < v[0] <= v[1] <= v[2]):

@@ -6,7 +6,9 @@ files, for unit tests of testbed.measure.session without a browser.
 KIND per iteration: ok (measured), fail (navigation failed after go), nostart
 (the browser did not start: launch, no ready), crash (exit 3 after go), hang
 (no answer after go), giveup (exit 1 0.5 s after go, as Browsertime after a
-load past its timeout). Writes OUT/browsertime.har with a page per measured
+load past its timeout). A go-N.json naming `warm` (a warm visit) is answered
+with warmed-N.json, then the fake waits for measure-N.json; a kind `warmfail`
+reports a failed warm-up (and the iteration fails). Writes OUT/browsertime.har with a page per measured
 iteration, as Browsertime does.
 """
 
@@ -39,7 +41,13 @@ for i, kind in enumerate(kinds, 1):
     if "abort" in answer or kind == "nostart":
         continue
     put(f"ready-{i}.json", {"index": i})
-    wait(f"go-{i}.json")
+    go = wait(f"go-{i}.json")
+    if go.get("warm"):
+        put(f"warmed-{i}.json", {"index": i, "warm": go["warm"],
+                                 "error": "net::ERR_FAILED" if kind == "warmfail" else None})
+        if kind == "warmfail":
+            continue
+        wait(f"measure-{i}.json")
     if kind == "crash":
         sys.exit(3)
     if kind == "hang":

@@ -218,7 +218,8 @@ def test_results_stored_before_the_paint_timings_load_report_and_export(tmp_path
     done = CliRunner().invoke(cli, ["export", str(old), "--csv", "-"])
     assert done.exit_code == 0, done.output
     header, first = done.output.splitlines()[:2]
-    assert header.endswith(",fp_ms,fcp_ms,lcp_ms,dcl_ms,worker") and first.endswith(",,,,,")
+    assert header.endswith(",fp_ms,fcp_ms,lcp_ms,dcl_ms,worker,visit,tls_resumed,early_data,"
+                           "quic_0rtt") and first.endswith("," * 9)
 
 
 def test_report_shows_the_paint_timings_beside_the_video_metrics(fixture_report):

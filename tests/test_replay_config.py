@@ -134,9 +134,12 @@ def test_probe_reports_what_never_answered():
 
 def test_summary_diff_counts_one_load():
     before = {"requests": 3, "misses": 1, "miss_urls": ["a"], "bytes": 10, "connections": 1}
-    after = {"requests": 8, "misses": 2, "miss_urls": ["a", "b"], "bytes": 50, "connections": 3}
+    after = {"requests": 8, "misses": 2, "miss_urls": ["a", "b"], "bytes": 50, "connections": 3,
+             "resumed": 2, "early_data": 4}
+    # a summary without resumed / early_data (written before they existed) counts 0
     assert server_summary.diff(before, after) == {"requests": 5, "misses": 1, "miss_urls": ["b"],
-                                           "bytes": 40, "connections": 2}
+                                           "bytes": 40, "connections": 2, "resumed": 2,
+                                           "early_data": 4}
     assert server_summary.read(Path("/nonexistent/summary.json"))["requests"] == 0
 
 

@@ -30,19 +30,22 @@ class Recorder:
     def after_load(self, k, measured):
         self.calls.append(("after", k, measured))
 
+    def warmed(self, k):
+        self.calls.append(("warmed", k))
+
 
 class FakeSession(Session):
     def argv(self):
         return [sys.executable, str(FAKE), str(self.ctl), str(self.out), self.kinds]
 
 
-def run(tmp_path, kinds, stacks=None, broken=(), timeout_s=30.0):
+def run(tmp_path, kinds, stacks=None, broken=(), timeout_s=30.0, visits=()):
     stacks = stacks or ["tcp"] * len(kinds)
     driver = Recorder(stacks, broken)
     opts = browsertime.BrowsertimeOptions(iterations=len(kinds), timeout_s=timeout_s,
                                           video=False)
     s = FakeSession("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
-                    driver=driver)
+                    driver=driver, visits=visits)
     s.kinds = ",".join(kinds)
     return s.run(), driver
 
@@ -156,3 +159,27 @@ def test_a_video_that_is_a_symlink_is_neither_linked_nor_analysed(tmp_path, monk
     assert "video not usable" in o.visual_error
     assert list(s.visual_dir.iterdir()) == []
     s.remove()
+
+
+def test_a_warm_visit_warms_up_before_its_measured_load(tmp_path):
+    outcomes, driver = run(tmp_path, ["ok", "ok"], visits=["warm", "first"])
+    assert [o.measured for o in outcomes] == [True, True]
+    # the warm-up ends (warmed) between the servers' first read and the measured load
+    assert driver.calls == [("prepare", 0), ("launch", 0), ("before", 0), ("warmed", 0),
+                            ("after", 0, True), ("prepare", 1), ("launch", 1), ("before", 1),
+                            ("after", 1, True)]
+    assert outcomes[0].warm_up_s is not None and outcomes[1].warm_up_s is None
+    ctl = tmp_path / "block" / "ctl"
+    import json
+    go = json.loads((ctl / "go-1.json").read_text())
+    assert go["warm"] == "https://a.test/" and go["check"].endswith("complete.js")
+    assert "warm" not in json.loads((ctl / "go-2.json").read_text())
+    assert json.loads((ctl / "measure-1.json").read_text()) == {"go": True}
+    assert not (ctl / "measure-2.json").exists()
+
+
+def test_a_failed_warm_up_fails_its_trial_unmeasured(tmp_path):
+    outcomes, driver = run(tmp_path, ["warmfail", "ok"], visits=["warm", "warm"])
+    assert [o.measured for o in outcomes] == [False, True]
+    assert outcomes[0].browser_error == "warm-up load failed: net::ERR_FAILED"
+    assert ("warmed", 0) not in driver.calls and ("warmed", 1) in driver.calls

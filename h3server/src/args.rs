@@ -99,6 +99,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     pub alt_svc: OnOff,
 
+    /// Accept 0-RTT: a client resuming a session with a ticket of this
+    /// server may send requests in its first flight, and they are answered
+    /// before the handshake completes. Defaults to off.
+    #[arg(long, value_enum, default_value_t = OnOff::Off)]
+    pub early_data: OnOff,
+
     /// Write one qlog file per connection into this folder
     /// (<trace id>.sqlog). Defaults to $QLOGDIR when set, otherwise no qlog.
     #[arg(long, value_name = "DIR", env = "QLOGDIR")]
@@ -196,6 +202,7 @@ mod tests {
         assert_eq!(a.gso, OnOff::Off);
         assert_eq!(a.alt_svc, OnOff::On);
         assert_eq!((a.max_ack_delay_ms, a.ack_delay_exponent), (25, 3));
+        assert_eq!(a.early_data, OnOff::Off);
         assert_eq!(a.log_level, "info");
         assert!(a.summary.is_none());
     }

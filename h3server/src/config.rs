@@ -53,6 +53,8 @@ pub struct Settings {
     /// Announce `alt-svc: h3=":PORT"` on every response (`--alt-svc`).
     /// Defaults to true.
     pub alt_svc: bool,
+    /// Accept 0-RTT from resuming clients (`--early-data`). Defaults to false.
+    pub early_data: bool,
     /// Folder for one qlog file per connection (`--qlog-dir`, created at
     /// start). Defaults to $QLOGDIR when set, otherwise None (no qlog).
     pub qlog_dir: Option<PathBuf>,
@@ -91,6 +93,7 @@ impl Settings {
             max_ack_delay_ms: args.max_ack_delay_ms,
             ack_delay_exponent: args.ack_delay_exponent,
             alt_svc: args.alt_svc.on(),
+            early_data: args.early_data.on(),
             qlog_dir: args.qlog_dir.clone(),
             keylog,
             summary: args.summary.clone(),
@@ -130,6 +133,9 @@ pub fn quic_config(s: &Settings, cert: &Path, key: &Path) -> Result<quiche::Conf
     // quiche paces BBR; CUBIC and Reno are paced by crate::pacer, so quiche's
     // pacer stays off for them (it would pace them too, at 1.25 x cwnd / srtt).
     c.enable_pacing(s.pacing && s.cc.paced_by_quiche());
+    if s.early_data {
+        c.enable_early_data();
+    }
     if s.keylog.is_some() {
         c.log_keys();
     }

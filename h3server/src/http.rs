@@ -90,6 +90,12 @@ impl Streams {
                         // Counted at its first request, so that readiness
                         // probes (handshake only) leave the summary alone.
                         r.summary.connections += 1;
+                        if conn.is_resumed() || conn.is_in_early_data() {
+                            r.summary.resumed += 1;
+                        }
+                    }
+                    if conn.is_in_early_data() {
+                        r.summary.early_data += 1;
                     }
                     *requests += 1;
                     let mut p = r.answer(conn.trace_id(), stream, &list);

@@ -351,13 +351,14 @@ impl Server {
         Some(id)
     }
 
-    /// Start HTTP/3 once established, continue blocked responses, answer requests.
+    /// Start HTTP/3 once established (or in accepted 0-RTT), continue blocked
+    /// responses, answer requests.
     fn serve(&mut self, id: u64) {
         let Some(c) = self.clients.get_mut(&id) else { return };
         let _log = logging::scope(c.conn.trace_id());
         // Right after the datagram that completes the handshake was fed.
         c.track.update(&c.conn, Instant::now());
-        if c.h3.is_none() && c.conn.is_established() {
+        if c.h3.is_none() && (c.conn.is_established() || c.conn.is_in_early_data()) {
             match quiche::h3::Connection::with_transport(&mut c.conn, &self.h3_config) {
                 Ok(h3) => {
                     c.h3 = Some(h3);

@@ -35,6 +35,11 @@ pub struct Summary {
     /// they were accepted: final for closed ones, current for open ones as
     /// of the write.
     pub conns: Vec<ConnStats>,
+    /// Of those, the ones that resumed a TLS session (a ticket of this server).
+    pub resumed: u64,
+    /// Requests that arrived in 0-RTT (early data accepted, handshake not yet
+    /// complete).
+    pub early_data: u64,
 }
 
 impl Summary {

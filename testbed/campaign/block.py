@@ -39,6 +39,11 @@ from testbed.measure.session import Kept, Outcome, Session
 from testbed.profiles import NetworkProfile
 from testbed.protocols import ServerOptions
 
+WARM_FLAGS = ("--enable-net-benchmarking", "--enable-features=EnableTLS13EarlyData")
+"""Chromium's flags for a warm visit: chrome.benchmarking (clearCache,
+closeConnections) for the warm-up, and TLS 1.3 early data over TCP (QUIC's 0-RTT
+is on by default)."""
+
 
 @dataclass
 class BlockDriver:
@@ -50,8 +55,13 @@ class BlockDriver:
     on_trial: object = None
     records: list[TrialRecord] = field(default_factory=list)
 
+    visits: dict[str, str] = field(default_factory=dict)
+    """Setting label -> its visit ("first" when not named)."""
+
     def __post_init__(self):
-        self.records = [TrialRecord(self.settings[t.protocol]) for t in self.block.trials]
+        self.records = [TrialRecord(self.settings[t.protocol],
+                                    visit=self.visits.get(t.protocol, "first"))
+                        for t in self.block.trials]
 
     def prepare(self, k: int) -> None:
         if self.on_trial is not None:
@@ -61,12 +71,21 @@ class BlockDriver:
     def launch(self, k: int) -> list[str]:
         env = self.servers.env
         assert env is not None
-        return [*env.chromium_flags(), *self.records[k].setting.chromium_flags]
+        r = self.records[k]
+        warm = WARM_FLAGS if r.visit == "warm" else ()
+        return [*env.chromium_flags(), *r.setting.chromium_flags, *warm]
 
     def before_load(self, k: int) -> None:
         r = self.records[k]
         r.started_at = time.time()
         r.before = self.servers.env.summary() if self.servers.env else None
+
+    def warmed(self, k: int) -> None:
+        """The warm-up load is over: what it served is kept apart (warm_before and
+        warm_after), the measured load is counted from here."""
+        r = self.records[k]
+        r.warm_before = r.before
+        r.before = r.warm_after = self.servers.env.summary() if self.servers.env else None
 
     def after_load(self, k: int, measured: bool) -> None:
         r = self.records[k]
@@ -88,6 +107,10 @@ class Setup:
     chains: dict
     """Network label -> its calibrated Mahimahi shell chain."""
 
+    def visits(self) -> dict[str, str]:
+        """Setting label -> its visit (first or warm), from the campaign's `visit`."""
+        return {label: self.campaign.visit_of_label(label) for label in self.settings}
+
 
 def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, out: Path,
             on_trial=None) -> tuple[list[tuple], str | None]:
@@ -96,14 +119,16 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
     folder is made in it and removed); out: a results folder (trials/, logs/)."""
     r = setup.recordings[block.site]
     c = setup.campaign
-    driver = BlockDriver(block, servers, setup.settings, on_trial=on_trial)
+    visits = setup.visits()
+    driver = BlockDriver(block, servers, setup.settings, on_trial=on_trial, visits=visits)
     opts = browsertime.BrowsertimeOptions(
         iterations=len(block.trials), timeout_s=c.timeout_s, settle_ms=c.settle_ms,
         settle_max_ms=c.settle_max_ms, video_fps=c.video_fps)
     wrap = setup.chains[block.network].argv([])
     blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))
     session = Session(r.url, opts, blockdir, netns=servers.topology.client.name,
-                      wrap=wrap, driver=driver)
+                      wrap=wrap, driver=driver,
+                      visits=[visits.get(t.protocol, "first") for t in block.trials])
     t0 = time.monotonic()
     try:
         outcomes = session.run()

@@ -16,8 +16,17 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 
 from analysis import schema
 from testbed import profiles, tomlfile
@@ -26,6 +35,13 @@ from testbed import recording_search as search
 from testbed.errors import InputError
 from testbed.measure.browsertime import VIDEO_FPS
 from testbed.paths import CAMPAIGNS_DIR
+from testbed.tomlfile import KeyProblem
+
+VISITS = ("first", "warm")
+"""How a trial visits its page: `first`, a fresh browser profile (no cache, no
+session to resume); `warm`, the same browser loads the page once unmeasured, its
+HTTP cache is cleared and its connections closed, then the measured load
+resumes the TLS / QUIC sessions of that first load (testbed.measure.session)."""
 
 
 class Campaign(BaseModel):
@@ -70,6 +86,10 @@ class Campaign(BaseModel):
     """...or this long after the load event at the latest (captures late paints)."""
     max_misses: int | None = Field(default=None, ge=0)
     """Fail trials with more replay misses than this; omitted: misses are only counted."""
+    visit: Any = "first"
+    """`first` (every trial a first visit), `warm` (every trial a warm visit), or a
+    table naming the visit of settings listed in `protocols` (the others: first),
+    e.g. `{ quic-0rtt = "warm" }`."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup
     would otherwise mark every remaining trial failed); resume with --retry-failed."""
@@ -77,6 +97,39 @@ class Campaign(BaseModel):
     _found: tuple[tuple[int, str, Path], ...] | None = PrivateAttr(default=None)
     """Each site as found when the campaign was loaded: (index in `sites`, how it was
     listed or what its glob matched, the recording folder)."""
+
+    @model_validator(mode="after")
+    def _visits_of_listed(self) -> Campaign:
+        """`visit`: "first", "warm", or a table of listed settings to either."""
+        kinds = " or ".join(f'"{v}"' for v in VISITS)
+        if isinstance(self.visit, dict):
+            for key, value in self.visit.items():
+                if key not in self.protocols:
+                    raise KeyProblem(f"visit.{key}", "expected a setting listed in protocols "
+                                     f"({', '.join(self.protocols)})")
+                if value not in VISITS or not isinstance(value, str):
+                    raise KeyProblem(f"visit.{key}", f"expected {kinds}, got "
+                                     f"{tomlfile.toml_repr(value)}")
+        elif not isinstance(self.visit, str) or self.visit not in VISITS:
+            raise KeyProblem("visit", f"expected {kinds} or a table of settings to either, "
+                             f"got {tomlfile.toml_repr(self.visit)}")
+        return self
+
+    def visit_of(self, listed: str) -> str:
+        """The visit (first or warm) of the setting listed as `listed` in `protocols`."""
+        if isinstance(self.visit, dict):
+            return self.visit.get(listed, "first")
+        return self.visit
+
+    def visit_of_label(self, label: str) -> str:
+        """The visit of the setting stored as `label` (a profile's file name; the table's
+        keys are as listed: a name, or a path whose file name is the label)."""
+        if not isinstance(self.visit, dict):
+            return self.visit
+        for listed, visit in self.visit.items():
+            if listed == label or Path(listed).name.removesuffix(".toml") == label:
+                return visit
+        return "first"
 
     @field_validator("sites", "networks", "protocols")
     @classmethod
@@ -286,3 +339,17 @@ def _check_trace_buffer(p: profiles.NetworkProfile) -> None:
 
 def _check_names(c: Campaign, p: Path) -> None:
     resolve(c)
+    _check_warm(c)
+
+
+def _check_warm(c: Campaign) -> None:
+    """A warm visit over TCP needs a setting whose nginx issues session tickets."""
+    for i, listed in enumerate(c.protocols):
+        if c.visit_of(listed) != "warm":
+            continue
+        p = profiles.load_protocol(profile_path(c, listed))
+        if p.stack == "tcp" and not p.session_tickets:
+            key = f"visit.{listed}" if isinstance(c.visit, dict) else "visit"
+            raise InputError(f"{c.source}: key {key}: a warm visit of protocols.{i} "
+                             f"({p.name}) expected a setting with session_tickets = true "
+                             "(without tickets nothing resumes)")

@@ -172,7 +172,9 @@ def plan_text(campaign, runs: int | None = None, sample: int = 8) -> list[str]:
              f"  networks  {len(networks)}: " + ", ".join(
                  f"{n} ({x.rtt_ms:g} ms RTT, {x.downlink_mbit or 'unshaped'} Mbit/s down, "
                  f"{x.loss_percent:g} % loss)" for n, x in links.items()),
-             f"  settings  {len(settings)}: " + ", ".join(settings),
+             f"  settings  {len(settings)}: " + ", ".join(
+                 n + (" (warm visits)" if campaign.visit_of_label(n) == "warm" else "")
+                 for n in settings),
              f"  runs      {runs}",
              (f"trials: {len(recordings)} x {len(networks)} x {len(settings)} x {runs} = "
               f"{len(trials)}"),

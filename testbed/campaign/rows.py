@@ -20,7 +20,7 @@ from testbed.campaign.config import Campaign
 from testbed.campaign.store import Row
 from testbed.measure import metrics, trial_har
 from testbed.measure.session import Outcome
-from testbed.measure.trial import Evidence, judge
+from testbed.measure.trial import Evidence, Resumption, judge
 from testbed.profiles import NetworkProfile
 from testbed.protocols import ServerOptions
 from testbed.replay import server_summary
@@ -31,15 +31,33 @@ class TrialRecord:
     """What the runner saw around one trial's load."""
 
     setting: ServerOptions
+    visit: str = "first"
+    """"first" or "warm" (testbed.campaign.config.VISITS)."""
     before: dict | None = None
     """The replay servers' summary before the load (requests, misses, bytes)."""
     after: dict | None = None
     server_error: str | None = None
     started_at: float | None = None
+    warm_before: dict | None = None
+    """A warm visit: the servers' summary before its unmeasured load..."""
+    warm_after: dict | None = None
+    """...and after it (the measured load is counted from `before`, read then)."""
 
 
 def utc(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds")
+
+
+def resumption_columns(stack: str, r: Resumption | None) -> dict:
+    """tls_resumed, early_data (TCP) and quic_0rtt (QUIC) as stored: 1, 0 or None."""
+    def flag(v: bool | None) -> int | None:
+        return None if v is None else int(v)
+
+    resumed = r.all_resumed if r is not None else None
+    early = (r.early if r is not None and r.connections > 0 else None)
+    return {"tls_resumed": flag(resumed),
+            "early_data": flag(early) if stack == "tcp" else None,
+            "quic_0rtt": flag(early) if stack == "quic" else None}
 
 
 def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
@@ -56,7 +74,8 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         stack=setting.stack, measured=o.measured, metrics=m, protocols=protocols,
         misses=diff["misses"] if diff else None, server_error=record.server_error,
         browser_error=o.browser_error, timed_out=o.timed_out, visual_error=o.visual_error,
-        video=True, max_misses=campaign.max_misses)
+        video=True, max_misses=campaign.max_misses, warm=record.visit == "warm",
+        early_data=setting.early_data, resumption=Resumption.of(diff))
     verdict = judge(evidence)
     ok = verdict.ok
     kept = o.kept
@@ -81,6 +100,8 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         rtt_ms=float(network.min_rtt_ms),
         origins=len(recording.hosts),
         worker=worker,
+        visit=record.visit,
+        **resumption_columns(setting.stack, evidence.resumption),
     )
     files = dict(kept.files) if kept is not None else {}
     files["trial.json"] = json.dumps({
@@ -90,6 +111,12 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
             "server_error": record.server_error,
             "miss_urls": diff["miss_urls"] if diff else None,
             "metrics_all": m.__dict__,
+            "resumption": evidence.resumption.__dict__ if evidence.resumption else None,
+            "server": ({k: v for k, v in diff.items() if k != "miss_urls"} if diff else None),
+            "warm_up": (server_summary.diff(record.warm_before, record.warm_after)
+                        if record.warm_before is not None and record.warm_after is not None
+                        else None),
+            "warm_up_s": o.warm_up_s,
             "browsertime_log": kept.log if kept is not None else None},
     }, indent=1).encode()
     return row, files

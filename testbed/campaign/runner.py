@@ -166,6 +166,8 @@ class Runner:
         """A label keeps its meaning in one results folder: trials stored under it were
         measured with the content it names now (the manifest's earlier sessions say)."""
         db = self.out / "trials.sqlite"
+        if db.is_file():
+            self._check_visits(db)
         try:
             sessions = json.loads((self.out / "manifest.json").read_text()).get("sessions", [])
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
@@ -189,6 +191,17 @@ class Runner:
                         f"{stored} trials in {self.out} were measured with (sha256 "
                         f"{min(earlier - {entry.digest})[:12]}..., now "
                         f"{entry.digest[:12]}...); give it another name or another --out")
+
+    def _check_visits(self, db: Path) -> None:
+        """A setting's trials in one results folder are all first or all warm visits."""
+        for label in self.entries["protocols"]:
+            visit = self.campaign.visit_of_label(label)
+            stored = _count_other_visits(db, label, visit)
+            if stored:
+                raise InputError(
+                    f"{self.campaign.source}: key visit: {label} is now visited {visit}, but "
+                    f"{stored} of its trials in {self.out} were other visits; give the "
+                    "setting another name or another --out")
 
     def _open_site(self, r: rec.Recording, exits: ExitStack) -> Servers:
         """The replay topology of a site and its servers, closed with `exits`."""
@@ -298,6 +311,30 @@ class Runner:
 
     def _store(self, store: Store, row: rows.Row, files: dict) -> None:
         commit.store_trial(self.out, store, row, files)
+
+
+def _count_other_visits(db: Path, protocol: str, visit: str) -> int:
+    """Stored trials of `protocol` whose visit is not `visit` (a store without the
+    column holds first visits only)."""
+    n = _count(db, "protocol", protocol)
+    if n == 0:
+        return 0
+    return n - _count_where(db, "protocol = ? AND COALESCE(visit, 'first') = ?",
+                            (protocol, visit), n if visit == "first" else 0)
+
+
+def _count_where(db: Path, where: str, args: tuple, default: int) -> int:
+    """Stored trials matching `where` (read-only, as _count); `default` if the store
+    cannot be read or lacks a column (an older store)."""
+    wal = db.with_name(db.name + "-wal").exists()
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
+        try:
+            return con.execute(f"SELECT COUNT(*) FROM trials WHERE {where}", args).fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return default
 
 
 def _count(db: Path, column: str, value: str) -> int:

@@ -103,7 +103,9 @@ class Servers:
             }
         if self.env is None:
             env = ReplayEnv(self.recording, setting.stack, h3server_args=setting.h3server_args,
-                            nginx_env=change.nginx_env, topology=self.topology)
+                            nginx_env=change.nginx_env, topology=self.topology,
+                            session_tickets=setting.session_tickets,
+                            early_data=setting.early_data)
             env.__enter__()
             self.env, self.key = env, setting.server_key
         return self.env

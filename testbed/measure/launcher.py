@@ -5,8 +5,9 @@ Browsertime starts one Chromium per iteration with the same arguments. This
 launcher, started by chromedriver in Chromium's place, announces launch N
 (`launch-N` in $TESTBED_TRIAL_CTL) and waits for the runner's answer
 (`flags-N.json`: the trial's flags, or an abort). It drops the arguments the
-trial's flags replace (host resolver rules, certificate and QUIC switches)
-and execs Chromium, so Chromium keeps chromedriver's pid, pipes and sandbox.
+trial's flags replace (host resolver rules, certificate and QUIC switches),
+joins a trial's --enable-features / --disable-features with Browsertime's
+(Chromium takes the last of each only), and execs Chromium, so Chromium keeps chromedriver's pid, pipes and sandbox.
 Standard library only: it runs as the testbed user before every page load.
 """
 
@@ -49,7 +50,24 @@ def main() -> None:
     if message.get("abort"):
         sys.exit(f"testbed launcher: launch {n} aborted: {message['abort']}")
     args = [a for a in sys.argv[1:] if not a.startswith(REPLACED)]
-    os.execv(chromium, [chromium, *args, *message["flags"]])
+    os.execv(chromium, [chromium, *merged(args, message["flags"])])
+
+
+MERGED = ("--enable-features=", "--disable-features=")
+"""Switches Chromium takes once (the last wins): a trial's list joins Browsertime's."""
+
+
+def merged(args: list[str], flags: list[str]) -> list[str]:
+    """args then flags, each of MERGED once with both lists joined."""
+    out = list(args)
+    for flag in flags:
+        switch = next((m for m in MERGED if flag.startswith(m)), None)
+        have = next((i for i, a in enumerate(out) if switch and a.startswith(switch)), None)
+        if have is None:
+            out.append(flag)
+        else:
+            out[have] = out[have] + "," + flag[len(switch):]
+    return out
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ Browsertime process, shells and X display stay up:
                  after the previous load)
     ready-N      the browser is up (preScript); driver.before_load(k), the
                  previous trial's visual metrics finished, then go-N.json
+    warmed-N     a warm visit (visits[k] == "warm"): go-N.json named the page,
+                 the preScript loaded it once unmeasured, cleared the HTTP
+                 cache and closed the connections (hooks/pre.mjs);
+                 driver.warmed(k), then measure-N.json lets the measured load go
     done-N       the load was measured (postScript, with Browsertime's
                  result); driver.after_load(k), visual metrics start on the
                  video in the background, while Browsertime stops the browser
@@ -77,6 +81,10 @@ class Driver(Protocol):
     def after_load(self, k: int, measured: bool) -> None:
         """Just after trial k's load ended (measured or not)."""
 
+    def warmed(self, k: int) -> None:
+        """A warm visit's unmeasured load ended, its measured load is about to start
+        (only called for trials whose visit is warm)."""
+
 
 @dataclass(frozen=True)
 class Kept:
@@ -104,6 +112,8 @@ class Outcome:
     visual_error: str | None = None
     browser_error: str | None = None
     timed_out: bool = False
+    warm_up_s: float | None = None
+    """A warm visit: how long its unmeasured load took (to warmed-N)."""
     began: float = 0.0
     """time.monotonic() when the trial's browser was asked for."""
     launched: float | None = None
@@ -118,8 +128,10 @@ class Outcome:
 class Session:
     def __init__(self, url: str, opts: browsertime.BrowsertimeOptions, workdir: Path, *,
                  netns: str | None, wrap: Sequence[str], driver: Driver,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, visits: Sequence[str] = ()):
         self.url = url
+        self.visits = tuple(visits)
+        """Each trial's visit, "first" (the default) or "warm" (see the module)."""
         self.opts = opts
         self.workdir = Path(workdir)
         self.netns = netns
@@ -242,7 +254,19 @@ class Session:
             self._join_visual()
             self.driver.before_load(k)
             o.load_began = time.monotonic()
-            self._put(f"go-{it}.json", {"go": True})
+            if self._warm(k):
+                self._put(f"go-{it}.json", {"go": True, "warm": self.url,
+                                            "check": str(self.check_path),
+                                            "timeout_ms": int(self.opts.timeout_s * 1000)})
+                went = self._warm_up(bt, o, it, launch)
+                if went is None:  # the block ended
+                    self._fail_rest(bt, outcomes, k + 1, "block ended early", mark=False)
+                    return
+                if not went:
+                    k += 1
+                    continue
+            else:
+                self._put(f"go-{it}.json", {"go": True})
             # 3. the load ends: measured (done) or failed (next launch / exit) or too slow
             limit = self.opts.timeout_s + LOAD_GRACE_S
             if not self._wait(bt, lambda i=it, n=launch: self._has(f"done-{i}.json") or
@@ -266,6 +290,38 @@ class Session:
                 o.timed_out = (time.monotonic() - o.load_began) >= self.opts.timeout_s
                 self._end(o, measured=False)
             k += 1
+
+    def _warm(self, k: int) -> bool:
+        return k < len(self.visits) and self.visits[k] == "warm"
+
+    def _warm_up(self, bt: proc.Background, o: Outcome, it: int, launch: int) -> bool | None:
+        """A warm visit's unmeasured load: True when it ended and the measured load was
+        let go; False when it failed (the trial ended unmeasured); None when it did not
+        end in time or Browsertime exited (the block ends)."""
+        limit = self.opts.timeout_s + LOAD_GRACE_S
+        if not self._wait(bt, lambda: self._has(f"warmed-{it}.json") or
+                          self._has(f"launch-{launch}"), limit):
+            alive = bt.alive()
+            self._stopping = True
+            o.timed_out = alive
+            o.browser_error = ("warm-up load: " + self._exit_reason(bt)) if not alive else None
+            self._end(o, measured=False)
+            return None
+        if not self._has(f"warmed-{it}.json"):
+            o.browser_error = "warm-up load failed: " + (self._iteration_error(it) or "no report")
+            self._end(o, measured=False)
+            return False
+        warmed = self._read(f"warmed-{it}.json")
+        if warmed.get("error"):
+            self._put(f"measure-{it}.json", {"abort": "warm-up failed"})
+            o.browser_error = f"warm-up load failed: {str(warmed['error'])[:200]}"
+            self._end(o, measured=False)
+            return False
+        o.warm_up_s = round(time.monotonic() - o.load_began, 3)
+        self.driver.warmed(o.index)
+        o.load_began = time.monotonic()
+        self._put(f"measure-{it}.json", {"go": True})
+        return True
 
     def _end(self, o: Outcome, measured: bool) -> None:
         o.measured = measured

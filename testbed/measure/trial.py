@@ -3,8 +3,9 @@
 A pure function of the evidence a trial leaves (did the load finish, the
 metrics, the protocols in its HAR, the server's view), so the rules are tested
 without a browser. Reasons are the store's: `timeout`, `browser-error`,
-`server-died`, `wrong-protocol`, `visual-metrics`, `replay-misses`, with
-detail after a colon.
+`server-died`, `wrong-protocol`, `not-resumed` (a warm visit that did not
+resume its sessions, or sent no early data where the setting accepts it),
+`visual-metrics`, `replay-misses`, with detail after a colon.
 """
 
 from __future__ import annotations
@@ -38,6 +39,39 @@ class Evidence:
     """Visual metrics were asked for."""
     max_misses: int | None = None
     """More replay misses than this fail the trial; None: never."""
+    warm: bool = False
+    """A warm visit: it must have resumed (see resumption)."""
+    early_data: bool = False
+    """The setting accepts early data (TLS 1.3 early data, QUIC 0-RTT)."""
+    resumption: Resumption | None = None
+    """What the servers saw of resumption during the measured load."""
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """The servers' view of one load (their summaries' difference): connections that
+    carried a request, how many of them resumed a TLS session, and requests answered
+    from early data / 0-RTT."""
+
+    connections: int
+    resumed: int
+    early_requests: int
+
+    @classmethod
+    def of(cls, diff: dict | None) -> Resumption | None:
+        if diff is None:
+            return None
+        return cls(int(diff.get("connections", 0)), int(diff.get("resumed", 0)),
+                   int(diff.get("early_data", 0)))
+
+    @property
+    def all_resumed(self) -> bool | None:
+        """Every connection resumed; None when the load used none the server counted."""
+        return None if self.connections <= 0 else self.resumed >= self.connections
+
+    @property
+    def early(self) -> bool:
+        return self.early_requests > 0
 
 
 @dataclass(frozen=True)
@@ -71,6 +105,10 @@ def judge(e: Evidence) -> Verdict:
         return failed("wrong-protocol", "no request in the HAR")
     if set(e.protocols) != {want}:
         return failed("wrong-protocol", json.dumps(e.protocols, sort_keys=True))
+    if e.warm:
+        problem = not_resumed(e)
+        if problem:
+            return failed("not-resumed", problem)
     if e.video:
         if e.visual_error:
             return failed("visual-metrics", e.visual_error)
@@ -82,3 +120,18 @@ def judge(e: Evidence) -> Verdict:
     if e.max_misses is not None and (e.misses or 0) > e.max_misses:
         return failed("replay-misses", str(e.misses))
     return Verdict("ok")
+
+
+def not_resumed(e: Evidence) -> str | None:
+    """Why a warm visit does not count as one (None: it resumed as the setting says)."""
+    r = e.resumption
+    if r is None:
+        return "no server summary"
+    if r.all_resumed is None:
+        return "no connection counted by the server"
+    if not r.all_resumed:
+        return f"{r.resumed} of {r.connections} connections resumed"
+    if e.early_data and not r.early:
+        what = "0-RTT" if e.stack == "quic" else "TLS early data"
+        return f"no request in {what}"
+    return None

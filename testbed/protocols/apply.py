@@ -28,8 +28,9 @@ TCP (nginx): everything lives in the replay topology's server namespace:
   which sets it on every TCP socket nginx listens on or accepts.
 - the TCP metrics cache of the namespace is flushed, so no connection starts
   from what an earlier one learned.
+- TLS session tickets and early data: nginx's configuration (ReplayEnv).
 QUIC (h3server): --cc, --initial-cwnd-packets, --pacing, --max-udp-payload, --gso,
---max-ack-delay-ms, --ack-delay-exponent.
+--max-ack-delay-ms, --ack-delay-exponent, --early-data.
 Chromium: --disable-quic, or --enable-quic --origin-to-force-quic-on=* (and
 --quic-connection-options=TAG,... when a QUIC setting names some).
 """
@@ -89,6 +90,10 @@ class ServerOptions:
     pacing_method: str = "none"
     """"fq", "internal" (SO_MAX_PACING_RATE via LD_PRELOAD), "quic" (h3server's pacer)
     or "none"."""
+    session_tickets: bool = False
+    """TCP: nginx issues TLS session tickets (resumption)."""
+    early_data: bool = False
+    """Early data accepted: nginx's ssl_early_data (TCP), h3server's --early-data (QUIC)."""
 
     def __post_init__(self):
         for name in ("nginx_env", "sysctls", "route"):
@@ -113,7 +118,8 @@ class ServerOptions:
     def server_key(self) -> tuple:
         """Settings with the same key run on the same servers (only the server
         namespace differs)."""
-        return (self.stack, self.h3server_args, tuple(sorted(self.nginx_env.items())))
+        return (self.stack, self.h3server_args, tuple(sorted(self.nginx_env.items())),
+                self.session_tickets, self.early_data)
 
 
 @dataclass(frozen=True)
@@ -173,8 +179,11 @@ def server_options(setting: str | Path | ProtocolProfile, fq: bool | None = None
             args += ["--ack-delay-exponent", str(p.ack_delay_exponent)]
         if p.client_quic_connection_options:
             flags = (*flags, "--quic-connection-options=" + ",".join(p.client_quic_connection_options))
+        if p.early_data:
+            args += ["--early-data", "on"]
         return ServerOptions(p, "quic", h3server_args=tuple(args), chromium_flags=flags,
-                             pacing_method="quic" if p.pacing else "none")
+                             pacing_method="quic" if p.pacing else "none",
+                             early_data=p.early_data)
     sysctls = {"net.ipv4.tcp_congestion_control": p.congestion_control,
                "net.ipv4.tcp_slow_start_after_idle": "1" if p.slow_start_after_idle else "0"}
     if p.tcp_rmem:
@@ -190,7 +199,8 @@ def server_options(setting: str | Path | ProtocolProfile, fq: bool | None = None
         if method == "internal":
             env["LD_PRELOAD"] = str(PACING_PRELOAD)
     return ServerOptions(p, "tcp", nginx_env=env, chromium_flags=flags, sysctls=sysctls,
-                         route=route, pacing_method=method)
+                         route=route, pacing_method=method,
+                         session_tickets=p.session_tickets, early_data=p.early_data)
 
 
 @contextmanager

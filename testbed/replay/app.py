@@ -81,7 +81,9 @@ class ReplayApp:
         start_response(response.status, list(response.headers))
         return _Counted(body, lambda: self.summary.record(
             url=f"{scheme}://{host}{target}", hit=i is not None, nbytes=len(body),
-            connection=environ.get("TESTBED_CONNECTION")))
+            connection=environ.get("TESTBED_CONNECTION"),
+            resumed=environ.get("TESTBED_TLS_RESUMED") == "r",
+            early_data=environ.get("TESTBED_EARLY_DATA") == "1"))
 
 
 class _Counted:

@@ -84,6 +84,8 @@ class ReplayEnv:
     recording: a Recording, a recording name (recordings/NAME) or a folder.
     h3server_args: extra h3server options (--cc, --pacing, ...), QUIC only.
     nginx_env: extra environment for nginx (e.g. a pacing LD_PRELOAD), TCP only.
+    session_tickets, early_data: nginx issues TLS session tickets and accepts early
+    data (TCP only; h3server takes --early-data in h3server_args).
     topology: an entered ReplayTopology to use (kept on exit); default: one made
     for the recording's IPs and removed on exit.
     """
@@ -92,7 +94,8 @@ class ReplayEnv:
 
     def __init__(self, recording: rec.Recording | str | os.PathLike, stack: str = "tcp", *,
                  h3server_args: Sequence[str] = (), nginx_env: dict[str, str] | None = None,
-                 topology: ReplayTopology | None = None, startup_timeout: float = 30.0):
+                 topology: ReplayTopology | None = None, startup_timeout: float = 30.0,
+                 session_tickets: bool = False, early_data: bool = False):
         if stack not in STACKS:
             raise InputError(f"stack {stack!r}: expected one of {', '.join(STACKS)}")
         self.recording = recording if isinstance(recording, rec.Recording) else rec.load(
@@ -100,6 +103,8 @@ class ReplayEnv:
         self.stack = stack
         self.h3server_args = tuple(str(a) for a in h3server_args)
         self.nginx_env = dict(nginx_env or {})
+        self.session_tickets = session_tickets
+        self.early_data = early_data
         self.topology = topology
         self.startup_timeout = startup_timeout
         self.dir: Path | None = None
@@ -259,7 +264,8 @@ class ReplayEnv:
         conf = nginx.NginxConfig(
             prefix=self.var, cert=self.leaf.chain_path, key=self.leaf.key_path, socket=sock,
             listens=tuple(self.listens),
-            largest_body=max((x.body_size for x in self.recording.exchanges), default=0))
+            largest_body=max((x.body_size for x in self.recording.exchanges), default=0),
+            session_tickets=self.session_tickets, early_data=self.early_data)
         conf_path = safefs.write_file(self.dir / "nginx.conf", nginx.render(conf))
         self._server(exits, "uwsgi", nginx.uwsgi_argv(
             socket=sock, recording=self.recording.path, summary=self.summary_path))

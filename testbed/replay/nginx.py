@@ -61,6 +61,10 @@ class NginxConfig:
     workers: int = 1
     access_log: bool = False
     error_level: str = "warn"
+    session_tickets: bool = False
+    """Issue TLS session tickets (resumption); off: every handshake is a full one."""
+    early_data: bool = False
+    """Accept TLS 1.3 early data (with session_tickets)."""
 
 
 def buffers_for(largest_body: int) -> int:
@@ -83,7 +87,8 @@ def render(conf: NginxConfig) -> str:
         prefix=conf.prefix, cert=conf.cert, key=conf.key, socket=conf.socket,
         listens=conf.listens, buffers=buffers_for(conf.largest_body), workers=conf.workers,
         access_log=f"{conf.prefix}/nginx-access.log" if conf.access_log else "off",
-        error_level=conf.error_level)
+        error_level=conf.error_level, session_tickets=conf.session_tickets,
+        early_data=conf.early_data)
 
 
 def nginx_argv(prefix: Path, conf_path: Path) -> list[str]:

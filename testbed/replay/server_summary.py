@@ -1,7 +1,14 @@
 """The per-run JSON summary a replay server keeps current.
 
     {"server": "uwsgi", "version": "...", "requests": 12, "misses": 1,
-     "miss_urls": ["https://a.test/x.js"], "bytes": 48213, "connections": 3}
+     "miss_urls": ["https://a.test/x.js"], "bytes": 48213, "connections": 3,
+     "resumed": 3, "early_data": 1}
+
+`connections` counts connections that carried a request; `resumed` those of
+them that resumed a TLS session (nginx's $ssl_session_reused, quiche's
+is_resumed); `early_data` the requests that came in TLS early data / QUIC
+0-RTT (nginx's $ssl_early_data, quiche's is_in_early_data). A summary written
+before the last two existed reads as zero of them.
 
 Both servers (this package's uWSGI app and h3server) write the same keys,
 atomically (a temporary file renamed over the old one), so a reader never
@@ -20,7 +27,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-KEYS = ("server", "version", "requests", "misses", "miss_urls", "bytes", "connections")
+KEYS = ("server", "version", "requests", "misses", "miss_urls", "bytes", "connections",
+        "resumed", "early_data")
 
 
 def read(path: Path) -> dict:
@@ -33,7 +41,7 @@ def read(path: Path) -> dict:
         return json.loads(safefs.read_user(Path(path)))
     except FileNotFoundError:
         return {"server": None, "version": None, "requests": 0, "misses": 0, "miss_urls": [],
-                "bytes": 0, "connections": 0}
+                "bytes": 0, "connections": 0, "resumed": 0, "early_data": 0}
 
 
 def diff(before: dict, after: dict) -> dict:
@@ -44,6 +52,8 @@ def diff(before: dict, after: dict) -> dict:
         "miss_urls": list(after.get("miss_urls", []))[len(before.get("miss_urls", [])):],
         "bytes": after.get("bytes", 0) - before.get("bytes", 0),
         "connections": after.get("connections", 0) - before.get("connections", 0),
+        "resumed": after.get("resumed", 0) - before.get("resumed", 0),
+        "early_data": after.get("early_data", 0) - before.get("early_data", 0),
     }
 
 
@@ -63,6 +73,8 @@ class Summary:
         self.miss_urls: list[str] = []
         self.bytes = 0
         self._connections: set = set()
+        self._resumed: set = set()
+        self.early_data = 0
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._in_background = in_background
@@ -70,8 +82,13 @@ class Summary:
         self._writer: threading.Thread | None = None
         self.write()
 
-    def record(self, *, url: str, hit: bool, nbytes: int, connection=None) -> None:
+    def record(self, *, url: str, hit: bool, nbytes: int, connection=None,
+               resumed: bool = False, early_data: bool = False) -> None:
         with self._lock:
+            if early_data:
+                self.early_data += 1
+            if resumed and connection is not None:
+                self._resumed.add(connection)
             self.requests += 1
             self.bytes += nbytes
             if not hit:
@@ -93,7 +110,8 @@ class Summary:
             return {"server": self.server, "version": self.version,
                     "requests": self.requests, "misses": self.misses,
                     "miss_urls": list(self.miss_urls), "bytes": self.bytes,
-                    "connections": len(self._connections)}
+                    "connections": len(self._connections), "resumed": len(self._resumed),
+                    "early_data": self.early_data}
 
     def flush(self) -> None:
         """Write the counters now (what the writer thread would write soon)."""

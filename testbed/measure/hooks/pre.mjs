@@ -2,11 +2,22 @@
 // browser started and before the page is loaded. It tells the runner this
 // iteration's browser is up (ready-N.json) and waits until the runner has the
 // servers of this trial ready and no other work running (go-N.json).
+//
+// A warm visit (go-N.json names `warm`: the page's URL) first loads the page
+// once, unmeasured, until Browsertime's page-complete check (`check`, the
+// file the session wrote) says it is done; then it leaves the page for a
+// blank one and, through Chromium's --enable-net-benchmarking, clears the
+// HTTP cache (chrome.benchmarking.clearCache) and closes every connection
+// (closeConnections). The TLS session cache and QUIC's session tickets stay:
+// the measured load resumes. It reports warmed-N.json (with the warm-up's
+// error, if any) and waits for measure-N.json before Browsertime loads the
+// page again, measured.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const ctl = process.env.TESTBED_TRIAL_CTL;
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+const BLANK = 'data:text/html;charset=utf-8,<html><body></body></html>';
 
 function put(name, data) {
   const tmp = join(ctl, `.${name}.tmp`);
@@ -14,15 +25,54 @@ function put(name, data) {
   renameSync(tmp, join(ctl, name));
 }
 
+async function waitFor(name) {
+  const path = join(ctl, name);
+  while (!existsSync(path)) {
+    await sleep(5);
+  }
+  return JSON.parse(readFileSync(path, 'utf8'));
+}
+
+async function warmUp(driver, message) {
+  const check = readFileSync(message.check, 'utf8');
+  await driver.get(message.warm);
+  const deadline = Date.now() + message.timeout_ms;
+  while (!(await driver.executeScript(check))) {
+    if (Date.now() > deadline) {
+      throw new Error(`warm-up load not complete after ${message.timeout_ms} ms`);
+    }
+    await sleep(50);
+  }
+  await driver.get(BLANK);
+  const left = await driver.executeScript(
+    'if (!window.chrome || !chrome.benchmarking) return "no chrome.benchmarking";' +
+    'chrome.benchmarking.clearCache(); chrome.benchmarking.closeConnections(); return null;');
+  if (left) {
+    throw new Error(`warm-up: ${left} (Chromium needs --enable-net-benchmarking)`);
+  }
+}
+
 export default async function (context) {
   const index = context.index;
   put(`ready-${index}.json`, { index, t: Date.now() });
-  const go = join(ctl, `go-${index}.json`);
-  while (!existsSync(go)) {
-    await sleep(5);
-  }
-  const message = JSON.parse(readFileSync(go, 'utf8'));
+  let message = await waitFor(`go-${index}.json`);
   if (message.abort) {
     throw new Error(`testbed: iteration ${index} not measured: ${message.abort}`);
+  }
+  if (message.warm) {
+    let error = null;
+    try {
+      await warmUp(context.selenium.driver, message);
+    } catch (e) {
+      error = String(e && e.message ? e.message : e).split('\n')[0];
+    }
+    put(`warmed-${index}.json`, { index, t: Date.now(), error });
+    if (error) {
+      throw new Error(`testbed: iteration ${index} warm-up failed: ${error}`);
+    }
+    message = await waitFor(`measure-${index}.json`);
+    if (message.abort) {
+      throw new Error(`testbed: iteration ${index} not measured: ${message.abort}`);
+    }
   }
 }
