@@ -55,6 +55,7 @@ from analysis.stats import (
 )
 from analysis.trial_page import examples
 from analysis.visits import has_warm, resumption, visit_means, visit_pivot
+from analysis.workers import by_worker, calibrations, worker_tests
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,8 @@ class Config:
     QUIC+BBR vs TCP+BBR."""
     design_pairs: tuple[tuple[str, str], ...] = DESIGN_PAIRS
     """(TCP setting, QUIC setting) pairs of the 1-RTT table."""
+    by_worker: bool = False
+    """Also show results per worker (`testbed report --by-worker`, analysis.workers)."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,12 @@ class Analysis:
     """Connection rows the transport figures come from."""
     examples: pd.DataFrame | None = None
     """Fastest, median and slowest trial per network and setting (by PLT)."""
+    workers: pd.DataFrame | None = None
+    """With config.by_worker: network x setting x worker PLT (analysis.workers.by_worker)."""
+    worker_tests: pd.DataFrame | None = None
+    """With config.by_worker: do the workers agree (analysis.workers.worker_tests)."""
+    worker_calibrations: pd.DataFrame | None = None
+    """With config.by_worker: the manifest's minimum RTT per worker and network."""
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """name -> table, as written to tables/<name>.csv."""
@@ -133,6 +142,9 @@ class Analysis:
             extra["transport"] = self.transport
         if self.examples is not None:
             extra["examples"] = self.examples
+        if self.workers is not None:
+            extra.update(by_worker=self.workers, worker_tests=self.worker_tests,
+                         worker_calibrations=self.worker_calibrations)
         return {**extra, "summary": self.summary, "relative": self.relative,
                 "relative_summary": self.relative_summary, "cdf": self.cdfs,
                 "tests": self.comparisons, "win_tie_loss": self.win_tie_loss,
@@ -211,6 +223,10 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
                      "the protocol design impact table is empty.")
     health = trial_health(trials)
     conns = connections if connections is not None else empty_connections()
+    per_worker = {}
+    if config.by_worker:
+        per_worker = {"workers": by_worker(trials), "worker_tests": worker_tests(trials),
+                      "worker_calibrations": calibrations(manifest)}
     return Analysis(
         trials=trials, config=config, pairs=pairs, overview=overview(trials),
         health=health, failures=failures_by_reason(trials), summary=summary,
@@ -223,7 +239,7 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
         warnings=tuple(caution(summary, health)),
         bbr=analyse_bbr(trials, conns, manifest, largest, config.alpha),
         transport=transport_summary(conns, trials), connections=len(conns),
-        examples=examples(trials))
+        examples=examples(trials), **per_worker)
 
 
 def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
@@ -423,7 +439,14 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
         failures_table=_table_or_none(a.failures),
         summary_table=_table_or_none(a.summary, rename=SUMMARY_HEADERS),
         manifest=json.dumps(manifest, indent=2, sort_keys=True) if manifest else None,
-        inspect=inspect)
+        inspect=inspect,
+        show_workers=a.workers is not None,
+        by_worker=_table_or_none(a.workers) if a.workers is not None else None,
+        worker_tests=_table_or_none(a.worker_tests) if a.worker_tests is not None else None,
+        worker_calibrations=(_table_or_none(a.worker_calibrations)
+                             if a.worker_calibrations is not None else None),
+        calibration_differs=(manifest or {}).get("calibration_differs") or []
+        if a.workers is not None else [])
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
     return index

@@ -42,8 +42,12 @@ def _pair(value: str) -> tuple[str, str]:
               help="Settings compared by ANOVA (repeatable; default: each vs the baseline, "
                    "quic:tcp-plus, quic-bbr:tcp-plus-bbr).")
 @click.option("--plot-lvc", is_flag=True, help="Also plot LVC (computed either way).")
+@click.option("--by-worker", is_flag=True,
+              help="Also show each worker's results and whether the workers agree "
+                   "(campaigns run on several workers).")
 def report(source: Path, out: Path | None, baseline: str | None, alpha: float, test: str,
-           correction: str, mde: float, pairs: tuple[str, ...], plot_lvc: bool):
+           correction: str, mde: float, pairs: tuple[str, ...], plot_lvc: bool,
+           by_worker: bool):
     """Analyse a campaign and write a report folder.
 
     SOURCE is a campaign results folder (with trials.sqlite) or an export
@@ -80,7 +84,8 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     manifest = _manifest(folder / "manifest.json") if in_store else None
     config = Config(baseline=baseline, alpha=alpha, test=test, correction=correction, mde=mde,
                     pairs=tuple(wanted) or None,
-                    plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()))
+                    plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()),
+                    by_worker=by_worker)
     try:
         connections = load_connections(source)
         largest = largest_objects(folder, trials) if in_store else None
@@ -99,6 +104,13 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
         click.echo(f"warning: {warning}")
     for note in result.notes:
         click.echo(f"note: {note}")
+    if result.worker_tests is not None:
+        for r in result.worker_tests.itertuples():
+            click.echo(f"workers: {r.network} {r.protocol}: {r.workers} workers {r.verdict} "
+                       f"(Kruskal-Wallis p = {r.p:.3f}; medians {r.median_spread_ms:.0f} ms "
+                       "apart)")
+        if result.worker_tests.empty:
+            click.echo("workers: no network and setting was measured by two or more workers")
     click.echo(f"report: {index}")
 
 

@@ -1,0 +1,79 @@
+"""Results per worker (`testbed report --by-worker`, analysis.workers)."""
+
+from __future__ import annotations
+
+import numpy as np
+from click.testing import CliRunner
+
+from analysis import Config, analyse, synthetic, write_report
+from analysis.workers import by_worker, calibrations, worker_tests
+from testbed.cli import cli
+
+
+def two_workers(shift_ms: float, seed: int = 4):
+    """A synthetic campaign whose trials alternate between two workers; vm-b's PLTs are
+    shifted by shift_ms."""
+    t = synthetic.campaign(sites=3, networks=["dsl"], runs=12, seed=seed, failure_rate=0.0)
+    t["worker"] = np.where(np.arange(len(t)) % 2 == 0, "vm-a/0", "vm-b/0")
+    t.loc[t["worker"] == "vm-b/0", "plt_ms"] += shift_ms
+    return t
+
+
+def test_by_worker_counts_every_ok_trial_once_per_worker():
+    t = two_workers(0)
+    table = by_worker(t)
+    assert set(table["worker"]) == {"vm-a/0", "vm-b/0"}
+    assert table["n"].sum() == int((t["status"] == "ok").sum())
+    assert list(table.columns) == ["network", "protocol", "worker", "n", "plt_mean_ms",
+                                   "plt_median_ms"]
+
+
+def test_workers_that_measure_alike_agree_and_a_slower_machine_differs():
+    same = worker_tests(two_workers(0))
+    assert len(same) == len(set(two_workers(0)["protocol"]))
+    assert (same["verdict"] == "agree").mean() >= 0.8  # 5 % false alarms expected
+    slow = worker_tests(two_workers(2000))
+    assert (slow["verdict"] == "differ").all(), slow
+    assert (slow["median_spread_ms"] > 1000).all()
+
+
+def test_a_store_without_the_worker_column_has_one_unrecorded_worker():
+    t = synthetic.campaign(sites=2, networks=["dsl"], runs=4, seed=1).drop(
+        columns=["worker"], errors="ignore")
+    assert set(by_worker(t)["worker"]) == {"(not recorded)"}
+    assert worker_tests(t).empty
+
+
+def test_calibrations_come_from_the_manifest_and_ignore_junk():
+    manifest = {"workers": {"vm-b/0": {"calibration": {"dsl": {"min_rtt_ms": 24.4},
+                                                       "lte": "junk"}},
+                            "vm-a/0": {"calibration": {"dsl": {"min_rtt_ms": 24.1}}},
+                            "bad": "not a table"}}
+    got = calibrations(manifest)
+    assert got.to_dict("records") == [{"worker": "vm-a/0", "network": "dsl", "min_rtt_ms": 24.1},
+                                      {"worker": "vm-b/0", "network": "dsl", "min_rtt_ms": 24.4}]
+    assert calibrations(None).empty
+
+
+def test_the_report_shows_results_per_worker_only_when_asked(tmp_path):
+    t = two_workers(2000)
+    plain = write_report(analyse(t, Config()), tmp_path / "plain")
+    assert 'id="workers"' not in plain.read_text(encoding="utf-8")
+    manifest = {"workers": {"vm-a/0": {"calibration": {"dsl": {"min_rtt_ms": 24.1}}}},
+                "calibration_differs": ["network dsl: calibrated minimum RTT differs"]}
+    a = analyse(t, Config(by_worker=True), manifest=manifest)
+    page = write_report(a, tmp_path / "w", manifest=manifest).read_text(encoding="utf-8")
+    assert 'id="workers"' in page and "vm-b/0" in page and "differ" in page
+    assert "calibrated minimum RTT differs" in page
+    assert (tmp_path / "w" / "tables" / "by_worker.csv").exists()
+    assert (tmp_path / "w" / "tables" / "worker_tests.csv").exists()
+
+
+def test_cli_by_worker_prints_whether_the_workers_agree(tmp_path):
+    t = two_workers(2000)
+    t.to_csv(tmp_path / "c.csv", index=False)
+    done = CliRunner().invoke(cli, ["report", str(tmp_path / "c.csv"), "--by-worker",
+                                    "--out", str(tmp_path / "r")])
+    assert done.exit_code == 0, done.output
+    lines = [x for x in done.output.splitlines() if x.startswith("workers: dsl ")]
+    assert lines and all("2 workers differ" in x for x in lines), done.output
