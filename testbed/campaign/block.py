@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -34,7 +35,7 @@ from testbed.campaign.config import Campaign
 from testbed.campaign.rows import TrialRecord
 from testbed.campaign.servers import Servers
 from testbed.campaign.store import Row
-from testbed.measure import browsertime
+from testbed.measure import browsertime, telemetry
 from testbed.measure.session import Kept, Outcome, Session
 from testbed.profiles import NetworkProfile
 from testbed.protocols import ServerOptions
@@ -61,6 +62,9 @@ class BlockDriver:
     def launch(self, k: int) -> list[str]:
         env = self.servers.env
         assert env is not None
+        r = self.records[k]
+        if r.launched_at is None:  # the trial's telemetry window opens
+            r.launched_at = time.time()
         return [*env.chromium_flags(), *self.records[k].setting.chromium_flags]
 
     def before_load(self, k: int) -> None:
@@ -75,6 +79,24 @@ class BlockDriver:
             return
         r.after = env.summary()
         r.server_error = self.servers.problem()
+
+    def connections(self, recorder: telemetry.Recorder | None, last: dict | None,
+                    recording: rec.Recording) -> None:
+        """Each trial's rows of table `connections` into its record: TCP from the
+        recorder (stopped), QUIC from h3server's summaries (`last`: read at the block's
+        end)."""
+        hosts = telemetry.origins(recording)
+        tcp = telemetry.attribute(recorder.connections() if recorder else [],
+                                  [r.launched_at for r in self.records])
+        summaries = [s for r in self.records for s in (r.before, r.after)] + [last]
+        for k, r in enumerate(self.records):
+            if r.launched_at is None:
+                continue
+            rows = [telemetry.tcp_row(c, hosts) for c in tcp[k]]
+            if r.after is not None:
+                later = summaries[2 * k + 2:]
+                rows += telemetry.quic_rows(r.before, r.after, later, hosts)
+            r.connections = rows
 
 
 @dataclass
@@ -105,9 +127,15 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
     session = Session(r.url, opts, blockdir, netns=servers.topology.client.name,
                       wrap=wrap, driver=driver)
     t0 = time.monotonic()
+    recorder = (telemetry.Recorder(servers.topology.server.name, r.ips) if c.telemetry
+                else None)
     try:
-        outcomes = session.run()
+        with recorder or nullcontext():
+            outcomes = session.run()
         t_end = time.monotonic()
+        if c.telemetry:
+            env = servers.env
+            driver.connections(recorder, env.summary() if env is not None else None, r)
         logname = f"run{block.run}-{block.site}-{block.network}-{int(time.time())}.log"
         copied = None
         if session.log_path.exists():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, field_validator
 
@@ -70,6 +71,13 @@ class Campaign(BaseModel):
     """...or this long after the load event at the latest (captures late paints)."""
     max_misses: int | None = Field(default=None, ge=0)
     """Fail trials with more replay misses than this; omitted: misses are only counted."""
+    telemetry: bool = True
+    """Record every connection's transport figures (TCP tcp_info from the kernel, QUIC
+    from h3server) in table `connections`."""
+    capture: tuple[Literal["netlog", "qlog", "pcap", "keylog"], ...] = Field(
+        default=(), strict=False)
+    """Extra files kept per trial, compressed, sizes in the manifest: Chromium's net-log
+    (netlog), h3server's qlog (qlog), the server side's packets (pcap), TLS keys (keylog)."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup
     would otherwise mark every remaining trial failed); resume with --retry-failed."""
@@ -78,7 +86,7 @@ class Campaign(BaseModel):
     """Each site as found when the campaign was loaded: (index in `sites`, how it was
     listed or what its glob matched, the recording folder)."""
 
-    @field_validator("sites", "networks", "protocols")
+    @field_validator("sites", "networks", "protocols", "capture")
     @classmethod
     def _distinct(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         if len(set(v)) != len(v):

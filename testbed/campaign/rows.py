@@ -36,6 +36,10 @@ class TrialRecord:
     after: dict | None = None
     server_error: str | None = None
     started_at: float | None = None
+    launched_at: float | None = None
+    """When the trial's browser was launched (time.time()): its telemetry window opens."""
+    connections: list[dict] | None = None
+    """Its rows of table `connections` (testbed.measure.telemetry); None: no telemetry."""
 
 
 def utc(ts: float) -> str:
@@ -92,4 +96,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
             "metrics_all": m.__dict__,
             "browsertime_log": kept.log if kept is not None else None},
     }, indent=1).encode()
+    if record.connections is not None:
+        files["connections.json"] = json.dumps(
+            [{"trial_id": row.trial_id, **c} for c in record.connections], indent=1).encode()
     return row, files
