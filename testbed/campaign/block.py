@@ -50,6 +50,8 @@ class BlockDriver:
     settings: dict[str, ServerOptions]
     on_trial: object = None
     records: list[TrialRecord] = field(default_factory=list)
+    switches: list[tuple[float, float]] = field(default_factory=list)
+    """(start, end) of each prepare(): the servers' switch and readiness probes."""
 
     def __post_init__(self):
         self.records = [TrialRecord(self.settings[t.protocol]) for t in self.block.trials]
@@ -57,7 +59,11 @@ class BlockDriver:
     def prepare(self, k: int) -> None:
         if self.on_trial is not None:
             self.on_trial(self.block.trials[k])
-        self.servers.use(self.records[k].setting)
+        t0 = time.time()
+        try:
+            self.servers.use(self.records[k].setting)
+        finally:
+            self.switches.append((t0, time.time()))
 
     def launch(self, k: int) -> list[str]:
         env = self.servers.env
@@ -87,7 +93,7 @@ class BlockDriver:
         end)."""
         hosts = telemetry.origins(recording)
         tcp = telemetry.attribute(recorder.connections() if recorder else [],
-                                  [r.launched_at for r in self.records])
+                                  [r.launched_at for r in self.records], self.switches)
         summaries = [s for r in self.records for s in (r.before, r.after)] + [last]
         for k, r in enumerate(self.records):
             if r.launched_at is None:

@@ -18,7 +18,10 @@ Connections still open when the recorder stops are read once more.
 A connection belongs to the trial whose window holds its first reading (or,
 never sampled, its destruction): window k runs from trial k's browser launch
 to trial k+1's. Only one browser runs at a time in a block, and each trial's
-browser is a fresh one, so a connection never serves two trials.
+browser is a fresh one, so a connection never serves two trials. Connections
+that start while the servers switch settings between two trials are the
+readiness probes (from the client namespace, not through the emulated path)
+and belong to no trial.
 
 QUIC: h3server's summary lists each connection (`conns`, see
 testbed.replay.server_summary); a trial's are those in the summary after its
@@ -56,8 +59,11 @@ class Conn:
     initial_cwnd: int | None = None
     last: tcpdiag.TcpSocket | None = None
     """Its last reading: the destroyed socket's final tcp_info, else the last dump's."""
-    sampled: tcpdiag.TcpSocket | None = None
-    """Its last reading in a dump (congestion control and BBR's estimates)."""
+    cc: str | None = None
+    """Its congestion control, from the last dump that named it."""
+    bbr_bw_bps: int | None = None
+    """BBR's bandwidth estimate in the last dump that had one (so also its min RTT)."""
+    bbr_min_rtt_us: int | None = None
 
     @property
     def at(self) -> float | None:
@@ -118,7 +124,8 @@ class Recorder:
             log.warning("TCP telemetry stopped: %s", e)
 
     def _ours(self, s: tcpdiag.TcpSocket) -> bool:
-        return s.local[0] in self.ips
+        """A replay server's connection (a bound socket not yet listening has no peer)."""
+        return s.local[0] in self.ips and s.peer[1] != 0
 
     def _take_events(self, timeout: float) -> None:
         gone = self._events.receive(timeout)
@@ -149,19 +156,24 @@ class Recorder:
                     continue  # destroyed: the broadcast's reading is final
                 if c.first_seen is None:
                     c.first_seen = now
-                c.sampled = s
                 c.last = s
+                if s.cc is not None:
+                    c.cc = s.cc
+                if s.bbr_bw_bps is not None:
+                    c.bbr_bw_bps, c.bbr_min_rtt_us = s.bbr_bw_bps, s.bbr_min_rtt_us
 
 
-def attribute(conns: Sequence, starts: Sequence[float | None]) -> list[list]:
+def attribute(conns: Sequence, starts: Sequence[float | None],
+              switches: Sequence[tuple[float, float]] = ()) -> list[list]:
     """conns split by trial: starts[k] is when trial k's window began (its browser's
     launch; None: never launched). A connection goes to the last trial started at or
-    before its `at`; one before every start (a readiness probe) goes nowhere."""
+    before its `at`; one before every start, or during a switch of the servers (a
+    (start, end) of `switches`: their readiness probes), goes nowhere."""
     out: list[list] = [[] for _ in starts]
     began = sorted((t, k) for k, t in enumerate(starts) if t is not None)
     for c in conns:
         at = c.at
-        if at is None:
+        if at is None or any(a <= at <= b for a, b in switches):
             continue
         k = None
         for t, i in began:
@@ -195,7 +207,6 @@ def tcp_row(c: Conn, hosts: Mapping[str, str]) -> dict:
     s = c.last
     assert s is not None
     i = s.info
-    sampled = c.sampled
     ssthresh = i.get("snd_ssthresh")
     mss = i.get("snd_mss")
     cwnd = i.get("snd_cwnd")
@@ -205,7 +216,7 @@ def tcp_row(c: Conn, hosts: Mapping[str, str]) -> dict:
         "transport": "tcp", "origin": hosts.get(s.local[0]),
         "server_ip": s.local[0], "server_port": s.local[1],
         "client_ip": s.peer[0], "client_port": s.peer[1],
-        "cc": sampled.cc if sampled is not None else None,
+        "cc": c.cc,
         "handshake_ms": None, "duration_ms": duration,
         "srtt_ms": _ms(i.get("rtt")), "min_rtt_ms": _ms(i.get("min_rtt")),
         "rttvar_ms": _ms(i.get("rttvar")),
@@ -223,9 +234,8 @@ def tcp_row(c: Conn, hosts: Mapping[str, str]) -> dict:
         "pacing_rate_bps": _bps(i.get("pacing_rate")),
         "busy_ms": _ms(i.get("busy_time")), "rwnd_limited_ms": _ms(i.get("rwnd_limited")),
         "sndbuf_limited_ms": _ms(i.get("sndbuf_limited")),
-        "bbr_bw_bps": float(sampled.bbr_bw_bps) if sampled is not None
-        and sampled.bbr_bw_bps is not None else None,
-        "bbr_min_rtt_ms": _ms(sampled.bbr_min_rtt_us) if sampled is not None else None,
+        "bbr_bw_bps": float(c.bbr_bw_bps) if c.bbr_bw_bps is not None else None,
+        "bbr_min_rtt_ms": _ms(c.bbr_min_rtt_us),
         "requests": None,
     }
 
