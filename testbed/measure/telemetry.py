@@ -74,8 +74,9 @@ class Conn:
 class Recorder:
     """The TCP connections of the replay servers in one network namespace."""
 
-    def __init__(self, netns: str, ips: Sequence[str], interval: float = INTERVAL_S):
-        self.path = f"/run/netns/{netns}"
+    def __init__(self, netns: str | None, ips: Sequence[str], interval: float = INTERVAL_S):
+        """netns: a namespace's name (`ip netns`); None: the caller's own."""
+        self.path = f"/run/netns/{netns}" if netns is not None else None
         self.ips = frozenset(ips)
         self.interval = interval
         self.conns: dict[int, Conn] = {}
@@ -88,7 +89,11 @@ class Recorder:
         """Why the recorder stopped early (its connections so far are kept)."""
 
     def __enter__(self) -> Self:
-        tcpdiag.in_netns(self.path, self._events, self._dump)
+        if self.path is None:
+            self._events.open()
+            self._dump.open()
+        else:
+            tcpdiag.in_netns(self.path, self._events, self._dump)
         self._thread = threading.Thread(target=self._loop, name="tcp-telemetry", daemon=True)
         self._thread.start()
         return self
@@ -116,9 +121,12 @@ class Recorder:
 
     def _loop(self) -> None:
         try:
+            due = 0.0
             while not self._stop.is_set():
-                self._take_events(self.interval)
-                self._sample()
+                self._take_events(max(0.0, min(due - time.monotonic(), 0.05)))
+                if time.monotonic() >= due:
+                    due = time.monotonic() + self.interval
+                    self._sample()
         except OSError as e:
             self.error = str(e)
             log.warning("TCP telemetry stopped: %s", e)
