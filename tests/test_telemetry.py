@@ -20,11 +20,9 @@ from analysis import load_connections, schema
 from analysis.load import ResultsError
 from testbed import tcpdiag
 from testbed.campaign.cli import export
-from testbed.campaign.store import Store, read_connections
+from testbed.campaign.store import Row, Store, read_connections
 from testbed.measure import telemetry
 from testbed.measure.telemetry import Conn
-
-from testbed.campaign.store import Row
 
 FIXTURE = Path(__file__).parent / "fixtures" / "telemetry" / "h3server-summary.json"
 HOSTS = {"10.78.0.1": "static.a.test,www.a.test", "10.78.0.2": "img.b.test",

@@ -36,6 +36,7 @@ from testbed.campaign.rows import TrialRecord
 from testbed.campaign.servers import Servers
 from testbed.campaign.store import Row
 from testbed.measure import browsertime, telemetry
+from testbed.measure.captures import Captures
 from testbed.measure.session import Kept, Outcome, Session
 from testbed.profiles import NetworkProfile
 from testbed.protocols import ServerOptions
@@ -50,6 +51,7 @@ class BlockDriver:
     settings: dict[str, ServerOptions]
     on_trial: object = None
     records: list[TrialRecord] = field(default_factory=list)
+    captures: Captures | None = None
     switches: list[tuple[float, float]] = field(default_factory=list)
     """(start, end) of each prepare(): the servers' switch and readiness probes."""
 
@@ -71,7 +73,11 @@ class BlockDriver:
         r = self.records[k]
         if r.launched_at is None:  # the trial's telemetry window opens
             r.launched_at = time.time()
-        return [*env.chromium_flags(), *self.records[k].setting.chromium_flags]
+        extra = []
+        if self.captures is not None:
+            self.captures.start(k)
+            extra = self.captures.chromium_flags(k)
+        return [*env.chromium_flags(), *self.records[k].setting.chromium_flags, *extra]
 
     def before_load(self, k: int) -> None:
         r = self.records[k]
@@ -135,9 +141,15 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
     t0 = time.monotonic()
     recorder = (telemetry.Recorder(servers.topology.server.name, r.ips) if c.telemetry
                 else None)
+    topo = servers.topology
+    captures = Captures(c.capture, Path(f"{blockdir}-captures"), topo.server.name,
+                        topo.server_dev)
     try:
-        with recorder or nullcontext():
+        with recorder or nullcontext(), captures:
+            driver.captures = captures if c.capture else None
             outcomes = session.run()
+            captures.stop()
+            kept_captures = [captures.collect(k) for k in range(len(block.trials))]
         t_end = time.monotonic()
         if c.telemetry:
             env = servers.env
@@ -156,8 +168,11 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
         results = []
         for trial, outcome, record in zip(block.trials, outcomes, driver.records):
             if outcome is not None:
+                files, sizes = kept_captures[outcome.index]
+                record.captures = sizes if c.capture else None
                 outcome.kept = Kept(
-                    files=MappingProxyType(commit.collect(outcome, out, c.keep_video)),
+                    files=MappingProxyType({**commit.collect(outcome, out, c.keep_video),
+                                            **files}),
                     log=f"logs/{logname}", wall_s=next(walls))
             results.append((trial, outcome, record))
         return results, copied

@@ -74,10 +74,10 @@ class Campaign(BaseModel):
     telemetry: bool = True
     """Record every connection's transport figures (TCP tcp_info from the kernel, QUIC
     from h3server) in table `connections`."""
-    capture: tuple[Literal["netlog", "qlog", "pcap", "keylog"], ...] = Field(
-        default=(), strict=False)
-    """Extra files kept per trial, compressed, sizes in the manifest: Chromium's net-log
-    (netlog), h3server's qlog (qlog), the server side's packets (pcap), TLS keys (keylog)."""
+    capture: tuple[Literal["netlog", "pcap", "keylog"], ...] = Field(default=(), strict=False)
+    """Extra files kept per trial, gzipped, sizes in trial.json: Chromium's net-log
+    (netlog), the server side's packets (pcap), Chromium's TLS keys (keylog); see
+    testbed.measure.captures."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup
     would otherwise mark every remaining trial failed); resume with --retry-failed."""

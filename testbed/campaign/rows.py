@@ -38,6 +38,8 @@ class TrialRecord:
     started_at: float | None = None
     launched_at: float | None = None
     """When the trial's browser was launched (time.time()): its telemetry window opens."""
+    captures: dict[str, dict[str, int]] | None = None
+    """Capture -> its size before and after gzip (the campaign's `capture`); None: none."""
     connections: list[dict] | None = None
     """Its rows of table `connections` (testbed.measure.telemetry); None: no telemetry."""
 
@@ -95,6 +97,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
             "miss_urls": diff["miss_urls"] if diff else None,
             "metrics_all": m.__dict__,
             "browsertime_log": kept.log if kept is not None else None},
+        **({"captures": record.captures} if record.captures is not None else {}),
     }, indent=1).encode()
     if record.connections is not None:
         files["connections.json"] = json.dumps(
