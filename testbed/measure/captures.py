@@ -16,8 +16,8 @@
 The browser writes its files as the testbed user into a folder of its own;
 root reads them without following a link (testbed.safefs) and gzips them (the
 standard library's gzip: readable everywhere, no extra dependency). The
-folder is removed when the block ends. (h3server's qlog per trial is not kept
-yet: `testbed replay --qlog-dir` writes it for one replay.)
+folder is removed when the block ends. (h3server's qlog is not kept per trial
+yet; h3server's own --qlog-dir writes it.)
 """
 
 from __future__ import annotations
