@@ -9,12 +9,14 @@ DataFrames.
 A results folder:
 
     results/<campaign>/
-      trials.sqlite              one row per finished trial (TRIALS)
+      trials.sqlite              one row per finished trial (TRIALS); table connections:
+                                 one row per transport connection per trial (CONNECTIONS)
       manifest.json              versions, hashes, calibration, one entry per session
       run.lock                   held by the one `testbed run` writing here
       logs/                      Browsertime's log of each block
       trials/<trial_id>/         the trial's files: browsertime.json, browsertime.har.gz,
-                                 visualmetrics.json, trial.json (video.mp4 if kept)
+                                 visualmetrics.json, trial.json (video.mp4 if kept,
+                                 connections.json with telemetry, captures if asked)
 
 A trial's folder is named exactly by its trial_id, whatever its form. Today that
 is `<site>+<network>+<protocol>+<run>` (trial_id()): every label matches LABEL
