@@ -60,8 +60,8 @@ def fmt(xs: list[float]) -> str:
 
 
 class FixedDriver:
-    def __init__(self, env: ReplayEnv, extra: list[str]):
-        self.env, self.extra = env, extra
+    def __init__(self, env: ReplayEnv, extra: list[str], recorder=None):
+        self.env, self.extra, self.recorder = env, extra, recorder
 
     def prepare(self, k):
         pass
@@ -70,10 +70,12 @@ class FixedDriver:
         return [*self.env.chromium_flags(), *self.extra]
 
     def before_load(self, k):
-        pass
+        if self.recorder is not None:  # as the campaign's BlockDriver does
+            self.recorder.loading(True)
 
     def after_load(self, k, measured):
-        pass
+        if self.recorder is not None:
+            self.recorder.loading(False)
 
 
 def children_cpu() -> float:
@@ -87,10 +89,11 @@ CPU: dict[str, float] = {}
 
 
 def session_loads(env, chain, url, n, video, work,
-                  fps: int = browsertime.VIDEO_FPS, tag: str = "") -> tuple[float, list[float]]:
+                  fps: int = browsertime.VIDEO_FPS, tag: str = "",
+                  recorder=None) -> tuple[float, list[float]]:
     opts = browsertime.BrowsertimeOptions(iterations=n, video=video, video_fps=fps)
     s = Session(url, opts, work / f"session-{video}-{fps}{tag}", netns=env.client_netns,
-                wrap=chain.argv([]), driver=FixedDriver(env, []))
+                wrap=chain.argv([]), driver=FixedDriver(env, [], recorder))
     cpu0, t0 = children_cpu(), time.monotonic()
     outcomes = s.run()
     wall = time.monotonic() - t0
@@ -151,7 +154,8 @@ def telemetry_loads(env, chain, topo, r, n, work) -> None:
         recorder = telemetry.Recorder(topo.server.name, r.ips) if on else None
         c0 = time.process_time()
         with recorder or nullcontext():
-            wall, p = session_loads(env, chain, r.url, half, True, work, tag=f"-tele{i}")
+            wall, p = session_loads(env, chain, r.url, half, True, work, tag=f"-tele{i}",
+                                    recorder=recorder)
         cpu[on] += time.process_time() - c0
         walls[on] += wall
         plts[on] += p

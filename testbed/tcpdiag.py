@@ -214,11 +214,14 @@ class DiagSocket:
             self.sock.close()
             self.sock = None
 
-    def dump(self) -> list[TcpSocket]:
-        """Every full TCP socket (IPv4 and IPv6) open now."""
+    def dump(self, families: tuple[int, ...] = (socket.AF_INET, socket.AF_INET6)
+             ) -> list[TcpSocket]:
+        """Every full TCP socket of `families` open now. Each family costs ~0.25 ms of
+        kernel time however few sockets there are (the kernel walks the whole
+        established hash table, which namespaces share)."""
         assert self.sock is not None
         out: list[TcpSocket] = []
-        for family in (socket.AF_INET, socket.AF_INET6):
+        for family in families:
             self._seq += 1
             self.sock.send(request(family, self._seq))
             done = False

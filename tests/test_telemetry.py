@@ -255,7 +255,7 @@ def test_the_recorder_sees_a_connection_that_closes_between_two_dumps():
     ls.bind(("127.0.0.1", 0))
     ls.listen()
     port = ls.getsockname()[1]
-    rec = telemetry.Recorder(None, ["127.0.0.1"], interval=10.0).__enter__()
+    rec = telemetry.Recorder(None, ["127.0.0.1"], interval=10.0, idle_interval=10.0).__enter__()
     time.sleep(0.2)  # after the first dump: the next is 10 s away
     short_client = socket.create_connection(("127.0.0.1", port))
     short, _ = ls.accept()

@@ -52,6 +52,7 @@ class BlockDriver:
     on_trial: object = None
     records: list[TrialRecord] = field(default_factory=list)
     captures: Captures | None = None
+    recorder: telemetry.Recorder | None = None
     switches: list[tuple[float, float]] = field(default_factory=list)
     """(start, end) of each prepare(): the servers' switch and readiness probes."""
 
@@ -83,9 +84,13 @@ class BlockDriver:
         r = self.records[k]
         r.started_at = time.time()
         r.before = self.servers.env.summary() if self.servers.env else None
+        if self.recorder is not None:
+            self.recorder.loading(True)
 
     def after_load(self, k: int, measured: bool) -> None:
         r = self.records[k]
+        if self.recorder is not None:
+            self.recorder.loading(False)
         env = self.servers.env
         if env is None:
             return
@@ -147,6 +152,7 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
     try:
         with recorder or nullcontext(), captures:
             driver.captures = captures if c.capture else None
+            driver.recorder = recorder
             outcomes = session.run()
             captures.stop()
             kept_captures = [captures.collect(k) for k in range(len(block.trials))]

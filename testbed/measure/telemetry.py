@@ -9,7 +9,8 @@
 
 TCP: one thread in the server namespace listens to the kernel's destroyed-socket
 broadcasts (each socket's final tcp_info, even of a connection shorter than
-any sampling) and dumps the open sockets every `interval` seconds: the first
+any sampling) and dumps the open sockets every `interval` seconds while a page loads
+(`loading(True)`; every `idle_interval` otherwise): the first
 reading of a connection with nothing acknowledged yet (bytes_acked <= 1) gives
 its initial congestion window, the last gives the congestion control and
 BBR's estimates (a destroyed socket's broadcast carries tcp_info only).
@@ -32,6 +33,7 @@ still lists them (final once the connection closed).
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -44,7 +46,11 @@ from testbed import tcpdiag
 log = logging.getLogger(__name__)
 
 INTERVAL_S = 0.005
-"""Between two dumps of the open sockets (a few hundred microseconds each)."""
+"""Between two dumps of the open sockets while a page loads (`loading(True)`)."""
+IDLE_INTERVAL_S = 0.1
+"""Between two dumps otherwise (browser start and stop, visual metrics): each dump
+costs ~0.25 ms of kernel time per address family, so dumping every 5 ms all the time
+cost 0.7 s of CPU per trial (bench/trial_overhead)."""
 
 
 @dataclass
@@ -74,11 +80,16 @@ class Conn:
 class Recorder:
     """The TCP connections of the replay servers in one network namespace."""
 
-    def __init__(self, netns: str | None, ips: Sequence[str], interval: float = INTERVAL_S):
+    def __init__(self, netns: str | None, ips: Sequence[str], interval: float = INTERVAL_S,
+                 idle_interval: float = IDLE_INTERVAL_S):
         """netns: a namespace's name (`ip netns`); None: the caller's own."""
         self.path = f"/run/netns/{netns}" if netns is not None else None
         self.ips = frozenset(ips)
         self.interval = interval
+        self.idle_interval = idle_interval
+        self._loading = False
+        v6 = any(":" in ip for ip in self.ips)
+        self.families = ((socket.AF_INET, socket.AF_INET6) if v6 else (socket.AF_INET,))
         self.conns: dict[int, Conn] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -115,6 +126,10 @@ class Recorder:
         self._events.close()
         self._dump.close()
 
+    def loading(self, on: bool) -> None:
+        """A page load begins (dump every `interval`) or ends (every `idle_interval`)."""
+        self._loading = on
+
     def connections(self) -> list[Conn]:
         with self._lock:
             return sorted(self.conns.values(), key=lambda c: (c.at or 0, c.cookie))
@@ -125,7 +140,8 @@ class Recorder:
             while not self._stop.is_set():
                 self._take_events(max(0.0, min(due - time.monotonic(), 0.05)))
                 if time.monotonic() >= due:
-                    due = time.monotonic() + self.interval
+                    due = time.monotonic() + (self.interval if self._loading
+                                              else self.idle_interval)
                     self._sample()
         except OSError as e:
             self.error = str(e)
@@ -149,7 +165,7 @@ class Recorder:
                     c.initial_cwnd = s.info.get("snd_cwnd")
 
     def _sample(self, final: bool = False) -> None:
-        found = self._dump.dump()
+        found = self._dump.dump(self.families)
         now = time.time()
         with self._lock:
             for s in found:
