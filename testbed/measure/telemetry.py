@@ -45,12 +45,14 @@ from testbed import tcpdiag
 
 log = logging.getLogger(__name__)
 
-INTERVAL_S = 0.005
+INTERVAL_S = 0.01
 """Between two dumps of the open sockets while a page loads (`loading(True)`)."""
 IDLE_INTERVAL_S = 0.1
 """Between two dumps otherwise (browser start and stop, visual metrics): each dump
 costs ~0.25 ms of kernel time per address family, so dumping every 5 ms all the time
-cost 0.7 s of CPU per trial (bench/trial_overhead)."""
+cost 0.7 s of CPU per trial, 5 ms while loading and 100 ms otherwise 0.3 s
+(bench/trial_overhead). 10 ms still reads the initial window of every emulated
+network (the window lasts an RTT: 24 ms at the least, dsl)."""
 
 
 @dataclass
