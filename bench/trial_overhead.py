@@ -2,7 +2,7 @@
 the savings leave the measurement alone. Needs root and `make setup`.
 
     bench/trial_overhead [--loads N] [--site NAME] [--network NAME] [--skip-smoke]
-                         [--only telemetry]
+                         [--only telemetry|captures]
 
 One page (a bundled recording) over one network profile and the TCP stack:
 
@@ -19,7 +19,10 @@ One page (a bundled recording) over one network profile and the TCP stack:
    (testbed.measure.telemetry: the sock_diag listener and 5 ms dumps in the
    server namespace), alternating halves: its CPU time per trial (this
    process's, where the recorder's thread runs), wall time, and whether PLT
-   differs (`--only telemetry` runs just this).
+   differs (`--only telemetry` runs just this);
+7. the session without captures and with each capture alone (netlog, keylog,
+   pcap): size per trial before and after gzip, wall and CPU per trial
+   (`--only captures`).
 
 For each: wall time per load minus its PLT (mean), the CPU time per load of
 the processes it started (Browsertime, Chromium, ffmpeg, Xvfb, visual
@@ -60,14 +63,18 @@ def fmt(xs: list[float]) -> str:
 
 
 class FixedDriver:
-    def __init__(self, env: ReplayEnv, extra: list[str], recorder=None):
-        self.env, self.extra, self.recorder = env, extra, recorder
+    def __init__(self, env: ReplayEnv, extra: list[str], recorder=None, captures=None):
+        self.env, self.extra, self.recorder, self.captures = env, extra, recorder, captures
 
     def prepare(self, k):
         pass
 
     def launch(self, k):
-        return [*self.env.chromium_flags(), *self.extra]
+        flags = []
+        if self.captures is not None:  # as the campaign's BlockDriver does
+            self.captures.start(k)
+            flags = self.captures.chromium_flags(k)
+        return [*self.env.chromium_flags(), *self.extra, *flags]
 
     def before_load(self, k):
         if self.recorder is not None:  # as the campaign's BlockDriver does
@@ -90,10 +97,10 @@ CPU: dict[str, float] = {}
 
 def session_loads(env, chain, url, n, video, work,
                   fps: int = browsertime.VIDEO_FPS, tag: str = "",
-                  recorder=None) -> tuple[float, list[float]]:
+                  recorder=None, captures=None) -> tuple[float, list[float]]:
     opts = browsertime.BrowsertimeOptions(iterations=n, video=video, video_fps=fps)
     s = Session(url, opts, work / f"session-{video}-{fps}{tag}", netns=env.client_netns,
-                wrap=chain.argv([]), driver=FixedDriver(env, [], recorder))
+                wrap=chain.argv([]), driver=FixedDriver(env, [], recorder, captures))
     cpu0, t0 = children_cpu(), time.monotonic()
     outcomes = s.run()
     wall = time.monotonic() - t0
@@ -172,6 +179,39 @@ def telemetry_loads(env, chain, topo, r, n, work) -> None:
           f"(on), {differ(plts[False], plts[True])}")
 
 
+def capture_loads(env, chain, topo, r, n, work) -> None:
+    """The session without captures and with each capture alone, n loads each: wall,
+    CPU (its processes and this one's, where gzip runs) and stored size per trial."""
+    from testbed.measure.captures import Captures
+
+    base = None
+    for kind in ("", "netlog", "keylog", "pcap"):
+        kinds = (kind,) if kind else ()
+        cap = Captures(kinds, work / f"captures-{kind or 'none'}", topo.server.name,
+                       topo.server_dev)
+        c0, own0 = children_cpu(), time.process_time()
+        with cap:
+            wall, plts = session_loads(env, chain, r.url, n, True, work, tag=f"-cap{kind}",
+                                       captures=cap)
+            cap.stop()
+            t0 = time.monotonic()
+            got = [cap.collect(k) for k in range(n)]
+            wall += time.monotonic() - t0
+        cpu = (children_cpu() - c0 + time.process_time() - own0) / n
+        stored = [sum(v["stored_bytes"] for v in sizes.values()) for _, sizes in got]
+        raw = [sum(v["bytes"] for v in sizes.values()) for _, sizes in got]
+        name = f"testbed session, video, capture {kind or 'none'}"
+        report(name, wall, plts, cpu)
+        if base is None:
+            base = (wall / n, cpu, plts)
+            continue
+        print(f"  capture {kind}: {statistics.mean(raw) / 1e6:.2f} MB a trial, "
+              f"{statistics.mean(stored) / 1e6:.2f} MB gzipped; cost per trial: wall "
+              f"{wall / n - base[0]:+.2f} s, CPU {cpu - base[1]:+.2f} s; PLT "
+              f"{statistics.mean(plts):.0f} vs {statistics.mean(base[2]):.0f} ms, "
+              f"{differ(base[2], plts)}")
+
+
 def report(name: str, wall: float, plts: list[float], cpu: float | None = None) -> float:
     per = wall / len(plts) - statistics.mean(plts) / 1000
     cpu_text = f"  CPU {cpu:5.2f} s/load" if cpu is not None else ""
@@ -226,8 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--site", default="local-news")
     ap.add_argument("--network", default="dsl")
     ap.add_argument("--skip-smoke", action="store_true")
-    ap.add_argument("--only", choices=["telemetry"],
-                    help="run only this part (telemetry: on vs off)")
+    ap.add_argument("--only", choices=["telemetry", "captures"],
+                    help="run only this part (telemetry: on vs off; captures: none vs each)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("bench/trial_overhead needs root (namespaces); run with sudo")
@@ -251,6 +291,9 @@ def main(argv: list[str] | None = None) -> None:
             if a.only == "telemetry":
                 telemetry_loads(env, chain, topo, r, a.loads, work)
                 return
+            if a.only == "captures":
+                capture_loads(env, chain, topo, r, a.loads, work)
+                return
             results = {}
             fps = browsertime.VIDEO_FPS
             results["bare"] = bare_loads(env, chain, r.url, a.loads, False, work)
@@ -268,6 +311,7 @@ def main(argv: list[str] | None = None) -> None:
             results["novideo"] = session_loads(env, chain, r.url, a.loads, False, work)
             report("testbed session, no video", *results["novideo"], CPU[f"session-False-{fps}"])
             telemetry_loads(env, chain, topo, r, a.loads, work)
+            capture_loads(env, chain, topo, r, a.loads, work)
         x, y = results["bare"][1], results["video"][1]
         print(f"PLT bare defaults vs testbed session (both {fps} fps): {statistics.mean(x):.0f} "
               f"vs {statistics.mean(y):.0f} ms, difference "
