@@ -275,3 +275,42 @@ def test_the_recorder_sees_a_connection_that_closes_between_two_dumps():
     assert mine[0].initial_cwnd is None  # its first reading came after the data
     assert telemetry.tcp_row(mine[0], {"127.0.0.1": "lo.test"})["origin"] == "lo.test"
     assert not [t for t in threading.enumerate() if t.name == "tcp-telemetry"]
+
+
+# --- a block's trials --------------------------------------------------------------------------
+class FakeRecorder:
+    def __init__(self, conns):
+        self.conns = conns
+
+    def connections(self):
+        return self.conns
+
+
+def test_a_blocks_driver_gives_each_trial_its_tcp_and_quic_rows():
+    from testbed import recording as rec_mod
+    from testbed.campaign.block import BlockDriver
+    from testbed.campaign.rows import TrialRecord
+
+    recording = rec_mod.Recording(
+        path=Path("."), name="s", url="https://www.a.test/", recorded_at="", loads=1,
+        origins=(rec_mod.Origin("https", "static.a.test", 443, "10.78.0.1"),
+                 rec_mod.Origin("https", "www.a.test", 443, "10.78.0.1"),
+                 rec_mod.Origin("https", "img.b.test", 443, "10.78.0.2")),
+        exchanges=())
+    driver = BlockDriver.__new__(BlockDriver)
+    after = fixture()
+    driver.records = [TrialRecord(None, launched_at=10.0),
+                      TrialRecord(None, launched_at=20.0, before={"conns": []}, after=after),
+                      TrialRecord(None)]  # never launched
+    driver.switches = [(19.0, 19.5)]
+    tcp = [Conn(1, first_seen=12.0, cc="cubic", last=sock(snd_cwnd=10)),
+           Conn(2, first_seen=19.2, last=sock()),  # a readiness probe
+           Conn(3, ended=25.0, last=sock(total_retrans=4))]
+    driver.connections(FakeRecorder(tcp), None, recording)
+    first, second, third = (r.connections for r in driver.records)
+    assert [r["transport"] for r in first] == ["tcp"] and first[0]["cc"] == "cubic"
+    assert sorted(r["transport"] for r in second) == ["quic", "quic", "quic", "tcp"]
+    assert [r["packets_retrans"] for r in second if r["transport"] == "tcp"] == [4]
+    assert {r["origin"] for r in second if r["transport"] == "quic"} >= {
+        "static.a.test,www.a.test", "img.b.test"}
+    assert third is None
