@@ -5,6 +5,7 @@ a laptop with Jupyter. Typical use:
 
     from analysis import load, analyse, write_report
     trials = load("results/paper")          # folder, .sqlite, .csv or .parquet
+    conns = load_connections("results/paper")   # table connections (telemetry)
     a = analyse(trials)                     # only status == 'ok' enters statistics
     a.summary, a.relative, a.win_tie_loss, a.design, a.health
     write_report(a, "reports/paper")
@@ -14,11 +15,11 @@ results contract, which the campaign store is built from) is read without
 pandas, SciPy or matplotlib.
 """
 
-from analysis.load import ResultsError, load, ok_trials
+from analysis.load import ResultsError, load, load_connections, ok_trials
 
 __all__ = [
     "Analysis", "Config", "ResultsError", "analyse", "cdf_figure", "compare", "default_pairs",
-    "design_impact", "ecdf", "effect_sizes", "failures_by_reason", "load", "measurements", "ok_trials",
+    "design_impact", "ecdf", "effect_sizes", "failures_by_reason", "load", "load_connections", "measurements", "ok_trials",
     "relative_cdfs", "relative_difference", "relative_summary", "single_origin_sites",
     "summarize", "trial_health", "win_tie_loss", "write_report",
 ]

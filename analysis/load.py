@@ -11,7 +11,16 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analysis.schema import ADDED, COLUMNS, DTYPES, OK, TEXT
+from analysis.schema import (
+    ADDED,
+    COLUMNS,
+    CONNECTION_COLUMNS,
+    CONNECTION_DTYPES,
+    CONNECTIONS_TABLE,
+    DTYPES,
+    OK,
+    TEXT,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,6 +102,65 @@ def normalise(raw: pd.DataFrame, source: str = "trials") -> pd.DataFrame:
             raise ResultsError(f"{source}: column {column}: expected {dtype} values ({e})") from e
     df = pd.DataFrame(out)
     return df.sort_values("trial_id", kind="stable", ignore_index=True)
+
+
+CONNECTION_NAMES = ("trials.sqlite", "connections.parquet", "connections.csv",
+                    "connections.csv.gz")
+"""What a results folder is searched for by load_connections, in this order."""
+
+
+def load_connections(source: str | Path) -> pd.DataFrame:
+    """Every stored connection (table `connections`, analysis.schema.CONNECTIONS) of a
+    results folder, a .sqlite store, or an export of `testbed export --table
+    connections`; sorted by trial, transport, server and client. A store made before
+    the table gives an empty frame with the columns."""
+    import pandas as pd
+
+    path = Path(source)
+    if path.is_dir():
+        found = [path / n for n in CONNECTION_NAMES if (path / n).is_file()]
+        if not found:
+            raise ResultsError(f"{path}: no {' / '.join(CONNECTION_NAMES)} in this folder")
+        path = found[0]
+    elif not path.exists():
+        raise ResultsError(f"{path}: no such file or folder")
+    name = path.name.lower()
+    if name.endswith((".sqlite", ".sqlite3", ".db")):
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        try:
+            with sqlite3.connect(uri, uri=True) as db:
+                tables = {r[0] for r in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table'")}
+                raw = (pd.read_sql_query(f"SELECT * FROM {CONNECTIONS_TABLE}", db)
+                       if CONNECTIONS_TABLE in tables
+                       else pd.DataFrame(columns=list(CONNECTION_COLUMNS)))
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as e:
+            raise ResultsError(f"{path}: cannot read table connections ({e})") from e
+    elif name.endswith(".parquet"):
+        raw = pd.read_parquet(path)
+    elif name.endswith((".csv", ".csv.gz")):
+        text = [c for c, d in CONNECTION_DTYPES.items() if d == "string"]
+        raw = pd.read_csv(path, dtype={c: "string" for c in text}, keep_default_na=False,
+                          na_values=[""])
+    else:
+        raise ResultsError(f"{path}: unknown format; expected a results folder, "
+                           ".sqlite, .csv, .csv.gz or .parquet")
+    missing = [c for c in CONNECTION_COLUMNS if c not in raw.columns]
+    if missing:
+        raise ResultsError(f"{path}: missing column(s) {', '.join(missing)}; expected table "
+                           "connections (see analysis/schema.py)")
+    out = {}
+    for column, dtype in CONNECTION_DTYPES.items():
+        values = raw[column]
+        try:
+            if dtype != "string":
+                values = pd.to_numeric(values)
+            out[column] = values.astype(dtype)
+        except (ValueError, TypeError) as e:
+            raise ResultsError(f"{path}: column {column}: expected {dtype} values ({e})") from e
+    df = pd.DataFrame(out, columns=list(CONNECTION_COLUMNS))
+    return df.sort_values(["trial_id", "transport", "server_ip", "server_port", "client_port"],
+                          kind="stable", ignore_index=True)
 
 
 def ok_trials(trials: pd.DataFrame) -> pd.DataFrame:

@@ -9,12 +9,14 @@ DataFrames.
 A results folder:
 
     results/<campaign>/
-      trials.sqlite              one row per finished trial (TRIALS)
+      trials.sqlite              one row per finished trial (TRIALS); table connections:
+                                 one row per transport connection per trial (CONNECTIONS)
       manifest.json              versions, hashes, calibration, one entry per session
       run.lock                   held by the one `testbed run` writing here
       logs/                      Browsertime's log of each block
       trials/<trial_id>/         the trial's files: browsertime.json, browsertime.har.gz,
-                                 visualmetrics.json, trial.json (video.mp4 if kept)
+                                 visualmetrics.json, trial.json (video.mp4 if kept,
+                                 connections.json with telemetry, captures if asked)
 
 A trial's folder is named exactly by its trial_id, whatever its form. Today that
 is `<site>+<network>+<protocol>+<run>` (trial_id()): every label matches LABEL
@@ -199,6 +201,81 @@ def create_table(if_not_exists: bool = False) -> str:
     """The SQL that makes table `trials` of a store."""
     cols = ", ".join(sql_declaration(c) for c in TRIALS)
     return f"CREATE TABLE {'IF NOT EXISTS ' if if_not_exists else ''}{TABLE} ({cols})"
+
+
+TRANSPORTS = ("tcp", "quic")
+"""The values of column `transport` of table `connections`."""
+
+CONNECTIONS = (
+    Column("trial_id", TEXT_KIND, True, "The trial (table trials) the connection served."),
+    Column("transport", TEXT_KIND, True, "tcp or quic.", allowed=TRANSPORTS),
+    Column("origin", TEXT_KIND, False,
+           "The recorded host name(s) served at server_ip, comma-joined."),
+    Column("server_ip", TEXT_KIND, True, "The replay server's address."),
+    Column("server_port", INTEGER_KIND, True, "The replay server's port."),
+    Column("client_ip", TEXT_KIND, False, "The client as the server saw it."),
+    Column("client_port", INTEGER_KIND, False, "The client's port as the server saw it."),
+    Column("cc", TEXT_KIND, False,
+           "The server's congestion control as the kernel or quiche names it (cubic, bbr, "
+           "bbr2_gcongestion, ...)."),
+    Column("handshake_ms", REAL_KIND, False, "QUIC: handshake duration; NULL for TCP."),
+    Column("duration_ms", REAL_KIND, False,
+           "How long the connection lived (TCP: from the first reading to the kernel's "
+           "destruction of the socket, so short by up to one sampling interval; NULL if "
+           "never sampled)."),
+    Column("srtt_ms", REAL_KIND, False, "Smoothed RTT at the last reading."),
+    Column("min_rtt_ms", REAL_KIND, False, "Minimum RTT seen."),
+    Column("rttvar_ms", REAL_KIND, False, "RTT variation at the last reading."),
+    Column("cwnd_initial_packets", INTEGER_KIND, False,
+           "Congestion window before the first data was acknowledged (TCP: a reading with "
+           "bytes_acked <= 1; NULL when no reading came that early); QUIC: quiche's "
+           "initial window / max datagram size."),
+    Column("cwnd_packets", INTEGER_KIND, False, "Congestion window at the last reading."),
+    Column("cwnd_bytes", INTEGER_KIND, False, "cwnd_packets x mss_bytes (QUIC: quiche's)."),
+    Column("ssthresh_packets", INTEGER_KIND, False,
+           "Slow-start threshold (TCP; NULL while still in the initial slow start)."),
+    Column("mss_bytes", INTEGER_KIND, False, "TCP: snd_mss; QUIC: max datagram size."),
+    Column("bytes_sent", INTEGER_KIND, False, "Bytes the server sent (with retransmissions)."),
+    Column("bytes_acked", INTEGER_KIND, False, "Bytes the client acknowledged (TCP)."),
+    Column("bytes_retrans", INTEGER_KIND, False,
+           "Bytes retransmitted (TCP; QUIC: stream bytes retransmitted)."),
+    Column("packets_sent", INTEGER_KIND, False, "Packets (TCP: segments) sent."),
+    Column("packets_retrans", INTEGER_KIND, False,
+           "Packets retransmitted (TCP: tcpi_total_retrans)."),
+    Column("packets_lost", INTEGER_KIND, False,
+           "QUIC: packets declared lost; TCP: tcpi_lost at the last reading (segments "
+           "marked lost and not yet repaired, usually 0 at the end: see packets_retrans)."),
+    Column("delivery_rate_bps", REAL_KIND, False, "Delivery rate, bits per second."),
+    Column("pacing_rate_bps", REAL_KIND, False, "Pacing rate, bits per second (TCP)."),
+    Column("busy_ms", REAL_KIND, False, "TCP: time with data in flight (tcpi_busy_time)."),
+    Column("rwnd_limited_ms", REAL_KIND, False,
+           "TCP: time limited by the client's receive window."),
+    Column("sndbuf_limited_ms", REAL_KIND, False,
+           "TCP: time limited by the server's send buffer."),
+    Column("bbr_bw_bps", REAL_KIND, False, "TCP BBR: its bandwidth estimate, bits per second."),
+    Column("bbr_min_rtt_ms", REAL_KIND, False, "TCP BBR: its min-RTT estimate."),
+    Column("requests", INTEGER_KIND, False,
+           "Requests served on the connection (QUIC); NULL if unknown (TCP)."),
+)
+"""Every column of table `connections` (one row per transport connection per trial), in
+order; its exports have exactly these columns."""
+
+CONNECTION_COLUMNS = tuple(c.name for c in CONNECTIONS)
+
+CONNECTION_DTYPES = {
+    c.name: ("string" if c.kind == TEXT_KIND else "Int64" if c.kind == INTEGER_KIND
+             else "float64")
+    for c in CONNECTIONS}
+"""Column of `connections` -> the pandas dtype the loader casts it to."""
+
+CONNECTIONS_TABLE = "connections"
+
+
+def create_connections_table(if_not_exists: bool = False) -> str:
+    """The SQL that makes table `connections` of a store (rows go with their trial)."""
+    cols = ", ".join(sql_declaration(c) for c in CONNECTIONS)
+    return (f"CREATE TABLE {'IF NOT EXISTS ' if if_not_exists else ''}{CONNECTIONS_TABLE} "
+            f"({cols}, FOREIGN KEY (trial_id) REFERENCES {TABLE}(trial_id) ON DELETE CASCADE)")
 
 
 OK = STATUSES[0]

@@ -2,6 +2,7 @@
 the savings leave the measurement alone. Needs root and `make setup`.
 
     bench/trial_overhead [--loads N] [--site NAME] [--network NAME] [--skip-smoke]
+                         [--only telemetry|captures]
 
 One page (a bundled recording) over one network profile and the TCP stack:
 
@@ -13,7 +14,15 @@ One page (a bundled recording) over one network profile and the TCP stack:
 3. the testbed's session (testbed.measure.session) with video and visual
    metrics at VIDEO_FPS, 3b. the same at Browsertime's 30 fps, and 4. without
    video;
-5. the smoke campaign through `testbed run` (trials per hour).
+5. the smoke campaign through `testbed run` (trials per hour);
+6. the session with video with the campaign's TCP telemetry on and off
+   (testbed.measure.telemetry: the sock_diag listener and 5 ms dumps in the
+   server namespace), alternating halves: its CPU time per trial (this
+   process's, where the recorder's thread runs), wall time, and whether PLT
+   differs (`--only telemetry` runs just this);
+7. the session without captures and with each capture alone (netlog, keylog,
+   pcap): size per trial before and after gzip, wall and CPU per trial
+   (`--only captures`).
 
 For each: wall time per load minus its PLT (mean), the CPU time per load of
 the processes it started (Browsertime, Chromium, ffmpeg, Xvfb, visual
@@ -33,7 +42,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 
 from testbed import enter, safefs
@@ -54,20 +63,26 @@ def fmt(xs: list[float]) -> str:
 
 
 class FixedDriver:
-    def __init__(self, env: ReplayEnv, extra: list[str]):
-        self.env, self.extra = env, extra
+    def __init__(self, env: ReplayEnv, extra: list[str], recorder=None, captures=None):
+        self.env, self.extra, self.recorder, self.captures = env, extra, recorder, captures
 
     def prepare(self, k):
         pass
 
     def launch(self, k):
-        return [*self.env.chromium_flags(), *self.extra]
+        flags = []
+        if self.captures is not None:  # as the campaign's BlockDriver does
+            self.captures.start(k)
+            flags = self.captures.chromium_flags(k)
+        return [*self.env.chromium_flags(), *self.extra, *flags]
 
     def before_load(self, k):
-        pass
+        if self.recorder is not None:  # as the campaign's BlockDriver does
+            self.recorder.loading(True)
 
     def after_load(self, k, measured):
-        pass
+        if self.recorder is not None:
+            self.recorder.loading(False)
 
 
 def children_cpu() -> float:
@@ -81,10 +96,11 @@ CPU: dict[str, float] = {}
 
 
 def session_loads(env, chain, url, n, video, work,
-                  fps: int = browsertime.VIDEO_FPS) -> tuple[float, list[float]]:
+                  fps: int = browsertime.VIDEO_FPS, tag: str = "",
+                  recorder=None, captures=None) -> tuple[float, list[float]]:
     opts = browsertime.BrowsertimeOptions(iterations=n, video=video, video_fps=fps)
-    s = Session(url, opts, work / f"session-{video}-{fps}", netns=env.client_netns,
-                wrap=chain.argv([]), driver=FixedDriver(env, []))
+    s = Session(url, opts, work / f"session-{video}-{fps}{tag}", netns=env.client_netns,
+                wrap=chain.argv([]), driver=FixedDriver(env, [], recorder, captures))
     cpu0, t0 = children_cpu(), time.monotonic()
     outcomes = s.run()
     wall = time.monotonic() - t0
@@ -130,6 +146,70 @@ def bare_loads(env, chain, url, n, tuned, work) -> tuple[float, list[float]]:
     if len(plts) != n or not data.get("visualMetrics"):
         raise SystemExit("bare Browsertime: missing iterations or visual metrics")
     return wall, plts
+
+
+def telemetry_loads(env, chain, topo, r, n, work) -> None:
+    """Telemetry off and on, in alternating halves of n loads each; prints the cost."""
+    from testbed.measure import telemetry
+
+    plts: dict[bool, list[float]] = {False: [], True: []}
+    walls = {False: 0.0, True: 0.0}
+    cpu = {False: 0.0, True: 0.0}
+    conns = 0
+    half = max(1, n // 2)
+    for i, on in enumerate((False, True, False, True)):
+        recorder = telemetry.Recorder(topo.server.name, r.ips) if on else None
+        c0 = time.process_time()
+        with recorder or nullcontext():
+            wall, p = session_loads(env, chain, r.url, half, True, work, tag=f"-tele{i}",
+                                    recorder=recorder)
+        cpu[on] += time.process_time() - c0
+        walls[on] += wall
+        plts[on] += p
+        if recorder is not None:
+            conns += len(recorder.connections())
+    for on in (False, True):
+        report(f"testbed session, video, telemetry {'on' if on else 'off'}",
+               walls[on], plts[on], cpu[on] / len(plts[on]))
+    k = len(plts[True])
+    print(f"telemetry cost per trial: CPU {(cpu[True] - cpu[False]) / k * 1000:+.0f} ms "
+          f"(this process), wall {(walls[True] - walls[False]) / k:+.2f} s; "
+          f"{conns / k:.1f} TCP connections recorded per trial; PLT "
+          f"{statistics.mean(plts[False]):.0f} (off) vs {statistics.mean(plts[True]):.0f} ms "
+          f"(on), {differ(plts[False], plts[True])}")
+
+
+def capture_loads(env, chain, topo, r, n, work) -> None:
+    """The session without captures and with each capture alone, n loads each: wall,
+    CPU (its processes and this one's, where gzip runs) and stored size per trial."""
+    from testbed.measure.captures import Captures
+
+    base = None
+    for kind in ("", "netlog", "keylog", "pcap"):
+        kinds = (kind,) if kind else ()
+        cap = Captures(kinds, work / f"captures-{kind or 'none'}", topo.server.name,
+                       topo.server_dev)
+        c0, own0 = children_cpu(), time.process_time()
+        with cap:
+            wall, plts = session_loads(env, chain, r.url, n, True, work, tag=f"-cap{kind}",
+                                       captures=cap)
+            cap.stop()
+            t0 = time.monotonic()
+            got = [cap.collect(k) for k in range(n)]
+            wall += time.monotonic() - t0
+        cpu = (children_cpu() - c0 + time.process_time() - own0) / n
+        stored = [sum(v["stored_bytes"] for v in sizes.values()) for _, sizes in got]
+        raw = [sum(v["bytes"] for v in sizes.values()) for _, sizes in got]
+        name = f"testbed session, video, capture {kind or 'none'}"
+        report(name, wall, plts, cpu)
+        if base is None:
+            base = (wall / n, cpu, plts)
+            continue
+        print(f"  capture {kind}: {statistics.mean(raw) / 1e6:.2f} MB a trial, "
+              f"{statistics.mean(stored) / 1e6:.2f} MB gzipped; cost per trial: wall "
+              f"{wall / n - base[0]:+.2f} s, CPU {cpu - base[1]:+.2f} s; PLT "
+              f"{statistics.mean(plts):.0f} vs {statistics.mean(base[2]):.0f} ms, "
+              f"{differ(base[2], plts)}")
 
 
 def report(name: str, wall: float, plts: list[float], cpu: float | None = None) -> float:
@@ -186,6 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--site", default="local-news")
     ap.add_argument("--network", default="dsl")
     ap.add_argument("--skip-smoke", action="store_true")
+    ap.add_argument("--only", choices=["telemetry", "captures"],
+                    help="run only this part (telemetry: on vs off; captures: none vs each)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("bench/trial_overhead needs root (namespaces); run with sudo")
@@ -206,6 +288,12 @@ def main(argv: list[str] | None = None) -> None:
         with ExitStack() as exits:
             topo = exits.enter_context(ReplayTopology(r.ips))
             env = exits.enter_context(ReplayEnv(r, "tcp", topology=topo))
+            if a.only == "telemetry":
+                telemetry_loads(env, chain, topo, r, a.loads, work)
+                return
+            if a.only == "captures":
+                capture_loads(env, chain, topo, r, a.loads, work)
+                return
             results = {}
             fps = browsertime.VIDEO_FPS
             results["bare"] = bare_loads(env, chain, r.url, a.loads, False, work)
@@ -222,6 +310,8 @@ def main(argv: list[str] | None = None) -> None:
                                *results["video30"], CPU["session-True-30"])
             results["novideo"] = session_loads(env, chain, r.url, a.loads, False, work)
             report("testbed session, no video", *results["novideo"], CPU[f"session-False-{fps}"])
+            telemetry_loads(env, chain, topo, r, a.loads, work)
+            capture_loads(env, chain, topo, r, a.loads, work)
         x, y = results["bare"][1], results["video"][1]
         print(f"PLT bare defaults vs testbed session (both {fps} fps): {statistics.mean(x):.0f} "
               f"vs {statistics.mean(y):.0f} ms, difference "

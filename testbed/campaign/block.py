@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -34,7 +35,8 @@ from testbed.campaign.config import Campaign
 from testbed.campaign.rows import TrialRecord
 from testbed.campaign.servers import Servers
 from testbed.campaign.store import Row
-from testbed.measure import browsertime
+from testbed.measure import browsertime, telemetry
+from testbed.measure.captures import Captures
 from testbed.measure.session import Kept, Outcome, Session
 from testbed.profiles import NetworkProfile
 from testbed.protocols import ServerOptions
@@ -54,6 +56,10 @@ class BlockDriver:
     settings: dict[str, ServerOptions]
     on_trial: object = None
     records: list[TrialRecord] = field(default_factory=list)
+    captures: Captures | None = None
+    recorder: telemetry.Recorder | None = None
+    switches: list[tuple[float, float]] = field(default_factory=list)
+    """(start, end) of each prepare(): the servers' switch and readiness probes."""
 
     visits: dict[str, str] = field(default_factory=dict)
     """Setting label -> its visit ("first" when not named)."""
@@ -66,19 +72,30 @@ class BlockDriver:
     def prepare(self, k: int) -> None:
         if self.on_trial is not None:
             self.on_trial(self.block.trials[k])
-        self.servers.use(self.records[k].setting)
+        t0 = time.time()
+        try:
+            self.servers.use(self.records[k].setting)
+        finally:
+            self.switches.append((t0, time.time()))
 
     def launch(self, k: int) -> list[str]:
         env = self.servers.env
         assert env is not None
         r = self.records[k]
-        warm = WARM_FLAGS if r.visit == "warm" else ()
-        return [*env.chromium_flags(), *r.setting.chromium_flags, *warm]
+        if r.launched_at is None:  # the trial's telemetry window opens
+            r.launched_at = time.time()
+        extra = list(WARM_FLAGS) if r.visit == "warm" else []
+        if self.captures is not None:
+            self.captures.start(k)
+            extra += self.captures.chromium_flags(k)
+        return [*env.chromium_flags(), *r.setting.chromium_flags, *extra]
 
     def before_load(self, k: int) -> None:
         r = self.records[k]
         r.started_at = time.time()
         r.before = self.servers.env.summary() if self.servers.env else None
+        if self.recorder is not None:
+            self.recorder.loading(True)
 
     def warmed(self, k: int) -> None:
         """The warm-up load is over: what it served is kept apart (warm_before and
@@ -86,14 +103,39 @@ class BlockDriver:
         r = self.records[k]
         r.warm_before = r.before
         r.before = r.warm_after = self.servers.env.summary() if self.servers.env else None
+        # The warm-up's TCP connections (closed by it) are no row of the trial: like the
+        # readiness probes of a switch, what was first seen in this span goes nowhere.
+        # (Its QUIC connections are in `before`, which the rows are counted from.)
+        if r.launched_at is not None:
+            self.switches.append((r.launched_at, time.time()))
 
     def after_load(self, k: int, measured: bool) -> None:
         r = self.records[k]
+        if self.recorder is not None:
+            self.recorder.loading(False)
         env = self.servers.env
         if env is None:
             return
         r.after = env.summary()
         r.server_error = self.servers.problem()
+
+    def connections(self, recorder: telemetry.Recorder | None, last: dict | None,
+                    recording: rec.Recording) -> None:
+        """Each trial's rows of table `connections` into its record: TCP from the
+        recorder (stopped), QUIC from h3server's summaries (`last`: read at the block's
+        end)."""
+        hosts = telemetry.origins(recording)
+        tcp = telemetry.attribute(recorder.connections() if recorder else [],
+                                  [r.launched_at for r in self.records], self.switches)
+        summaries = [s for r in self.records for s in (r.before, r.after)] + [last]
+        for k, r in enumerate(self.records):
+            if r.launched_at is None:
+                continue
+            rows = [telemetry.tcp_row(c, hosts) for c in tcp[k]]
+            if r.after is not None:
+                later = summaries[2 * k + 2:]
+                rows += telemetry.quic_rows(r.before, r.after, later, hosts)
+            r.connections = rows
 
 
 @dataclass
@@ -130,9 +172,22 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
                       wrap=wrap, driver=driver,
                       visits=[visits.get(t.protocol, "first") for t in block.trials])
     t0 = time.monotonic()
+    recorder = (telemetry.Recorder(servers.topology.server.name, r.ips) if c.telemetry
+                else None)
+    topo = servers.topology
+    captures = Captures(c.capture, Path(f"{blockdir}-captures"), topo.server.name,
+                        topo.server_dev)
     try:
-        outcomes = session.run()
+        with recorder or nullcontext(), captures:
+            driver.captures = captures if c.capture else None
+            driver.recorder = recorder
+            outcomes = session.run()
+            captures.stop()
+            kept_captures = [captures.collect(k) for k in range(len(block.trials))]
         t_end = time.monotonic()
+        if c.telemetry:
+            env = servers.env
+            driver.connections(recorder, env.summary() if env is not None else None, r)
         logname = f"run{block.run}-{block.site}-{block.network}-{int(time.time())}.log"
         copied = None
         if session.log_path.exists():
@@ -147,8 +202,11 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
         results = []
         for trial, outcome, record in zip(block.trials, outcomes, driver.records):
             if outcome is not None:
+                files, sizes = kept_captures[outcome.index]
+                record.captures = sizes if c.capture else None
                 outcome.kept = Kept(
-                    files=MappingProxyType(commit.collect(outcome, out, c.keep_video)),
+                    files=MappingProxyType({**commit.collect(outcome, out, c.keep_video),
+                                            **files}),
                     log=f"logs/{logname}", wall_s=next(walls))
             results.append((trial, outcome, record))
         return results, copied

@@ -154,15 +154,21 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...]):
 @click.command()
 @click.argument("results_dir", metavar="DIR",
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--csv", "csv_out", metavar="FILE", help="Write the trials as CSV ('-': stdout).")
+@click.option("--csv", "csv_out", metavar="FILE", help="Write the table as CSV ('-': stdout).")
 @click.option("--parquet", "parquet_out", metavar="FILE",
-              help="Write the trials as Parquet ('-': stdout).")
-def export(results_dir: Path, csv_out: str | None, parquet_out: str | None):
-    """Export a campaign's trials as CSV or Parquet (one row per trial, the store's columns)."""
+              help="Write the table as Parquet ('-': stdout).")
+@click.option("--table", type=click.Choice(["trials", "connections"]), default="trials",
+              show_default=True,
+              help="trials: one row per trial; connections: one row per transport "
+                   "connection per trial (telemetry).")
+def export(results_dir: Path, csv_out: str | None, parquet_out: str | None,
+           table: str = "trials"):
+    """Export a campaign's trials (or their connections) as CSV or Parquet, the store's
+    columns."""
     import pandas as pd
 
-    from analysis.schema import COLUMNS, INTEGER, NULLABLE_INTEGER
-    from testbed.campaign.store import read_rows
+    from analysis import schema
+    from testbed.campaign.store import read_connections, read_rows
 
     if (csv_out is None) == (parquet_out is None):
         raise InputError("give exactly one of --csv FILE or --parquet FILE")
@@ -172,8 +178,18 @@ def export(results_dir: Path, csv_out: str | None, parquet_out: str | None):
     db = results_dir / "trials.sqlite"
     if not db.is_file():
         raise InputError(f"{db}: no campaign store here (run `testbed run` first)")
-    df = pd.DataFrame(read_rows(db), columns=list(COLUMNS))
-    for col in INTEGER + NULLABLE_INTEGER:  # whole numbers, also beside an empty cell
+    if table == "trials":
+        df = pd.DataFrame(read_rows(db), columns=list(schema.COLUMNS))
+        whole = schema.INTEGER + schema.NULLABLE_INTEGER
+    else:
+        df = pd.DataFrame(read_connections(db), columns=list(schema.CONNECTION_COLUMNS))
+        whole = tuple(c.name for c in schema.CONNECTIONS if c.kind == schema.INTEGER_KIND)
+        for c in schema.CONNECTIONS:  # typed also when the table is empty
+            if c.kind == schema.REAL_KIND:
+                df[c.name] = df[c.name].astype("float64")
+            elif c.kind == schema.TEXT_KIND:
+                df[c.name] = df[c.name].astype("string")
+    for col in whole:  # whole numbers, also beside an empty cell
         df[col] = df[col].astype("Int64")
     if csv_out is not None:
         if csv_out == "-":

@@ -7,7 +7,9 @@
 The files: browsertime.json (Browsertime's result of the iteration),
 browsertime.har.gz (its HAR, gzipped), visualmetrics.json, video.mp4 if the
 campaign keeps videos (moved out of the block's folder into trials/ at once,
-into the trial's folder when stored), and trial.json (testbed.campaign.rows).
+into the trial's folder when stored), trial.json (testbed.campaign.rows), and
+with telemetry connections.json: the trial's rows of table `connections`,
+stored in the same transaction as its row.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ def store_trial(out: Path, store: Store, row: Row, files: Mapping[str, bytes | P
                 shutil.move(str(content), tmp / name)
             else:
                 (tmp / name).write_bytes(content)
-        with store.adding(row):  # IntegrityError (nothing touched) if already stored
+        listed = tmp / "connections.json"
+        conns = json.loads(listed.read_bytes()) if "connections.json" in files else []
+        with store.adding(row, conns):  # IntegrityError (nothing touched) if already stored
             outdir.remove(final)  # no row: what a killed run left
             tmp.rename(final)
             placed = True

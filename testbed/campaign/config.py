@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -90,6 +90,13 @@ class Campaign(BaseModel):
     """`first` (every trial a first visit), `warm` (every trial a warm visit), or a
     table naming the visit of settings listed in `protocols` (the others: first),
     e.g. `{ quic-0rtt = "warm" }`."""
+    telemetry: bool = True
+    """Record every connection's transport figures (TCP tcp_info from the kernel, QUIC
+    from h3server) in table `connections`."""
+    capture: tuple[Literal["netlog", "pcap", "keylog"], ...] = Field(default=(), strict=False)
+    """Extra files kept per trial, gzipped, sizes in trial.json: Chromium's net-log
+    (netlog), the server side's packets (pcap), Chromium's TLS keys (keylog); see
+    testbed.measure.captures."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup
     would otherwise mark every remaining trial failed); resume with --retry-failed."""
@@ -131,7 +138,7 @@ class Campaign(BaseModel):
                 return visit
         return "first"
 
-    @field_validator("sites", "networks", "protocols")
+    @field_validator("sites", "networks", "protocols", "capture")
     @classmethod
     def _distinct(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         if len(set(v)) != len(v):

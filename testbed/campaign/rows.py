@@ -42,6 +42,12 @@ class TrialRecord:
     """A warm visit: the servers' summary before its unmeasured load..."""
     warm_after: dict | None = None
     """...and after it (the measured load is counted from `before`, read then)."""
+    launched_at: float | None = None
+    """When the trial's browser was launched (time.time()): its telemetry window opens."""
+    captures: dict[str, dict[str, int]] | None = None
+    """Capture -> its size before and after gzip (the campaign's `capture`); None: none."""
+    connections: list[dict] | None = None
+    """Its rows of table `connections` (testbed.measure.telemetry); None: no telemetry."""
 
 
 def utc(ts: float) -> str:
@@ -118,5 +124,9 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
                         else None),
             "warm_up_s": o.warm_up_s,
             "browsertime_log": kept.log if kept is not None else None},
+        **({"captures": record.captures} if record.captures is not None else {}),
     }, indent=1).encode()
+    if record.connections is not None:
+        files["connections.json"] = json.dumps(
+            [{"trial_id": row.trial_id, **c} for c in record.connections], indent=1).encode()
     return row, files

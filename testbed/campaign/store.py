@@ -4,7 +4,8 @@
         store.finished()               # trials already stored (resume skips them)
         store.folders()                # their trial_ids as stored: trials/<trial_id>/
         store.add(row)                 # one transaction: the whole row or nothing
-        with store.adding(row): ...    # ... with what the block does (the trial's files)
+        with store.adding(row, conns): ...  # ... its connections (analysis.schema.CONNECTIONS)
+                                       # and what the block does (the trial's files)
 
 WAL journal, so a reader (the analysis, `testbed results`) never blocks the
 runner and a killed runner never leaves a half-written row. The trial id is
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Self
 
 from analysis import schema
-from analysis.schema import ADDED, COLUMNS, TRIALS
+from analysis.schema import ADDED, COLUMNS, CONNECTION_COLUMNS, TRIALS
 from testbed.errors import InputError
 
 
@@ -77,6 +78,10 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute(schema.create_table(if_not_exists=True))
+        # a store made before table connections gains it (empty for its trials)
+        self.db.execute(schema.create_connections_table(if_not_exists=True))
+        self.db.execute(f"CREATE INDEX IF NOT EXISTS connections_trial ON "
+                        f"{schema.CONNECTIONS_TABLE} (trial_id)")
         # a store made before a column was added to the contract gains it (NULL in its rows)
         have = {r[1] for r in self.db.execute("PRAGMA table_info(trials)")}
         for column in TRIALS:
@@ -101,13 +106,13 @@ class Store:
         assert self.db is not None
         return {r[0] for r in self.db.execute("SELECT trial_id FROM trials")}
 
-    def add(self, row: Row) -> None:
+    def add(self, row: Row, connections: list[dict] = ()) -> None:
         """Store one trial in one transaction (IntegrityError if already stored)."""
-        with self.adding(row):
+        with self.adding(row, connections):
             pass
 
     @contextmanager
-    def adding(self, row: Row) -> Iterator[None]:
+    def adding(self, row: Row, connections: list[dict] = ()) -> Iterator[None]:
         """Insert the row, run the block, commit; roll back if the block (or the insert:
         IntegrityError if already stored) fails. What the block does is thus done
         exactly when the row is stored, unless the process dies between the block's
@@ -119,6 +124,12 @@ class Store:
         try:
             self.db.execute(f"INSERT INTO trials ({', '.join(COLUMNS)}) VALUES ({marks})",
                             [values[n] for n in COLUMNS])
+            cmarks = ", ".join("?" for _ in CONNECTION_COLUMNS)
+            self.db.executemany(
+                f"INSERT INTO {schema.CONNECTIONS_TABLE} ({', '.join(CONNECTION_COLUMNS)}) "
+                f"VALUES ({cmarks})",
+                [[row.trial_id if n == "trial_id" else c.get(n) for n in CONNECTION_COLUMNS]
+                 for c in connections])
             yield
             self.db.execute("COMMIT")
         except BaseException:
@@ -133,6 +144,8 @@ class Store:
         try:
             ids = [r[0] for r in self.db.execute(
                 "SELECT trial_id FROM trials WHERE status = 'failed'")]
+            self.db.execute(f"DELETE FROM {schema.CONNECTIONS_TABLE} WHERE trial_id IN "
+                            "(SELECT trial_id FROM trials WHERE status = 'failed')")
             self.db.execute("DELETE FROM trials WHERE status = 'failed'")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -158,5 +171,21 @@ def read_rows(path: Path) -> list[dict]:
         select = ", ".join(c if c in have else f"NULL AS {c}" for c in COLUMNS)
         cur = db.execute(f"SELECT {select} FROM trials ORDER BY trial_id")
         return [dict(zip(COLUMNS, r)) for r in cur]
+    finally:
+        db.close()
+
+
+def read_connections(path: Path) -> list[dict]:
+    """Every stored connection as a dict of analysis.schema.CONNECTIONS, ordered by
+    trial, transport, server and client; [] for a store made before the table."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if schema.CONNECTIONS_TABLE not in tables:
+            return []
+        cur = db.execute(
+            f"SELECT {', '.join(CONNECTION_COLUMNS)} FROM {schema.CONNECTIONS_TABLE} "
+            "ORDER BY trial_id, transport, server_ip, server_port, client_ip, client_port")
+        return [dict(zip(CONNECTION_COLUMNS, r)) for r in cur]
     finally:
         db.close()

@@ -1,0 +1,120 @@
+"""Optional per-trial captures (the campaign's `capture` list), kept gzipped.
+
+    with Captures(kinds, folder, server_netns, server_dev) as cap:   # one block
+        flags = cap.chromium_flags(k)     # trial k's browser: net-log, TLS key log
+        cap.start(k)                      # trial k's packet capture begins (pcap)
+        ...
+    files, sizes = cap.collect(k)         # {"pcap.pcap.gz": bytes, ...}, sizes
+
+- netlog: Chromium's net-log of the trial (--log-net-log), netlog.json.gz;
+- keylog: the TLS secrets Chromium used, TCP and QUIC (--ssl-key-log-file), in
+  NSS key log format, keylog.txt.gz (with pcap, Wireshark decrypts the trial);
+- pcap: every packet on the server namespace's link to the client, headers
+  and payload (tcpdump from the trial's browser launch to the next one's),
+  pcap.pcap.gz.
+
+The browser writes its files as the testbed user into a folder of its own;
+root reads them without following a link (testbed.safefs) and gzips them (the
+standard library's gzip: readable everywhere, no extra dependency). The
+folder is removed when the block ends. (h3server's qlog is not kept per trial
+yet; h3server's own --qlog-dir writes it.)
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import time
+from pathlib import Path
+from typing import Self
+
+from testbed import proc, safefs
+
+KINDS = ("netlog", "pcap", "keylog")
+FILES = {"netlog": "netlog.json.gz", "keylog": "keylog.txt.gz", "pcap": "pcap.pcap.gz"}
+"""Capture -> the file it becomes in the trial's folder."""
+LEVEL = 6
+
+
+class Captures:
+    """One block's captures (kinds: a subset of KINDS; empty: nothing at all)."""
+
+    def __init__(self, kinds, folder: Path, server_netns: str, server_dev: str):
+        self.kinds = tuple(kinds)
+        self.folder = Path(folder)
+        self.server_netns = server_netns
+        self.server_dev = server_dev
+        self.browser_dir: Path | None = None
+        self._pcap: proc.Background | None = None
+
+    def __enter__(self) -> Self:
+        if self.kinds:
+            safefs.root_dir(self.folder)
+            if {"netlog", "keylog"} & set(self.kinds):
+                self.browser_dir = safefs.user_dir(self.folder / "browser")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._stop_pcap()
+        finally:
+            if self.kinds:
+                safefs.rmtree(self.folder)
+
+    def chromium_flags(self, k: int) -> list[str]:
+        flags = []
+        if "netlog" in self.kinds and self.browser_dir is not None:
+            flags.append(f"--log-net-log={self.browser_dir / f'netlog-{k}.json'}")
+        if "keylog" in self.kinds and self.browser_dir is not None:
+            flags.append(f"--ssl-key-log-file={self.browser_dir / f'keylog-{k}.txt'}")
+        return flags
+
+    def start(self, k: int) -> None:
+        """Trial k's packet capture begins (the previous trial's ends)."""
+        if "pcap" not in self.kinds:
+            return
+        self._stop_pcap()
+        out = self.folder / f"pcap-{k}.pcap"
+        # -U: each packet written as it comes; -Z root: the file stays root's
+        argv = ["ip", "netns", "exec", self.server_netns, "tcpdump", "-i", self.server_dev,
+                "-s", "0", "-U", "-Z", "root", "-w", str(out), "-q"]
+        self._pcap = proc.Background(argv, grace=2.0).__enter__()
+        deadline = time.monotonic() + 5
+        while not out.exists() and time.monotonic() < deadline:  # listening
+            time.sleep(0.01)
+
+    def _stop_pcap(self) -> None:
+        bg, self._pcap = self._pcap, None
+        if bg is not None:
+            bg.__exit__(None, None, None)
+
+    def stop(self) -> None:
+        """The capture running now ends (the block's last trial)."""
+        self._stop_pcap()
+
+    def collect(self, k: int) -> tuple[dict[str, bytes], dict[str, dict[str, int]]]:
+        """Trial k's captures gzipped (file name -> bytes) and, per capture, its size
+        before and after compression; a capture the trial did not leave is absent."""
+        files, sizes = {}, {}
+        for kind in self.kinds:
+            raw = self._read(kind, k)
+            if raw is None:
+                continue
+            packed = gzip.compress(raw, LEVEL)
+            files[FILES[kind]] = packed
+            sizes[kind] = {"bytes": len(raw), "stored_bytes": len(packed)}
+        return files, sizes
+
+    def _read(self, kind: str, k: int) -> bytes | None:
+        try:
+            if kind == "pcap":
+                path = self.folder / f"pcap-{k}.pcap"
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                with os.fdopen(fd, "rb") as f:
+                    return f.read()
+            if kind in ("netlog", "keylog") and self.browser_dir is not None:
+                name = f"netlog-{k}.json" if kind == "netlog" else f"keylog-{k}.txt"
+                return safefs.read_user(self.browser_dir / name, beneath=self.browser_dir)
+        except (FileNotFoundError, safefs.UnsafePath):  # none, or not a plain file
+            return None
+        return None
