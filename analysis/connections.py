@@ -6,73 +6,48 @@ the table existed, and exports, have none: `load_connections` then returns an
 empty frame with the columns, and everything built on it says what is missing
 instead of failing.
 
-    conns = load_connections("results/paper")   # empty if the store has no such table
+    conns = connections_of("results/paper")     # empty if the store has no such table
     transport_summary(conns, trials)            # per network and setting
 """
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis.load import ResultsError, resolve
-from analysis.schema import OK
+from analysis.load import ResultsError, load_connections, resolve
+from analysis.schema import CONNECTION_COLUMNS, CONNECTION_DTYPES, CONNECTIONS_TABLE, OK
 
-TABLE = "connections"
-
-TEXT_COLUMNS = ("trial_id", "transport", "origin", "server_ip", "client_ip", "cc")
-COLUMNS = (
-    "trial_id", "transport", "origin", "server_ip", "server_port", "client_ip", "client_port",
-    "cc", "handshake_ms", "duration_ms", "srtt_ms", "min_rtt_ms", "rttvar_ms",
-    "cwnd_initial_packets", "cwnd_packets", "cwnd_bytes", "ssthresh_packets", "mss_bytes",
-    "bytes_sent", "bytes_acked", "bytes_retrans", "packets_sent", "packets_retrans",
-    "packets_lost", "delivery_rate_bps", "pacing_rate_bps", "busy_ms", "rwnd_limited_ms",
-    "sndbuf_limited_ms", "bbr_bw_bps", "bbr_min_rtt_ms", "requests",
-)
-"""The columns of table `connections` (the results contract's, in its order); every
+TABLE = CONNECTIONS_TABLE
+COLUMNS = CONNECTION_COLUMNS
+"""The columns of table `connections` (analysis.schema.CONNECTIONS, in its order); every
 one but the text ones is a number, NULL when unknown."""
+TEXT_COLUMNS = tuple(c for c, d in CONNECTION_DTYPES.items() if d == "string")
 
-FILES = ("connections.csv", "connections.csv.gz", "connections.parquet")
+FILES = ("connections.parquet", "connections.csv", "connections.csv.gz")
 """Beside an export's trials file (or in a folder without a store): the same table."""
 
 
-def load_connections(source: str | Path) -> pd.DataFrame:
-    """Every connection row of `source` (a results folder, .sqlite, or a folder holding
-    an export with connections.csv), cast to COLUMNS; empty when it has none."""
+def connections_of(source: str | Path) -> pd.DataFrame:
+    """The connection rows of a campaign's results, whatever `source` is (a results
+    folder, its .sqlite, or an export's trials file with connections.csv beside it),
+    read by analysis.load.load_connections and cast for the analysis (numbers float64,
+    NaN = unknown); empty when the results have no such table."""
     path = Path(source)
     store = resolve(path)
-    if store.name.lower().endswith((".sqlite", ".sqlite3", ".db")):
-        raw = _read_sqlite(store)
-    else:
-        folder = path if path.is_dir() else path.parent
-        found = [folder / n for n in FILES if (folder / n).is_file()]
-        if not found:
-            return empty()
-        raw = (pd.read_parquet(found[0]) if found[0].name.endswith(".parquet")
-               else pd.read_csv(found[0], dtype={c: "string" for c in TEXT_COLUMNS},
-                                keep_default_na=False, na_values=[""]))
-        store = found[0]
-    return normalise(raw, str(store))
+    if store.name.lower().endswith((".sqlite", ".sqlite3", ".db")) and store.is_file():
+        return normalise(load_connections(store), str(store))
+    folder = path if path.is_dir() else path.parent
+    found = [folder / n for n in FILES if (folder / n).is_file()]
+    if not found:
+        return empty()
+    return normalise(load_connections(found[0]), str(found[0]))
 
 
 def empty() -> pd.DataFrame:
     return normalise(pd.DataFrame(columns=["trial_id"]), "none")
-
-
-def _read_sqlite(path: Path) -> pd.DataFrame:
-    uri = f"{path.resolve().as_uri()}?mode=ro"
-    try:
-        with sqlite3.connect(uri, uri=True) as db:
-            has = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                             (TABLE,)).fetchone()
-            if not has:
-                return pd.DataFrame(columns=["trial_id"])
-            return pd.read_sql_query(f"SELECT * FROM {TABLE}", db)
-    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as e:
-        raise ResultsError(f"{path}: cannot read table {TABLE} ({e})") from e
 
 
 def normalise(raw: pd.DataFrame, source: str) -> pd.DataFrame:

@@ -190,7 +190,7 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
             connections: pd.DataFrame | None = None, manifest: dict | None = None,
             largest: dict[str, float] | None = None) -> Analysis:
     """Run every statistic on `trials` (from analysis.load); only ok trials enter them.
-    `connections` (analysis.connections.load_connections; None: none), the campaign's
+    `connections` (analysis.connections.connections_of; None: none), the campaign's
     `manifest` (path loss) and each site's `largest` object feed the transport and
     BBR-vs-CUBIC sections."""
     if config.test not in TESTS:

@@ -15,7 +15,7 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from analysis.bbr import delivery_figure, effects_figure
-from analysis.connections import load_connections
+from analysis.connections import connections_of
 from analysis.load import ResultsError
 from analysis.plots import save
 from analysis.schema import label
@@ -89,7 +89,7 @@ def _examples(a, out: Path, results_dir: Path | None) -> Markup | None:
         return None
     cells: dict[tuple[str, str], list[str]] = {}
     pages: dict[str, str] = {}
-    conns = load_connections(results_dir) if results_dir is not None else None
+    conns = connections_of(results_dir) if results_dir is not None else None
     for r in ex.itertuples(index=False):
         text = f"{r.which} {r.value:.0f} ms"
         href = pages.get(r.trial_id) if results_dir is not None else None

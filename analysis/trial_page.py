@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 from markupsafe import escape
 
-from analysis.connections import load_connections
+from analysis.connections import connections_of
 from analysis.load import ResultsError, load
 from analysis.schema import METRICS, label
 from analysis.trialfiles import TrialFiles
@@ -158,7 +158,7 @@ def trial_view(source: str | Path, trial_id: str, trials: pd.DataFrame | None = 
                            "expected an id as the store has it (site+network+protocol+run)")
     row = {k: (None if not _present(v) else v) for k, v in match.iloc[0].to_dict().items()}
     folder = source if source.is_dir() else source.parent
-    conns = load_connections(source) if conns is None else conns
+    conns = connections_of(source) if conns is None else conns
     mine = conns[conns["trial_id"] == trial_id].reset_index(drop=True)
     view = TrialView(trial_id, row, folder / "trials" / trial_id, connections=mine,
                      has_connections_table=len(conns) > 0)

@@ -58,7 +58,7 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     """
     from analysis import Config, ResultsError, analyse, load, write_report
     from analysis.bbr import largest_objects
-    from analysis.connections import load_connections
+    from analysis.connections import connections_of
     from analysis.schema import PLOTTED_METRICS
 
     if out is not None:  # root may write the report: checked before anything is read
@@ -87,7 +87,7 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
                     plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()),
                     by_worker=by_worker)
     try:
-        connections = load_connections(source)
+        connections = connections_of(source)
         largest = largest_objects(folder, trials) if in_store else None
     except ResultsError as e:
         raise InputError(str(e)) from e

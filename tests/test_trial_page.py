@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from analysis import ResultsError, synthetic
-from analysis.connections import load_connections
+from analysis.connections import connections_of
 from analysis.trial_page import examples, frame_times, render, trial_view, waterfall
 from analysis.trialfiles import MAX_JSON, TrialFiles
 from testbed.cli import cli
@@ -74,7 +74,7 @@ def test_a_trial_without_files_or_connections_says_so(folder, tmp_path):
     synthetic.write_folder(trials, plain)  # a store without table connections
     view = trial_view(plain, other)
     assert 'id="no-connections"' in render(view) and "no connections table" in render(view)
-    assert load_connections(plain).empty
+    assert connections_of(plain).empty
 
 
 def test_unknown_trial_names_the_store_and_lists_nothing(folder):
