@@ -245,7 +245,9 @@ CONNECTIONS = (
     Column("packets_lost", INTEGER_KIND, False,
            "QUIC: packets declared lost; TCP: tcpi_lost at the last reading (segments "
            "marked lost and not yet repaired, usually 0 at the end: see packets_retrans)."),
-    Column("delivery_rate_bps", REAL_KIND, False, "Delivery rate, bits per second."),
+    Column("delivery_rate_bps", REAL_KIND, False,
+           "Delivery rate, bits per second: TCP the highest tcpi_delivery_rate sample of "
+           "its readings, QUIC quiche's latest estimate."),
     Column("pacing_rate_bps", REAL_KIND, False, "Pacing rate, bits per second (TCP)."),
     Column("busy_ms", REAL_KIND, False, "TCP: time with data in flight (tcpi_busy_time)."),
     Column("rwnd_limited_ms", REAL_KIND, False,

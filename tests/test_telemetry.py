@@ -134,7 +134,10 @@ def test_a_tcp_row_in_the_contracts_units():
     assert r["cwnd_initial_packets"] == 10 and r["cwnd_bytes"] == 20 * 1448
     assert r["ssthresh_packets"] is None  # still in the first slow start
     assert r["pacing_rate_bps"] is None  # unlimited
-    assert r["delivery_rate_bps"] == 24_000_000.0
+    assert r["delivery_rate_bps"] == 24_000_000.0  # no sample seen: the last reading's
+    c.read(sock(delivery_rate=5_000_000))
+    c.read(sock(delivery_rate=1_000))  # the app-limited tail
+    assert telemetry.tcp_row(c, HOSTS)["delivery_rate_bps"] == 40_000_000.0
     assert (r["busy_ms"], r["rwnd_limited_ms"], r["sndbuf_limited_ms"]) == (400.0, 1.0, 0.0)
     assert r["packets_retrans"] == 2 and r["bytes_retrans"] == 2896 and r["requests"] is None
 

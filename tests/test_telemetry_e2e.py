@@ -15,6 +15,7 @@ import gzip
 import json
 import sqlite3
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def table(out: Path, sql: str) -> list[dict]:
 def test_dsl_trials_have_their_connections_initial_windows_and_captures(tmp_path):
     out = run(tmp_path, 'sites = ["local-news"]\nnetworks = ["dsl"]\n'
                         'protocols = ["tcp", "tcp-plus", "quic"]\nruns = 1\ntimeout_s = 60\n'
-                        'capture = ["pcap", "keylog", "netlog"]\n')
+                        'capture = ["pcap", "keylog", "netlog", "qlog"]\n')
     ips = set(recording.load("local-news").ips)
     trials = table(out, "SELECT * FROM trials")
     conns = table(out, "SELECT c.*, t.protocol FROM connections c JOIN trials t USING "
@@ -57,14 +58,20 @@ def test_dsl_trials_have_their_connections_initial_windows_and_captures(tmp_path
     assert all(t["status"] == "ok" for t in trials), trials
     for t in trials:
         mine = [c for c in conns if c["trial_id"] == t["trial_id"]]
-        if t["protocol"] == "quic" and not mine:
-            continue  # an h3server without per-connection statistics in its summary
         assert {c["server_ip"] for c in mine} == ips, (t["trial_id"], mine)
         assert all(c["transport"] == ("quic" if t["protocol"] == "quic" else "tcp")
                    for c in mine)
         folder = out / "trials" / t["trial_id"]
         sizes = json.loads((folder / "trial.json").read_text())["captures"]
-        assert set(sizes) == {"pcap", "keylog", "netlog"}
+        quic = t["protocol"] == "quic"
+        assert set(sizes) == {"pcap", "keylog", "netlog", *(["qlog"] if quic else [])}
+        if quic:  # one qlog per QUIC connection of the trial, named by its id
+            with tarfile.open(folder / "qlog.tar.gz") as tar:
+                members = tar.getmembers()
+                assert len(members) == sizes["qlog"]["files"] == len(mine)
+                for m in members:
+                    assert m.name.endswith(".sqlog") and m.isfile()
+                    assert b"qlog_version" in tar.extractfile(m).read(4096)
         for kind, name in (("pcap", "pcap.pcap.gz"), ("keylog", "keylog.txt.gz"),
                            ("netlog", "netlog.json.gz")):
             raw = gzip.decompress((folder / name).read_bytes())

@@ -177,13 +177,15 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
     topo = servers.topology
     captures = Captures(c.capture, Path(f"{blockdir}-captures"), topo.server.name,
                         topo.server_dev)
+    servers.keep_qlogs("qlog" in c.capture)
     try:
         with recorder or nullcontext(), captures:
             driver.captures = captures if c.capture else None
             driver.recorder = recorder
             outcomes = session.run()
             captures.stop()
-            kept_captures = [captures.collect(k) for k in range(len(block.trials))]
+            kept_captures = [captures.collect(k, qlogs_of(rec_, servers.qlog_dir))
+                             for k, rec_ in enumerate(driver.records)]
         t_end = time.monotonic()
         if c.telemetry:
             env = servers.env
@@ -212,6 +214,16 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
         return results, copied
     finally:
         session.remove()
+
+
+def qlogs_of(record: TrialRecord, folder: Path | None) -> list[Path]:
+    """The qlog files of a trial's QUIC connections: those its h3server summary lists
+    after its load and not before (named by connection id)."""
+    if folder is None:
+        return []
+    return [folder / f"{cid}.sqlog" for cid in telemetry.new_conn_ids(record.before,
+                                                                         record.after)
+            if all(ch in "0123456789abcdef" for ch in cid)]
 
 
 def walls_of(outcomes: list[Outcome | None], t0: float, t_end: float) -> list[float]:

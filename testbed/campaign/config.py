@@ -93,9 +93,10 @@ class Campaign(BaseModel):
     telemetry: bool = True
     """Record every connection's transport figures (TCP tcp_info from the kernel, QUIC
     from h3server) in table `connections`."""
-    capture: tuple[Literal["netlog", "pcap", "keylog"], ...] = Field(default=(), strict=False)
+    capture: tuple[Literal["netlog", "pcap", "keylog", "qlog"], ...] = Field(default=(), strict=False)
     """Extra files kept per trial, gzipped, sizes in trial.json: Chromium's net-log
-    (netlog), the server side's packets (pcap), Chromium's TLS keys (keylog); see
+    (netlog), the server side's packets (pcap), Chromium's TLS keys (keylog), h3server's
+    qlog of each QUIC connection (qlog); see
     testbed.measure.captures."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup

@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from contextlib import ExitStack
+from pathlib import Path
 
 from testbed import recording as rec
+from testbed import safefs
 from testbed.campaign import manifest as manifest_mod
 from testbed.errors import TestbedError
 from testbed.protocols import ServerOptions, applied
 from testbed.replay.env import ReplayEnv
+from testbed.runstate import current
 from testbed.topology import ReplayTopology
 
 log = logging.getLogger(__name__)
@@ -65,6 +69,9 @@ class Servers:
         that could not be undone), or None."""
         self._setting = ExitStack()
         """Undoes the setting in force."""
+        self.qlog_dir: Path | None = None
+        """Where h3server writes a qlog per connection (`<id>.sqlog`), while a campaign
+        keeps them (capture "qlog"); None: no qlogs."""
 
     def problem(self) -> str | None:
         """The health check: why the running servers cannot serve (one line: a server
@@ -83,6 +90,23 @@ class Servers:
                         f"process {pids[0]} is stopped")
         return None
 
+    def keep_qlogs(self, on: bool) -> None:
+        """From the next start of h3server on, qlogs are written (on) or not. The
+        folder is the testbed user's (h3server writes it), made in the run's folder and
+        removed by close()."""
+        if on and self.qlog_dir is None:
+            parent = Path(tempfile.mkdtemp(prefix="qlog-", dir=current().dir))  # root's
+            os.chmod(parent, 0o755)  # the testbed user goes through it to its own folder
+            self.qlog_dir = safefs.user_dir(parent / "q")
+        elif not on and self.qlog_dir is not None:
+            self._drop_qlogs()
+
+    def _drop_qlogs(self) -> None:
+        folder, self.qlog_dir = self.qlog_dir, None
+        if folder is not None:
+            safefs.rmtree(folder)  # the testbed user's tree
+            folder.parent.rmdir()
+
     def use(self, setting: ServerOptions) -> ReplayEnv:
         """Servers ready for a trial of `setting` (started again if the health check
         finds them dead); TestbedError if the setting before it could not be undone."""
@@ -90,7 +114,7 @@ class Servers:
             problem = self.problem()
             if problem is not None:
                 log.warning("%s; starting the servers again", problem)
-            if self.key != setting.server_key or problem is not None:
+            if self.key != (setting.server_key, self.qlog_dir) or problem is not None:
                 self._close_env()
         self._undo()
         change = self._setting.enter_context(applied(setting, self.topology))
@@ -102,12 +126,15 @@ class Servers:
                 "route": self.topology.client_route(),
             }
         if self.env is None:
-            env = ReplayEnv(self.recording, setting.stack, h3server_args=setting.h3server_args,
+            qlogs = (("--qlog-dir", str(self.qlog_dir))
+                     if self.qlog_dir is not None and setting.stack == "quic" else ())
+            env = ReplayEnv(self.recording, setting.stack,
+                            h3server_args=(*setting.h3server_args, *qlogs),
                             nginx_env=change.nginx_env, topology=self.topology,
                             session_tickets=setting.session_tickets,
                             early_data=setting.early_data)
             env.__enter__()
-            self.env, self.key = env, setting.server_key
+            self.env, self.key = env, (setting.server_key, self.qlog_dir)
         return self.env
 
     def _undo(self) -> None:
@@ -130,4 +157,7 @@ class Servers:
         try:
             self._close_env()
         finally:
-            self._setting.close()
+            try:
+                self._setting.close()
+            finally:
+                self._drop_qlogs()

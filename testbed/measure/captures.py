@@ -11,27 +11,32 @@
   NSS key log format, keylog.txt.gz (with pcap, Wireshark decrypts the trial);
 - pcap: every packet on the server namespace's link to the client, headers
   and payload (tcpdump from the trial's browser launch to the next one's),
-  pcap.pcap.gz.
+  pcap.pcap.gz;
+- qlog: h3server's qlog of each QUIC connection of the trial (`<id>.sqlog`,
+  JSON-SEQ), qlog.tar.gz; h3server writes them into the servers' qlog folder
+  (testbed.campaign.servers), the trial's are those its summary added.
 
 The browser writes its files as the testbed user into a folder of its own;
 root reads them without following a link (testbed.safefs) and gzips them (the
 standard library's gzip: readable everywhere, no extra dependency). The
-folder is removed when the block ends. (h3server's qlog is not kept per trial
-yet; h3server's own --qlog-dir writes it.)
+folder is removed when the block ends.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import os
+import tarfile
 import time
 from pathlib import Path
 from typing import Self
 
 from testbed import proc, safefs
 
-KINDS = ("netlog", "pcap", "keylog")
-FILES = {"netlog": "netlog.json.gz", "keylog": "keylog.txt.gz", "pcap": "pcap.pcap.gz"}
+KINDS = ("netlog", "pcap", "keylog", "qlog")
+FILES = {"netlog": "netlog.json.gz", "keylog": "keylog.txt.gz", "pcap": "pcap.pcap.gz",
+         "qlog": "qlog.tar.gz"}
 """Capture -> the file it becomes in the trial's folder."""
 LEVEL = 6
 
@@ -92,11 +97,18 @@ class Captures:
         """The capture running now ends (the block's last trial)."""
         self._stop_pcap()
 
-    def collect(self, k: int) -> tuple[dict[str, bytes], dict[str, dict[str, int]]]:
+    def collect(self, k: int, qlogs: list[Path] = ()) -> tuple[dict[str, bytes],
+                                                               dict[str, dict[str, int]]]:
         """Trial k's captures gzipped (file name -> bytes) and, per capture, its size
-        before and after compression; a capture the trial did not leave is absent."""
+        before and after compression; a capture the trial did not leave is absent.
+        qlogs: the qlog files of trial k's QUIC connections (read, then removed)."""
         files, sizes = {}, {}
         for kind in self.kinds:
+            if kind == "qlog":
+                got = self._qlogs(qlogs)
+                if got is not None:
+                    files[FILES[kind]], sizes[kind] = got
+                continue
             raw = self._read(kind, k)
             if raw is None:
                 continue
@@ -104,6 +116,28 @@ class Captures:
             files[FILES[kind]] = packed
             sizes[kind] = {"bytes": len(raw), "stored_bytes": len(packed)}
         return files, sizes
+
+    @staticmethod
+    def _qlogs(paths: list[Path]) -> tuple[bytes, dict[str, int]] | None:
+        """The qlogs (the testbed user's files, read without following a link) in one
+        gzipped tar, and their sizes; None when the trial has none."""
+        buf, total, n = io.BytesIO(), 0, 0
+        with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=LEVEL) as tar:
+            for path in sorted(paths):
+                try:
+                    raw = safefs.read_user(path, beneath=path.parent)
+                except (FileNotFoundError, safefs.UnsafePath):
+                    continue
+                info = tarfile.TarInfo(path.name)
+                info.size, info.mode = len(raw), 0o644
+                tar.addfile(info, io.BytesIO(raw))
+                total += len(raw)
+                n += 1
+                path.unlink(missing_ok=True)  # a name in the user's folder: no link followed
+        if n == 0:
+            return None
+        packed = buf.getvalue()
+        return packed, {"bytes": total, "stored_bytes": len(packed), "files": n}
 
     def _read(self, kind: str, k: int) -> bytes | None:
         try:

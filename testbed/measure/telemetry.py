@@ -72,6 +72,16 @@ class Conn:
     bbr_bw_bps: int | None = None
     """BBR's bandwidth estimate in the last dump that had one (so also its min RTT)."""
     bbr_min_rtt_us: int | None = None
+    max_delivery_rate: int | None = None
+    """The highest delivery-rate sample (bytes/s) of its readings: the last reading's
+    is the rate of the last ACKs, app-limited and low once the responses are sent."""
+
+    def read(self, s: tcpdiag.TcpSocket) -> None:
+        """Note a reading's delivery rate."""
+        rate = s.info.get("delivery_rate")
+        if isinstance(rate, int) and (self.max_delivery_rate is None
+                                      or rate > self.max_delivery_rate):
+            self.max_delivery_rate = rate
 
     @property
     def at(self) -> float | None:
@@ -162,6 +172,7 @@ class Recorder:
                     continue
                 c = self.conns.setdefault(s.cookie, Conn(s.cookie))
                 c.ended, c.last = now, s
+                c.read(s)
                 if c.initial_cwnd is None and c.first_seen is None and \
                         s.info.get("bytes_acked", 2) <= 1:
                     c.initial_cwnd = s.info.get("snd_cwnd")
@@ -183,6 +194,7 @@ class Recorder:
                 if c.first_seen is None:
                     c.first_seen = now
                 c.last = s
+                c.read(s)
                 if s.cc is not None:
                     c.cc = s.cc
                 if s.bbr_bw_bps is not None:
@@ -256,7 +268,8 @@ def tcp_row(c: Conn, hosts: Mapping[str, str]) -> dict:
         "bytes_acked": i.get("bytes_acked"), "bytes_retrans": i.get("bytes_retrans"),
         "packets_sent": i.get("segs_out"), "packets_retrans": i.get("total_retrans"),
         "packets_lost": i.get("lost"),
-        "delivery_rate_bps": _bps(i.get("delivery_rate")),
+        "delivery_rate_bps": _bps(c.max_delivery_rate if c.max_delivery_rate is not None
+                                  else i.get("delivery_rate")),
         "pacing_rate_bps": _bps(i.get("pacing_rate")),
         "busy_ms": _ms(i.get("busy_time")), "rwnd_limited_ms": _ms(i.get("rwnd_limited")),
         "sndbuf_limited_ms": _ms(i.get("sndbuf_limited")),
@@ -327,6 +340,13 @@ def _conns(summary: Mapping | None) -> dict[str, Mapping]:
         return {}
     return {c["id"]: c for c in summary["conns"]
             if isinstance(c, Mapping) and isinstance(c.get("id"), str)}
+
+
+def new_conn_ids(before: Mapping | None, after: Mapping | None) -> list[str]:
+    """Ids of the QUIC connections in `after` and not in `before` (a trial's, when
+    read around its load)."""
+    old = _conns(before)
+    return [cid for cid in _conns(after) if cid not in old]
 
 
 def quic_rows(before: Mapping | None, after: Mapping | None, later: Sequence[Mapping | None],
