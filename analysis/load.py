@@ -83,15 +83,22 @@ def _read_sqlite(path: Path) -> pd.DataFrame:
 def normalise(raw: pd.DataFrame, source: str = "trials") -> pd.DataFrame:
     """`raw` with exactly the contract's columns in order, cast to their dtypes (a
     column added to the contract later is all missing in an older source)."""
-    import pandas as pd
 
     missing = [c for c in COLUMNS if c not in raw.columns and c not in ADDED]
     if missing:
         raise ResultsError(f"{source}: missing column(s) {', '.join(missing)}; "
                            "expected the campaign results contract (see analysis/schema.py)")
+    df = _cast(raw, {c: DTYPES[c] for c in COLUMNS}, source)
+    return df.sort_values("trial_id", kind="stable", ignore_index=True)
+
+
+def _cast(raw, dtypes: dict[str, str], source) -> pd.DataFrame:
+    """raw's columns `dtypes` (in that order; a missing one all NULL) cast to their
+    dtypes; ResultsError naming source and column when a value is not of its type."""
+    import pandas as pd
+
     out = {}
-    for column in COLUMNS:
-        dtype = DTYPES[column]
+    for column, dtype in dtypes.items():
         values = raw[column] if column in raw.columns else pd.Series(
             [None] * len(raw), index=raw.index, dtype="object")
         try:
@@ -100,8 +107,7 @@ def normalise(raw: pd.DataFrame, source: str = "trials") -> pd.DataFrame:
             out[column] = values.astype(dtype)
         except (ValueError, TypeError) as e:
             raise ResultsError(f"{source}: column {column}: expected {dtype} values ({e})") from e
-    df = pd.DataFrame(out)
-    return df.sort_values("trial_id", kind="stable", ignore_index=True)
+    return pd.DataFrame(out, columns=list(dtypes))
 
 
 CONNECTION_NAMES = ("trials.sqlite", "connections.parquet", "connections.csv",
@@ -149,16 +155,7 @@ def load_connections(source: str | Path) -> pd.DataFrame:
     if missing:
         raise ResultsError(f"{path}: missing column(s) {', '.join(missing)}; expected table "
                            "connections (see analysis/schema.py)")
-    out = {}
-    for column, dtype in CONNECTION_DTYPES.items():
-        values = raw[column]
-        try:
-            if dtype != "string":
-                values = pd.to_numeric(values)
-            out[column] = values.astype(dtype)
-        except (ValueError, TypeError) as e:
-            raise ResultsError(f"{path}: column {column}: expected {dtype} values ({e})") from e
-    df = pd.DataFrame(out, columns=list(CONNECTION_COLUMNS))
+    df = _cast(raw, CONNECTION_DTYPES, path)
     return df.sort_values(["trial_id", "transport", "server_ip", "server_port", "client_port"],
                           kind="stable", ignore_index=True)
 

@@ -10,19 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_validate_judge import KNOBS
 
 pytestmark = pytest.mark.e2e
 
-KNOBS = """stack = "quic"
-congestion_control = "cubic"
-initial_window_packets = 32
-pacing = true
-max_udp_payload = 1200
-gso = true
-max_ack_delay_ms = 5
-ack_delay_exponent = 10
-client_quic_connection_options = ["AKDU"]
-"""
 
 
 def rows(stdout: str, setting: str) -> dict[str, tuple[str, str]]:
