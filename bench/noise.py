@@ -46,6 +46,8 @@ from pathlib import Path
 from drivers import FixedDriver
 
 from testbed import recording as rec
+from testbed import safefs
+from testbed.errors import InputError
 from testbed.measure import browsertime, metrics
 from testbed.measure.session import Session
 from testbed.paths import ROOT
@@ -167,6 +169,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--source-profiles", default=f"none,{DEEP}")
     ap.add_argument("--json", type=Path, help="also write every sample here")
     a = ap.parse_args(argv)
+    if a.json:
+        try:
+            safefs.check_out_file(a.json, "--json")  # root writes it: checked first
+        except InputError as e:
+            print(f"{ap.prog}: error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
     if os.geteuid() != 0:
         raise SystemExit("bench/noise needs root (namespaces); run with sudo")
     problem = browsertime.missing()
@@ -227,7 +235,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  {stack:<9} PLT variance from the drops: {100 * got[0]:+.0f}% "
                       f"(p {got[1]:.2f})")
     if a.json:
-        a.json.write_text(json.dumps({"|".join(k): s.values for k, s in rows.items()}, indent=1))
+        safefs.write_out_file(a.json, json.dumps({"|".join(k): s.values for k, s in rows.items()},
+                                                indent=1), "--json")
 
 
 if __name__ == "__main__":

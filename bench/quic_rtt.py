@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
@@ -28,6 +29,7 @@ from drivers import FixedDriver
 
 from testbed import recording as rec
 from testbed import safefs
+from testbed.errors import InputError
 from testbed.measure import browsertime, metrics
 from testbed.measure.session import Session
 from testbed.protocols.apply import applied, server_options
@@ -126,6 +128,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--protocol", default="quic")
     ap.add_argument("--json", type=Path, help="write every sample here")
     a = ap.parse_args(argv)
+    if a.json:
+        try:
+            safefs.check_out_file(a.json, "--json")  # root writes it: checked first
+        except InputError as e:
+            print(f"{ap.prog}: error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
     if os.geteuid() != 0:
         raise SystemExit("bench/quic-rtt needs root (namespaces); run with sudo")
     problem = browsertime.missing()
@@ -158,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     for b, v in runs.items():
         summarise(b, v, path_max)
     if a.json:
-        a.json.write_text(json.dumps(runs))
+        safefs.write_out_file(a.json, json.dumps(runs), "--json")
 
 
 if __name__ == "__main__":
