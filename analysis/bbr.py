@@ -14,7 +14,10 @@ same stack (PAIRS: TCP+BBR vs TCP+, QUIC+BBR vs QUIC):
 
 `claims` checks them against what a CDN reported for BBR (SEED_CLAIMS): it
 helped lossy, long-RTT paths and large files, and hurt small files on low-RTT,
-low-loss paths; `findings` says in sentences where BBR helped and where it hurt.
+low-loss paths. A claim holds only when the groups' own tests, combined, show
+its direction at the analysis's alpha (`directed`); a median on the right side
+alone is 'inconclusive'. `findings` says in sentences where BBR helped and where
+it hurt.
 """
 
 from __future__ import annotations
@@ -173,9 +176,34 @@ def delivery_by_size(conns: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def claims(effects: pd.DataFrame, delivery: pd.DataFrame) -> pd.DataFrame:
-    """Each of SEED_CLAIMS with what these results say: the evidence (medians and
-    counts) and 'holds', 'does not hold' or 'no data' (with why)."""
+def directed(groups: pd.DataFrame, effect: str, want_negative: bool,
+             alpha: float) -> tuple[str, float]:
+    """Whether `groups` (one row per site × network × stack, or per size group: a signed
+    `effect` and its test's two-sided `p`) show the claimed direction as a whole: the
+    groups' one-sided p-values combined by Stouffer's method, once for the claimed
+    direction and once against it. 'holds' (combined p < alpha in the claimed
+    direction), 'contradicted' (p < alpha against it) or 'inconclusive', with the
+    smaller combined p."""
+    from scipy.stats import combine_pvalues
+
+    g = groups[groups[effect].notna()]
+    p = g["p"].fillna(1.0).clip(1e-300, 1.0).to_numpy()
+    towards = (g[effect] < 0) if want_negative else (g[effect] > 0)
+    one_sided = np.where(towards.to_numpy(), p / 2, 1 - p / 2).clip(1e-300, 1 - 1e-16)
+    p_for = float(combine_pvalues(one_sided, method="stouffer").pvalue)
+    p_against = float(combine_pvalues(1 - one_sided, method="stouffer").pvalue)
+    if p_for < alpha:
+        return "holds", p_for
+    if p_against < alpha:
+        return "contradicted", p_against
+    return "inconclusive", min(p_for, p_against)
+
+
+def claims(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:
+    """Each of SEED_CLAIMS with what these results say: 'holds' or 'contradicted' when
+    the groups' tests taken together (`directed`) show it or its opposite at alpha,
+    'inconclusive' when they do not (the median's direction alone is no verdict), or
+    'no data' (with why); the evidence gives the medians, counts and combined p."""
     rows = []
 
     def add(key, text, verdict, evidence):
@@ -190,11 +218,11 @@ def claims(effects: pd.DataFrame, delivery: pd.DataFrame) -> pd.DataFrame:
         med = float(sub["rel"].median())
         helped = int((sub["verdict"] == "helped").sum())
         hurt = int((sub["verdict"] == "hurt").sum())
-        holds = med < 0 if want_negative else med > 0
-        add(key, text, "holds" if holds else "does not hold",
+        verdict, p = directed(sub, "rel", want_negative, alpha)
+        add(key, text, verdict,
             f"median {label(str(sub['metric'].iloc[0]))} difference {med:+.1%} over "
             f"{len(sub)} site × network × stack ({helped} helped, {hurt} hurt at the per-site "
-            f"test)")
+            f"test); the per-site tests combined: p = {p:.2g}")
 
     def size_claim(key, text, mask, want_positive):
         sub = delivery[mask] if len(delivery) else delivery
@@ -205,11 +233,11 @@ def claims(effects: pd.DataFrame, delivery: pd.DataFrame) -> pd.DataFrame:
                 "these results")
             return
         med = float(sub["ratio"].median())
-        holds = med > 0 if want_positive else med < 0
-        add(key, text, "holds" if holds else "does not hold",
+        verdict, p = directed(sub, "ratio", not want_positive, alpha)
+        add(key, text, verdict,
             f"median delivery rate BBR vs CUBIC {med:+.1%} over {len(sub)} stack × network × "
             f"size groups ({int(sub['n_bbr'].sum())} BBR, {int(sub['n_cubic'].sum())} CUBIC "
-            "connections)")
+            f"connections); the groups' tests combined: p = {p:.2g}")
 
     e = effects
     trial_claim(*SEED_CLAIMS[0], (e["loss_percent"] > 0) if len(e) else None)
@@ -224,8 +252,9 @@ def claims(effects: pd.DataFrame, delivery: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["claim", "statement", "verdict", "evidence"])
 
 
-def findings(effects: pd.DataFrame, delivery: pd.DataFrame) -> list[str]:
-    """Sentences: where BBR helped and where it hurt, per stack and network."""
+def findings(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01) -> list[str]:
+    """Sentences: where BBR helped and where it hurt, per stack and network: 'helped' or
+    'hurt' only when the sites' tests combined show it at alpha (`directed`)."""
     out = []
     if effects.empty:
         return [("No campaign setting pairs BBR with CUBIC on one stack (TCP+BBR with TCP+, "
@@ -235,8 +264,10 @@ def findings(effects: pd.DataFrame, delivery: pd.DataFrame) -> list[str]:
         if g.empty:
             continue
         med = g["rel"].median()
-        word = ("made no clear difference" if abs(med) < CLEAR else
-                "helped" if med < 0 else "hurt")
+        verdict, p = directed(g, "rel", True, alpha)
+        word = {"holds": "helped", "contradicted": "hurt"}.get(
+            verdict, "made no clear difference" if abs(med) < CLEAR
+            else "made no significant difference")
         helped = ", ".join(f"{s} ({r:+.0%})" for s, r in zip(g["site"], g["rel"])
                            if r < 0)
         hurt = ", ".join(f"{s} ({r:+.0%})" for s, r in zip(g["site"], g["rel"]) if r > 0)
@@ -245,7 +276,8 @@ def findings(effects: pd.DataFrame, delivery: pd.DataFrame) -> list[str]:
                 + ("loss unknown" if pd.isna(loss) else f"loss {loss:g} %"))
         metric = label(str(g["metric"].iloc[0]))
         out.append(f"{'TCP' if stack == 'tcp' else 'QUIC'} on {label(network)} "
-                   f"({path}): BBR {word} (median {metric} {med:+.1%} over {len(g)} sites; "
+                   f"({path}): BBR {word} (median {metric} {med:+.1%} over {len(g)} sites, "
+                   f"combined p = {p:.2g}; "
                    f"faster with BBR: {helped or 'none'}; slower: {hurt or 'none'}; "
                    f"significant at the per-site test: "
                    f"{int((g['verdict'] != 'no difference').sum())}).")
@@ -259,7 +291,8 @@ def findings(effects: pd.DataFrame, delivery: pd.DataFrame) -> list[str]:
             out.append(f"Per connection, {'TCP' if r.stack == 'tcp' else 'QUIC'} on "
                        f"{label(r.network)}, objects {r.bucket}: BBR delivered "
                        f"{r.bbr_mbps:.2f} Mbit/s vs CUBIC {r.cubic_mbps:.2f} "
-                       f"({r.ratio:+.0%}; {r.n_bbr} vs {r.n_cubic} connections).")
+                       f"({r.ratio:+.0%}; {r.n_bbr} vs {r.n_cubic} connections"
+                       + ("" if pd.isna(r.p) else f"; p = {r.p:.2g}") + ").")
     return out
 
 
@@ -320,8 +353,9 @@ def analyse_bbr(trials: pd.DataFrame, conns: pd.DataFrame, manifest: dict | None
         missing.append("no path loss (no manifest with the network profiles)")
     if len(effects) and effects["largest_bytes"].isna().all():
         missing.append("no largest object per site (no HAR kept)")
-    return BbrAnalysis(effects, summary_by_path(effects), delivery, claims(effects, delivery),
-                       tuple(findings(effects, delivery)), tuple(missing))
+    return BbrAnalysis(effects, summary_by_path(effects), delivery,
+                       claims(effects, delivery, alpha),
+                       tuple(findings(effects, delivery, alpha)), tuple(missing))
 
 
 # -- figures -------------------------------------------------------------------------

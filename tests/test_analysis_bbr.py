@@ -67,6 +67,55 @@ def test_claims_say_what_is_missing_without_connections():
     assert any("no path loss" in m for m in none.missing)
 
 
+def noisy(factors: dict[str, float], spread: float) -> pd.DataFrame:
+    """One site on each network of `factors` (BBR's mean PLT = factor × CUBIC's), 4 runs
+    whose PLT alternates ± spread around each mean."""
+    rows = []
+    for network, factor in factors.items():
+        rtt = {"dsl": 24.0, "da2gc": 262.0}[network]
+        for run in range(4):
+            jitter, other = 1 + spread * (1 if run % 2 else -1), 1 - spread * (1 if run % 2 else -1)
+            rows += [{"site": "s", "network": network, "protocol": "tcp-plus", "run": run,
+                      "plt_ms": 1000.0 * jitter, "rtt_ms": rtt, "bytes": 2_000_000},
+                     {"site": "s", "network": network, "protocol": "tcp-plus-bbr", "run": run,
+                      "plt_ms": 1000.0 * factor * other, "rtt_ms": rtt,
+                      "bytes": 2_000_000}]
+    return synthetic.trials(rows)
+
+
+@pytest.mark.parametrize(("factor", "spread", "verdict"), [
+    (0.80, 0.001, "holds"),          # 20 % faster, every run: shown
+    (0.97, 0.20, "inconclusive"),    # 3 % faster in the median, runs ± 20 %: not shown
+    (1.20, 0.001, "contradicted"),   # 20 % slower, every run: the opposite is shown
+])
+def test_a_claim_needs_its_tests_not_only_the_median_sign(factor, spread, verdict):
+    trials = noisy({"da2gc": factor}, spread)
+    e = bbr.site_effects(trials, bbr.page_sizes(trials), bbr.path_losses(MANIFEST))
+    assert (e["rel"].iloc[0] < 0) == (factor < 1)
+    c = bbr.claims(e, bbr.delivery_by_size(normalise(pd.DataFrame(columns=["trial_id"]),
+                                                     "x"), trials))
+    c = c.set_index("claim")
+    assert c.loc["lossy", "verdict"] == verdict, c.loc["lossy", "evidence"]
+    assert "combined: p = " in c.loc["lossy", "evidence"]
+    found = bbr.findings(e, bbr.delivery_by_size(normalise(pd.DataFrame(
+        columns=["trial_id"]), "x"), trials))
+    word = {"holds": "BBR helped", "contradicted": "BBR hurt",
+            "inconclusive": "BBR made no significant difference"}[verdict]
+    assert word in found[0], found
+
+
+def test_size_claims_combine_the_groups_tests():
+    d = pd.DataFrame([{"stack": "tcp", "network": "da2gc", "bucket": "> 1 MB", "n_bbr": 9,
+                       "n_cubic": 9, "bbr_mbps": 2.0, "cubic_mbps": 1.0, "ratio": 1.0,
+                       "p": p} for p in (0.02, 0.03, 0.04)])
+    e = bbr.site_effects(hand_made(), bbr.page_sizes(hand_made()), bbr.path_losses(MANIFEST))
+    c = bbr.claims(e, d).set_index("claim")
+    # no group alone is significant at 0.01, the three together are
+    assert c.loc["large-files", "verdict"] == "holds", c.loc["large-files", "evidence"]
+    c = bbr.claims(e, d.iloc[:1]).set_index("claim")
+    assert c.loc["large-files", "verdict"] == "inconclusive"
+
+
 def test_delivery_by_object_size_bucket():
     trials = hand_made()
     ids = trials.set_index(["network", "protocol", "run"])["trial_id"]
@@ -93,7 +142,7 @@ def test_fixture_claims_and_transport():
     a = bbr.analyse_bbr(trials, conns, json.loads((FIXTURE / "manifest.json").read_text()),
                         bbr.largest_objects(FIXTURE, trials))
     assert a.missing == ()
-    assert set(a.claims["verdict"]) <= {"holds", "does not hold"}
+    assert set(a.claims["verdict"]) <= {"holds", "contradicted", "inconclusive"}
     assert a.effects["largest_bytes"].notna().all()
     t = transport_summary(conns, trials).set_index(["network", "protocol"])
     assert t.loc[("da2gc", "quic"), "handshake_ms"] > 262
