@@ -22,6 +22,7 @@ from testbed.validate.protocols import (
 from testbed.validate.site import Fetched
 
 CLIENT = "198.18.0.2"
+ALT_SVC = "what the browser hears of HTTP/3 (alt-svc of the page's origin)"
 LTE_RTT = 0.074
 
 
@@ -114,7 +115,8 @@ def quic_observation(gap=0.001, states=("slow_start", "congestion_avoidance"), c
     summary = {"server": "h3server", "cc": cc,
                "conns": [{"requests": 2, "max_datagram_size": payload}]} if cc else None
     return Observation(applied={}, fetched=(Fetched(200, FILE_SIZE, "h3", 300.0),) * 2,
-                       packets=tuple(pk), qlog=tuple(qlog), summary=summary)
+                       packets=tuple(pk), qlog=tuple(qlog), summary=summary,
+                       alt_svc='h3=":443"; ma=86400')
 
 
 QUIC_ROWS = ["max UDP payload (wire, qlog, summary)", "GSO (sends on the wire)",
@@ -131,7 +133,7 @@ def by_name(rows):
 def test_tcp_baseline_as_configured():
     rows = judge(server_options("tcp", fq=False), tcp_observation(), LTE_RTT)
     assert [r.name for r in rows] == [
-        "stack (Chromium flags)", "congestion control (ss)", "initial window (first flight)",
+        "stack (Chromium flags)", ALT_SVC, "congestion control (ss)", "initial window (first flight)",
         "initial cwnd (ss, first sample)", "pacing", "slow start after idle",
         "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "send buffer (ss skmem tb, first sample)",
         "route to client"]
@@ -209,13 +211,27 @@ def test_no_connection_to_the_file_server_ends_the_judgement():
                                 replace(p, dst="192.0.2.90") for p in tcp_file(10, 10)))
     rows = judge(server_options("tcp", fq=False), obs, LTE_RTT)
     assert [(r.name, r.ok) for r in rows] == [("stack (Chromium flags)", True),
-                                             ("capture", False)]
+                                             (ALT_SVC, True), ("capture", False)]
+
+
+def test_what_the_browser_hears_of_http3():
+    quic, tcp = server_options("quic"), server_options("tcp", fq=False)
+    assert by_name(judge(quic, quic_observation(), LTE_RTT))[ALT_SVC].observed == (
+        'h3=":443"; ma=86400')
+    # QUIC without an h3 alt-svc for the origin: Chromium would hold delayable requests
+    for heard in (None, 'h3=":8443"', 'h3-29=":443"'):
+        rows = judge(quic, replace(quic_observation(), alt_svc=heard), LTE_RTT)
+        assert [r.name for r in verdict.failed(rows)] == [ALT_SVC], heard
+    # a TCP trial that hears of QUIC fails; one that hears nothing passes
+    rows = judge(tcp, replace(tcp_observation(), alt_svc='h3=":443"'), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == [ALT_SVC]
+    assert by_name(judge(tcp, tcp_observation(), LTE_RTT))[ALT_SVC].observed == "none"
 
 
 def test_quic_as_configured():
     rows = judge(server_options("quic"), quic_observation(), LTE_RTT)
     assert [r.name for r in rows] == [
-        "stack (Chromium flags)", "congestion control (qlog states)",
+        "stack (Chromium flags)", ALT_SVC, "congestion control (qlog states)",
         "initial window (qlog congestion_window)", "first flight on the wire", "pacing",
         *QUIC_ROWS]
     assert verdict.all_ok(rows), [r for r in rows if r.ok is False]

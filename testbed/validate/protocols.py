@@ -14,6 +14,7 @@ samples the server's sockets every 20 ms; h3server writes a qlog.
 | property | proof |
 |---|---|
 | stack (Chromium flags) | the protocol of both fetches (Resource Timing): h2 or h3 |
+| what the browser hears of HTTP/3 | the alt-svc of the page origin's answer, read by the page itself (a same-origin fetch): QUIC: `h3` on the port it asked (with it Chromium lifts its limit on delayable requests as it does for an HTTP/2 server; README "What the browser knows at the start"); TCP: none, a TCP trial never hears of QUIC |
 | congestion control | TCP: `ss` names it on the connection. QUIC: the qlog's congestion states (CUBIC: slow_start, congestion_avoidance...; BBR: startup, drain, probe_bw...) |
 | BBR generation (BBR settings) | TCP: the gains `ss` prints for bbr, all BBRv1's. QUIC: the controller h3server's summary names (`bbr`: BBRv1, `bbr2_gcongestion`: BBRv2) and the qlog's ProbeBW states (BBRv1: one `bbr_probe_bw`; BBRv2: `bbr_probe_bw_up/_down/_cruise/_refill`); see testbed.validate.bbr_generation |
 | one BBR on both stacks | every setting with congestion control `bbr` (tcp-plus-bbr, quic-bbr) showed the same generation |
@@ -219,6 +220,8 @@ class Observation:
     """QUIC: h3server's summary after the fetches (its `cc`: the controller quiche ran)."""
     available_cc: str | None = None
     """TCP: the server namespace's net.ipv4.tcp_available_congestion_control."""
+    alt_svc: str | None = None
+    """The alt-svc of the page origin's answer as the page received it (None: none)."""
 
 
 def observe(opts: ServerOptions, recording: rec.Recording, topology: ReplayTopology,
@@ -257,7 +260,7 @@ def _capture_in_force(opts: ServerOptions, change: Change, recording: rec.Record
     url = f"https://{FILE_HOST}{FILE_PATH}"
     watch = SsWatch(topology) if opts.stack == "tcp" else None
     fetched = []
-    summary = available = None
+    summary = available = alt_svc = None
     if opts.stack == "tcp":
         available = proc.run(topology.server.exec(
             ["cat", "/proc/sys/net/ipv4/tcp_available_congestion_control"]),
@@ -273,6 +276,7 @@ def _capture_in_force(opts: ServerOptions, change: Change, recording: rec.Record
             try:
                 page = browser.new_page(isolated=True)
                 page.navigate(f"https://{PAGE_HOST}/", timeout=120)
+                alt_svc = site.alt_svc(page, timeout=120)
                 fetched.append(site.fetch(page, url + "?first", timeout=180))
                 time.sleep(IDLE_S)
                 fetched.append(site.fetch(page, url + "?after-idle", timeout=180))
@@ -287,7 +291,7 @@ def _capture_in_force(opts: ServerOptions, change: Change, recording: rec.Record
         applied=dict(change.done), fetched=tuple(fetched), packets=tuple(cap.packets()),
         socks=tuple(watch.of_peer_ip(FILE_IP)) if watch else (),
         qlog=tuple(qlog_events(main_qlog(qlog_dir))) if opts.stack == "quic" else (),
-        summary=summary, available_cc=available)
+        summary=summary, available_cc=available, alt_svc=alt_svc)
 
 
 # ------------------------------------------------------------------ judge
@@ -302,6 +306,7 @@ def judge(opts: ServerOptions, obs: Observation, rtt_s: float) -> list[Row]:
     rows = [Row("stack (Chromium flags)", PROTOCOL[stack],
                 ", ".join(map(str, protos)) + ("" if fetched else " (fetch failed)"),
                 fetched and all(p == PROTOCOL[stack] for p in protos))]
+    rows.append(_alt_svc(opts, obs))
     conns = evidence.connections(list(obs.packets), 443,
                                  evidence.TCP if stack == "tcp" else evidence.UDP)
     conn = [c for k, c in conns.items() if k[2] == FILE_IP]
@@ -328,6 +333,19 @@ def judge(opts: ServerOptions, obs: Observation, rtt_s: float) -> list[Row]:
     else:
         rows += _quic_settings(setting, obs, packets)
     return rows
+
+
+def _alt_svc(opts: ServerOptions, obs: Observation) -> Row:
+    """What the browser hears of HTTP/3 on the page's origin: QUIC, h3 on port 443 (unless
+    h3server runs with --alt-svc off); TCP, nothing."""
+    got = obs.alt_svc or "none"
+    name = "what the browser hears of HTTP/3 (alt-svc of the page's origin)"
+    if opts.stack == "tcp" or "--alt-svc=off" in opts.h3server_args or \
+            ("--alt-svc", "off") in zip(opts.h3server_args, opts.h3server_args[1:]):
+        why = "a TCP trial never hears of QUIC" if opts.stack == "tcp" else "--alt-svc off"
+        return Row(name, f"none ({why})", got, obs.alt_svc is None)
+    ok = bool(obs.alt_svc and re.search(r'(^|[\s,])h3=":443"', obs.alt_svc))
+    return Row(name, 'h3=":443" (the same origin: priorities known, as over HTTP/2)', got, ok)
 
 
 def _quic_settings(setting: ProtocolProfile, obs: Observation,

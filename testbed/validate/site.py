@@ -46,6 +46,15 @@ FETCH_JS = """(async () => {
 })()"""
 
 
+ALT_SVC_JS = """(async () => {
+  const r = await fetch(location.href, {cache: "no-store"});
+  await r.arrayBuffer();
+  return {status: r.status, altSvc: r.headers.get("alt-svc")};
+})()"""
+"""The page's own origin fetched again from the page (same origin: every response
+header is readable) and the alt-svc it answered with, as the browser received it."""
+
+
 @dataclass(frozen=True)
 class Fetched:
     """One download as the page saw it."""
@@ -63,6 +72,15 @@ def fetch(page, url: str, timeout: float) -> Fetched:
     got = page.evaluate(FETCH_JS % json.dumps(url), timeout=timeout) or {}
     return Fetched(status=got.get("status"), bytes=got.get("bytes"),
                    protocol=got.get("protocol"), ms=got.get("ms"))
+
+
+def alt_svc(page, timeout: float) -> str | None:
+    """The alt-svc header of the page origin's answer as the page received it (None:
+    none); CDPError when the fetch fails."""
+    got = page.evaluate(ALT_SVC_JS, timeout=timeout) or {}
+    if got.get("status") != 200:
+        raise CDPError(f"fetching the page again for its alt-svc: status {got.get('status')}")
+    return got.get("altSvc")
 
 
 def network_changed(e: CDPError) -> bool:
