@@ -3,6 +3,7 @@
 
     bench/noise [--runs N] [--site NAME] [--profiles LIST] [--stacks LIST]
                 [--sources LIST] [--source-profiles LIST] [--json FILE]
+    bench/noise --analyse FILE     (the figures of an earlier --json FILE again)
 
 The same trial (one page, one network profile, one protocol setting) repeated N
 times (default 31) in one Browsertime process, as a campaign's block runs it,
@@ -10,7 +11,8 @@ under `none` (no shaping), a lossless deep-buffer profile (DSL's rates and RTT
 with a 1 s buffer: nothing is dropped; bench/dsl-deep.toml) and `dsl` (the
 paper's: a 12 ms buffer that drops packets of a 32-packet burst), per stack
 (default tcp-plus and quic). Prints the coefficient of variation (sd / mean)
-of PLT, FCP and FVC for each.
+of PLT, FCP and FVC for each, beside a robust one (1.4826 MAD / median: a CV
+far above it says a few loads were slow, not all of them spread).
 
 Then, under the --source-profiles (default none and the deep buffer), each
 source of noise the testbed adds is switched off in turn, or on for the one
@@ -22,7 +24,8 @@ that is not there in a trial:
            process on the other core: switched on, not off).
 Each source's share is the part of the baseline's variance of a metric that
 went away without it (negative: the variance grew), with the F-test's p-value
-of the two variances: a share whose p > 0.05 is within what two samples of N
+of the two variances and the Brown-Forsythe test's (robust to outliers, which
+the F-test is not): a share whose p > 0.05 is within what two samples of N
 loads differ by anyway.
 
 The network's share (what `dsl`'s drops add over the deep buffer) is part of
@@ -73,10 +76,20 @@ class Sample:
             return None
         return statistics.stdev(xs) / statistics.mean(xs)
 
+    def robust_cv(self, metric: str) -> float | None:
+        """1.4826 × the median absolute deviation / the median: the CV a normal sample
+        would have, untouched by a few outliers (a CV far above it: a few slow loads)."""
+        xs = self.values[metric]
+        if len(xs) < 2 or statistics.median(xs) == 0:
+            return None
+        med = statistics.median(xs)
+        return 1.4826 * statistics.median(abs(x - med) for x in xs) / med
 
-def share(base: list[float], without: list[float]) -> tuple[float, float] | None:
+
+def share(base: list[float], without: list[float]) -> tuple[float, float, float] | None:
     """The part of base's variance that went away in `without` (1 - var_w / var_b),
-    and the two-sided F-test p-value of the two variances."""
+    the two-sided F-test p-value of the two variances and the Brown-Forsythe test's
+    (Levene's around the median: robust to the few slow loads the F-test is not)."""
     from scipy import stats
     if len(base) < 2 or len(without) < 2:
         return None
@@ -86,7 +99,8 @@ def share(base: list[float], without: list[float]) -> tuple[float, float] | None
     f = vw / vb
     d1, d2 = len(without) - 1, len(base) - 1
     p = 2 * min(stats.f.cdf(f, d1, d2), stats.f.sf(f, d1, d2))
-    return 1 - f, min(p, 1.0)
+    bf = float(stats.levene(base, without, center="median").pvalue) if vw > 0 else 0.0
+    return 1 - f, min(p, 1.0), bf
 
 
 class Hog:
@@ -151,12 +165,51 @@ def pct(x: float | None) -> str:
 
 def print_cvs(rows: dict[tuple[str, str, str], Sample], variant: str) -> None:
     print(f"{'profile':<10} {'stack':<9} " + " ".join(f"{m[:-3].upper() + ' CV':>8}"
-                                                    for m in METRICS) + "   (N loads)")
+                                                    for m in METRICS)
+          + "   robust: " + " ".join(f"{m[:-3].upper():>6}" for m in METRICS)
+          + "   PLT median   (N loads)")
     for (profile, stack, v), s in rows.items():
         if v != variant:
             continue
         print(f"{profile:<10} {stack:<9} " + " ".join(f"{pct(s.cv(m)):>8}" for m in METRICS)
+              + "           " + " ".join(f"{pct(s.robust_cv(m)):>6}" for m in METRICS)
+              + f"   {statistics.median(s.values['plt_ms']):7.0f} ms"
               + f"   ({len(s.values['plt_ms'])})")
+
+
+def report(rows: dict[tuple[str, str, str], Sample], stacks: list[str],
+           names: list[str]) -> None:
+    """The CVs of the trial as a campaign runs it, each source's share and the network's."""
+    print("\nThe trial as a campaign runs it (video at "
+          f"{browsertime.VIDEO_FPS} fps, visual metrics, Xvfb):")
+    print_cvs(rows, "trial")
+    print("\nEach source's share of the trial's variance (1 - var without / var with; "
+          "F-test p):")
+    for (pname, stack, v), s in rows.items():
+        if v == "trial":
+            continue
+        base = rows.get((pname, stack, "trial"))
+        if base is None:
+            continue
+        cells = []
+        for m in METRICS:
+            got = share(base.values[m], s.values[m])
+            cells.append(f"{m[:-3].upper()} " + ("n/a" if got is None else
+                                                 f"{100 * got[0]:+.0f}% (p {got[1]:.2f}, "
+                                                 f"BF {got[2]:.2f})"))
+        what = "on" if v == "hog" else "off"
+        print(f"  {pname:<10} {stack:<9} {v:<6} {what:<3}  " + "  ".join(cells))
+    if "dsl" in names and "dsl-deep" in names:
+        print("\nThe network's share (dsl's 12 ms drop-tail buffer vs the deep buffer; the "
+              "experiment, not noise):")
+        for stack in stacks:
+            if ("dsl", stack, "trial") not in rows or ("dsl-deep", stack, "trial") not in rows:
+                continue
+            got = share(rows[("dsl", stack, "trial")].values["plt_ms"],
+                        rows[("dsl-deep", stack, "trial")].values["plt_ms"])
+            if got:
+                print(f"  {stack:<9} PLT variance from the drops: {100 * got[0]:+.0f}% "
+                      f"(p {got[1]:.2f}, BF {got[2]:.2f})")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -168,7 +221,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sources", default=",".join(SOURCES))
     ap.add_argument("--source-profiles", default=f"none,{DEEP}")
     ap.add_argument("--json", type=Path, help="also write every sample here")
+    ap.add_argument("--analyse", type=Path, metavar="FILE",
+                    help="print the figures of a --json FILE written before; run nothing")
     a = ap.parse_args(argv)
+    if a.analyse:
+        try:
+            got = json.loads(a.analyse.read_text(encoding="utf-8"))
+            rows = {tuple(k.split("|")): Sample({m: [float(x) for x in v.get(m, [])]
+                                                 for m in METRICS}) for k, v in got.items()}
+        except (OSError, ValueError, AttributeError, TypeError) as e:
+            raise SystemExit(f"{a.analyse}: not a bench/noise --json file ({e})") from None
+        if any(len(k) != 3 for k in rows):
+            raise SystemExit(f"{a.analyse}: keys are not profile|stack|variant")
+        report(rows, list(dict.fromkeys(k[1] for k in rows)),
+               list(dict.fromkeys(k[0] for k in rows)))
+        return
     if a.json:
         try:
             safefs.check_out_file(a.json, "--json")  # root writes it: checked first
@@ -208,32 +275,7 @@ def main(argv: list[str] | None = None) -> None:
                           flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("\nThe trial as a campaign runs it (video at "
-          f"{browsertime.VIDEO_FPS} fps, visual metrics, Xvfb):")
-    print_cvs(rows, "trial")
-    print("\nEach source's share of the trial's variance (1 - var without / var with; "
-          "F-test p):")
-    for (pname, stack, v), s in rows.items():
-        if v == "trial":
-            continue
-        base = rows[(pname, stack, "trial")]
-        cells = []
-        for m in METRICS:
-            got = share(base.values[m], s.values[m])
-            cells.append(f"{m[:-3].upper()} " + ("n/a" if got is None
-                                                 else f"{100 * got[0]:+.0f}% (p {got[1]:.2f})"))
-        what = "on" if v == "hog" else "off"
-        print(f"  {pname:<10} {stack:<9} {v:<6} {what:<3}  " + "  ".join(cells))
-    names = [p.name for p in profiles.values()]
-    if "dsl" in names and "dsl-deep" in names:
-        print("\nThe network's share (dsl's 12 ms drop-tail buffer vs the deep buffer; the "
-              "experiment, not noise):")
-        for stack in stacks:
-            got = share(rows[("dsl", stack, "trial")].values["plt_ms"],
-                        rows[("dsl-deep", stack, "trial")].values["plt_ms"])
-            if got:
-                print(f"  {stack:<9} PLT variance from the drops: {100 * got[0]:+.0f}% "
-                      f"(p {got[1]:.2f})")
+    report(rows, stacks, [p.name for p in profiles.values()])
     if a.json:
         safefs.write_out_file(a.json, json.dumps({"|".join(k): s.values for k, s in rows.items()},
                                                 indent=1), "--json")

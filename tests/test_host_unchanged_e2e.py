@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_quic_knobs_e2e import rows
+from test_validate_judge import ALT_SVC
 
 pytestmark = pytest.mark.e2e
 
@@ -43,6 +45,10 @@ def test_host_sysctls_and_qdiscs_unchanged():
                     timeout=900)
     assert proto.returncode in (0, 1), proto.stderr[-2000:]
     assert "initial window" in proto.stdout
+    # what the page heard of HTTP/3: nothing over TCP, h3 on its origin over QUIC
+    tcp, quic = rows(proto.stdout, "tcp-plus"), rows(proto.stdout, "quic")
+    assert tcp[ALT_SVC] == ("none", "yes"), tcp[ALT_SVC]
+    assert quic[ALT_SVC][1] == "yes", quic[ALT_SVC]
     after = host_state()
     assert after["qdisc"] == before["qdisc"]
     changed = set(after["sysctl"].splitlines()) ^ set(before["sysctl"].splitlines())

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_validate_judge import KNOBS
+from test_validate_judge import ALT_SVC, KNOBS
 
 pytestmark = pytest.mark.e2e
 
@@ -45,3 +45,5 @@ def test_knobs_and_defaults_proven(tmp_path: Path):
     assert "AKDU" not in quic["client QUIC connection options (transport parameter, qlog)"][0]
     assert quic["GSO (sends on the wire)"][0].startswith("0 of ")
     assert knobs["max UDP payload (wire, qlog, summary)"][0].startswith("wire: largest datagram 1200")
+    # the page heard of h3 on its own origin (Chromium lifts its delayable-request limit)
+    assert quic[ALT_SVC][1] == "yes" and 'h3=":443"' in quic[ALT_SVC][0], quic[ALT_SVC]
