@@ -21,7 +21,13 @@ that is not there in a trial:
 - visual:  the recording is made but no visual metrics are computed on it;
 - xvfb:    Chromium headless, no X server (and so no video);
 - hog:     a busy loop pinned to the last core beside the trial (another
-           process on the other core: switched on, not off).
+           process on the other core: switched on, not off);
+- pin      (not by default: a way to cut, measured the same way): the screen
+           recorder pinned to the last core with one encoder thread;
+- poll     (not by default): the page-complete check polled every 1 s instead of
+           every 0.1 s (each poll is a WebDriver call into the loading page);
+- await    (not by default): the check waits in the page instead (one WebDriver
+           call per load; BrowsertimeOptions.complete_in_page).
 Each source's share is the part of the baseline's variance of a metric that
 went away without it (negative: the variance grew), with the F-test's p-value
 of the two variances and the Brown-Forsythe test's (robust to outliers, which
@@ -62,6 +68,8 @@ from testbed.topology import ReplayTopology
 DEEP = ROOT / "bench" / "dsl-deep.toml"
 METRICS = ("plt_ms", "fcp_ms", "fvc_ms")
 SOURCES = ("video", "visual", "xvfb", "hog")
+CANDIDATES = ("pin", "poll", "await")
+"""Ways to cut the testbed's share, measured like a source (--sources pin)."""
 
 
 @dataclass
@@ -123,6 +131,13 @@ def options(variant: str, n: int) -> browsertime.BrowsertimeOptions:
         return browsertime.BrowsertimeOptions(iterations=n, video=False)
     if variant == "visual":
         return browsertime.BrowsertimeOptions(iterations=n, visual_metrics=False)
+    if variant == "pin":
+        return browsertime.BrowsertimeOptions(iterations=n,
+                                              video_cpus=str((os.cpu_count() or 1) - 1))
+    if variant == "await":
+        return browsertime.BrowsertimeOptions(iterations=n, complete_in_page=True)
+    if variant == "poll":
+        return browsertime.BrowsertimeOptions(iterations=n, poll_ms=1000)
     if variant == "xvfb":
         return browsertime.BrowsertimeOptions(iterations=n, video=False, headless=True)
     return browsertime.BrowsertimeOptions(iterations=n)
@@ -197,8 +212,8 @@ def report(rows: dict[tuple[str, str, str], Sample], stacks: list[str],
             cells.append(f"{m[:-3].upper()} " + ("n/a" if got is None else
                                                  f"{100 * got[0]:+.0f}% (p {got[1]:.2f}, "
                                                  f"BF {got[2]:.2f})"))
-        what = "on" if v == "hog" else "off"
-        print(f"  {pname:<10} {stack:<9} {v:<6} {what:<3}  " + "  ".join(cells))
+        what = {"hog": "on", "pin": "pin", "poll": "1 s", "await": "page"}.get(v, "off")
+        print(f"  {pname:<10} {stack:<9} {v:<6} {what:<4}  " + "  ".join(cells))
     if "dsl" in names and "dsl-deep" in names:
         print("\nThe network's share (dsl's 12 ms drop-tail buffer vs the deep buffer; the "
               "experiment, not noise):")
@@ -249,9 +264,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(problem)
     from testbed.profiles import load_network
     sources = [s for s in a.sources.split(",") if s]
-    unknown = sorted(set(sources) - set(SOURCES))
+    unknown = sorted(set(sources) - set(SOURCES) - set(CANDIDATES))
     if unknown:
-        raise SystemExit(f"--sources: unknown {', '.join(unknown)}; expected {', '.join(SOURCES)}")
+        raise SystemExit(f"--sources: unknown {', '.join(unknown)}; expected "
+                         f"{', '.join(SOURCES + CANDIDATES)}")
     r = rec.load(a.site)
     profiles = {p: load_network(Path(p) if "/" in p else p) for p in a.profiles.split(",")}
     source_profiles = [p for p in a.source_profiles.split(",") if p in profiles]

@@ -174,5 +174,9 @@ def test_the_campaign_frame_rate_reaches_the_screen_recording(tmp_path):
 def test_complete_check_is_filled_in():
     text = browsertime.complete_check(browsertime.BrowsertimeOptions(
         iterations=1, settle_ms=700, settle_max_ms=4000))
-    assert text.rstrip().endswith("})(700, 4000);")
+    assert text.rstrip().endswith("})(700, 4000, false);")
     assert "SETTLE" not in text.split("return (function")[1]
+    assert "IN_PAGE" not in text.split("return (function")[1]
+    waits = browsertime.complete_check(browsertime.BrowsertimeOptions(
+        iterations=1, settle_ms=700, settle_max_ms=4000, complete_in_page=True))
+    assert waits.rstrip().endswith("})(700, 4000, true);")

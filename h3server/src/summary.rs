@@ -106,10 +106,13 @@ impl Writer {
 pub fn write_atomic(path: &Path, s: &Summary) -> std::io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let mut f = std::fs::File::create(&tmp)?;
-    serde_json::to_writer_pretty(&mut f, s)?;
+    // Compact and buffered: unbuffered, serde_json makes one write(2) per token, and the summary
+    // (every connection's figures) grows with the replay's life; each write blocks
+    // the event loop, so later loads would wait longer on the server.
+    let mut f = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
+    serde_json::to_writer(&mut f, s)?;
     f.write_all(b"\n")?;
-    drop(f);
+    f.into_inner().map_err(|e| e.into_error())?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })

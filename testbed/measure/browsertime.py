@@ -60,6 +60,9 @@ class BrowsertimeOptions:
     """...but at most this long after the load event."""
     poll_ms: int = 100
     """How often the page-complete check runs."""
+    complete_in_page: bool = False
+    """The page-complete check, once the page is loading, waits in the page (a promise
+    WebDriver awaits) instead of answering false to be asked again every poll_ms."""
     viewport: str = "1366x768"
     """Browser window size (Browsertime's default)."""
     video: bool = True
@@ -74,6 +77,9 @@ class BrowsertimeOptions:
     orange_ms: int = 400
     """How long the orange start frame shows before navigation (Browsertime: 800);
     the visual metrics find the load's start at its end."""
+    video_cpus: str | None = None
+    """Pin the screen recorder (ffmpeg) to these CPUs (a taskset list, e.g. "1") with one
+    encoder thread; None: Browsertime's default (all CPUs, its thread count)."""
     browser_stop_ms: int = 300
     """Pause after the browser stopped, before the next starts (Browsertime: a fixed
     2000; made an option by setup/browsertime/patch-browsertime.mjs)."""
@@ -105,7 +111,8 @@ def complete_check(opts: BrowsertimeOptions) -> str:
     """The page-complete check script (hooks/complete.js) with this block's values."""
     text = (HOOKS / "complete.js").read_text()
     return (text.replace("SETTLE_MAX_MS", str(int(opts.settle_max_ms)))
-            .replace("SETTLE_MS", str(int(opts.settle_ms))))
+            .replace("SETTLE_MS", str(int(opts.settle_ms)))
+            .replace("IN_PAGE", "true" if opts.complete_in_page else "false"))
 
 
 def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path) -> list[str]:
@@ -145,6 +152,8 @@ def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path) -> l
                  "--videoParams.framerate", str(int(opts.video_fps)),
                  "--videoParams.convert", "false", "--videoParams.addTimer", "false",
                  "--videoParams.createFilmstrip", "false"]
+        if opts.video_cpus:
+            args += ["--videoParams.taskset", opts.video_cpus, "--videoParams.threads", "1"]
     else:
         args += ["--video", "false", "--visualMetrics", "false"]
     return [*args, url]
