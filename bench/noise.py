@@ -192,6 +192,27 @@ def print_cvs(rows: dict[tuple[str, str, str], Sample], variant: str) -> None:
               + f"   ({len(s.values['plt_ms'])})")
 
 
+def read_samples(path: Path) -> dict[tuple[str, str, str], Sample] | None:
+    """The samples of a --json file written before; None if it is not one (not a regular
+    file, a symlink, too large, or any other shape): nothing of it is shown then."""
+    try:
+        got = json.loads(safefs.read_capped(path, 16 << 20, follow_symlinks=False))
+        rows = {}
+        for key, values in got.items():
+            parts = tuple(key.split("|"))
+            if len(parts) != 3 or not isinstance(values, dict):
+                return None
+            lists = {m: values.get(m, []) for m in METRICS}
+            if not all(isinstance(v, list) and all(isinstance(x, (int, float))
+                                                   and not isinstance(x, bool) for x in v)
+                       for v in lists.values()):
+                return None
+            rows[parts] = Sample({m: [float(x) for x in v] for m, v in lists.items()})
+        return rows
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def report(rows: dict[tuple[str, str, str], Sample], stacks: list[str],
            names: list[str]) -> None:
     """The CVs of the trial as a campaign runs it, each source's share and the network's."""
@@ -240,14 +261,12 @@ def main(argv: list[str] | None = None) -> None:
                     help="print the figures of a --json FILE written before; run nothing")
     a = ap.parse_args(argv)
     if a.analyse:
-        try:
-            got = json.loads(a.analyse.read_text(encoding="utf-8"))
-            rows = {tuple(k.split("|")): Sample({m: [float(x) for x in v.get(m, [])]
-                                                 for m in METRICS}) for k, v in got.items()}
-        except (OSError, ValueError, AttributeError, TypeError) as e:
-            raise SystemExit(f"{a.analyse}: not a bench/noise --json file ({e})") from None
-        if any(len(k) != 3 for k in rows):
-            raise SystemExit(f"{a.analyse}: keys are not profile|stack|variant")
+        rows = read_samples(a.analyse)
+        if rows is None:
+            print(f"{ap.prog}: error: --analyse {a.analyse}: expected a bench/noise --json "
+                  "file (a regular file, not a symlink, at most 16 MB: keys profile|stack|"
+                  "variant, each with lists of numbers)", file=sys.stderr)
+            raise SystemExit(2)
         report(rows, list(dict.fromkeys(k[1] for k in rows)),
                list(dict.fromkeys(k[0] for k in rows)))
         return

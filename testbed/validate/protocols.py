@@ -336,14 +336,12 @@ def judge(opts: ServerOptions, obs: Observation, rtt_s: float) -> list[Row]:
 
 
 def _alt_svc(opts: ServerOptions, obs: Observation) -> Row:
-    """What the browser hears of HTTP/3 on the page's origin: QUIC, h3 on port 443 (unless
-    h3server runs with --alt-svc off); TCP, nothing."""
+    """What the browser hears of HTTP/3 on the page's origin: QUIC, h3 on port 443;
+    TCP, nothing."""
     got = obs.alt_svc or "none"
     name = "what the browser hears of HTTP/3 (alt-svc of the page's origin)"
-    if opts.stack == "tcp" or "--alt-svc=off" in opts.h3server_args or \
-            ("--alt-svc", "off") in zip(opts.h3server_args, opts.h3server_args[1:]):
-        why = "a TCP trial never hears of QUIC" if opts.stack == "tcp" else "--alt-svc off"
-        return Row(name, f"none ({why})", got, obs.alt_svc is None)
+    if opts.stack == "tcp":
+        return Row(name, "none (a TCP trial never hears of QUIC)", got, obs.alt_svc is None)
     ok = bool(obs.alt_svc and re.search(r'(^|[\s,])h3=":443"', obs.alt_svc))
     return Row(name, 'h3=":443" (the same origin: priorities known, as over HTTP/2)', got, ok)
 
