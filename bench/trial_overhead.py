@@ -99,7 +99,7 @@ def session_loads(env, chain, url, n, video, work,
                   fps: int = browsertime.VIDEO_FPS, tag: str = "",
                   recorder=None, captures=None) -> tuple[float, list[float]]:
     opts = browsertime.BrowsertimeOptions(iterations=n, video=video, video_fps=fps)
-    s = Session(url, opts, work / f"session-{video}-{fps}{tag}", netns=env.client_netns,
+    s = Session(url, opts, work / f"s{int(video)}-{fps}{tag}", netns=env.client_netns,
                 wrap=chain.argv([]), driver=FixedDriver(env, [], recorder, captures))
     cpu0, t0 = children_cpu(), time.monotonic()
     outcomes = s.run()

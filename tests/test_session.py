@@ -1,8 +1,12 @@
 """The session's stepping through a block, against a stand-in Browsertime (no browser)."""
 
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
+from testbed.errors import TestbedError
 from testbed.measure import browsertime, trial_har
 from testbed.measure.session import Session
 
@@ -109,16 +113,30 @@ def test_browsertime_exiting_within_the_timeout_is_not_a_timeout(tmp_path):
     assert "exited with status 1" in outcomes[0].browser_error
 
 
-def test_browsertime_keeps_its_temporary_files_in_the_block_folder(tmp_path, monkeypatch):
+def test_browsertime_keeps_its_temporary_files_in_the_block_folder(monkeypatch):
     from testbed import runstate
     runstate.release()
-    monkeypatch.setattr(runstate, "STATE_ROOT", tmp_path / "state")
+    with tempfile.TemporaryDirectory(prefix="tb", dir="/tmp") as d:  # shallow: see below
+        short = Path(d)
+        monkeypatch.setattr(runstate, "STATE_ROOT", short / "state")
+        opts = browsertime.BrowsertimeOptions(iterations=1, video=False)
+        s = Session("https://a.test/", opts, short / "block", netns=None, wrap=[],
+                    driver=Recorder(["tcp"]))
+        s._prepare()
+        assert (short / "block" / "tmp").is_dir()
+        assert f"TMPDIR={short / 'block' / 'tmp'}" in s.argv()
+
+
+def test_a_block_folder_too_deep_for_chromium_s_socket_is_refused_before_browsertime_starts():
+    # Chromium aborts at start ("Socket path too long") when its profile's
+    # SingletonSocket path, under TMPDIR, exceeds a Unix socket's 107 characters.
     opts = browsertime.BrowsertimeOptions(iterations=1, video=False)
-    s = Session("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
-                driver=Recorder(["tcp"]))
-    s._prepare()
-    assert (tmp_path / "block" / "tmp").is_dir()
-    assert f"TMPDIR={tmp_path / 'block' / 'tmp'}" in s.argv()
+    ok = Path("/run/testbed/4194304/campaign/block-31-1764042000000")
+    Session("https://a.test/", opts, ok, netns=None, wrap=[], driver=Recorder(["tcp"])).argv()
+    deep = Path("/run/testbed/26829/bench-qzc_hcxg/session-True-60-capnetlog")
+    s = Session("https://a.test/", opts, deep, netns=None, wrap=[], driver=Recorder(["tcp"]))
+    with pytest.raises(TestbedError, match="too deep for Chromium's profile socket"):
+        s.argv()
 
 
 def _video_session(tmp_path, monkeypatch):

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Protocol
 
 from testbed import enter, proc, safefs
+from testbed.errors import TestbedError
 from testbed.measure import browsertime, trial_har, visual
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,11 @@ LOAD_GRACE_S = 60.0
 timeouts should have ended it) stops the block."""
 EXIT_S = 120.0
 """Longest wait for Browsertime to write its files and exit after the last trial."""
+SOCKET_PATH_MAX = 107
+"""Longest path of a Unix socket (sun_path, 108 bytes with its NUL). Chromium's
+profile, made by chromedriver in TMPDIR, holds one: Chromium aborts at start
+("Socket path too long") when TMPDIR is too deep."""
+SINGLETON = "/org.chromium.Chromium.XXXXXX/SingletonSocket"
 
 
 class Driver(Protocol):
@@ -125,6 +131,15 @@ class Outcome:
     kept: Kept | None = None
 
 
+def check_tmp_depth(tmp: Path) -> None:
+    """TestbedError unless Chromium can make its profile's socket under tmp."""
+    if len(str(tmp)) + len(SINGLETON) > SOCKET_PATH_MAX:
+        raise TestbedError(
+            f"{tmp}: too deep for Chromium's profile socket ({len(str(tmp))} characters, "
+            f"at most {SOCKET_PATH_MAX - len(SINGLETON)}); use a shorter TESTBED_STATE_DIR "
+            f"or folder name")
+
+
 class Session:
     def __init__(self, url: str, opts: browsertime.BrowsertimeOptions, workdir: Path, *,
                  netns: str | None, wrap: Sequence[str], driver: Driver,
@@ -179,6 +194,7 @@ class Session:
         return json.loads(safefs.read_user(self.ctl / name))
 
     def argv(self) -> list[str]:
+        check_tmp_depth(self.tmp)
         bt = browsertime.argv(self.opts, self.url, self.out, self.check_path)
         # TMPDIR set inside the shells: setuid Mahimahi shells drop it from the environment
         x = [] if self.opts.headless else [str(browsertime.PYTHON), "-m", "testbed.measure.xvfb",
