@@ -24,10 +24,10 @@ that is not there in a trial:
            process on the other core: switched on, not off);
 - pin      (not by default: a way to cut, measured the same way): the screen
            recorder pinned to the last core with one encoder thread;
-- poll     (not by default): the page-complete check polled every 1 s instead of
-           every 0.1 s (each poll is a WebDriver call into the loading page);
-- await    (not by default): the check waits in the page instead (one WebDriver
-           call per load; BrowsertimeOptions.complete_in_page).
+- poll     (not by default): the page-complete check asked by WebDriver every
+           0.1 s while the page loads (each a call into the loading page), the
+           default before it waited in the page (BrowsertimeOptions.complete_in_page:
+           one WebDriver call per load; switched on, not off);
 Each source's share is the part of the baseline's variance of a metric that
 went away without it (negative: the variance grew), with the F-test's p-value
 of the two variances and the Brown-Forsythe test's (robust to outliers, which
@@ -68,7 +68,7 @@ from testbed.topology import ReplayTopology
 DEEP = ROOT / "bench" / "dsl-deep.toml"
 METRICS = ("plt_ms", "fcp_ms", "fvc_ms")
 SOURCES = ("video", "visual", "xvfb", "hog")
-CANDIDATES = ("pin", "poll", "await")
+CANDIDATES = ("pin", "poll")
 """Ways to cut the testbed's share, measured like a source (--sources pin)."""
 
 
@@ -134,10 +134,8 @@ def options(variant: str, n: int) -> browsertime.BrowsertimeOptions:
     if variant == "pin":
         return browsertime.BrowsertimeOptions(iterations=n,
                                               video_cpus=str((os.cpu_count() or 1) - 1))
-    if variant == "await":
-        return browsertime.BrowsertimeOptions(iterations=n, complete_in_page=True)
     if variant == "poll":
-        return browsertime.BrowsertimeOptions(iterations=n, poll_ms=1000)
+        return browsertime.BrowsertimeOptions(iterations=n, complete_in_page=False)
     if variant == "xvfb":
         return browsertime.BrowsertimeOptions(iterations=n, video=False, headless=True)
     return browsertime.BrowsertimeOptions(iterations=n)
@@ -233,7 +231,7 @@ def report(rows: dict[tuple[str, str, str], Sample], stacks: list[str],
             cells.append(f"{m[:-3].upper()} " + ("n/a" if got is None else
                                                  f"{100 * got[0]:+.0f}% (p {got[1]:.2f}, "
                                                  f"BF {got[2]:.2f})"))
-        what = {"hog": "on", "pin": "pin", "poll": "1 s", "await": "page"}.get(v, "off")
+        what = {"hog": "on", "pin": "pin", "poll": "on"}.get(v, "off")
         print(f"  {pname:<10} {stack:<9} {v:<6} {what:<4}  " + "  ".join(cells))
     if "dsl" in names and "dsl-deep" in names:
         print("\nThe network's share (dsl's 12 ms drop-tail buffer vs the deep buffer; the "

@@ -2,7 +2,7 @@
 the savings leave the measurement alone. Needs root and `make setup`.
 
     bench/trial_overhead [--loads N] [--site NAME] [--network NAME] [--skip-smoke]
-                         [--only telemetry|captures]
+                         [--only telemetry|captures|cheaper]
 
 One page (a bundled recording) over one network profile and the TCP stack:
 
@@ -23,6 +23,12 @@ One page (a bundled recording) over one network profile and the TCP stack:
 7. the session without captures and with each capture alone (netlog, keylog,
    pcap): size per trial before and after gzip, wall and CPU per trial
    (`--only captures`).
+8. the cheaper trial (`--only cheaper`): today's session against the same with
+   the options it had before (BEFORE: 1 s of network quiet after the load
+   event, a 400 ms orange start frame, a 0.3 s pause between browsers, the
+   page-complete check asked every 0.1 s during the load) and against bare
+   Browsertime, in alternating thirds: overhead per trial, PLT against bare
+   Browsertime's, and FVC/SI/LVC/FCP against BEFORE's.
 
 For each: wall time per load minus its PLT (mean), the CPU time per load of
 the processes it started (Browsertime, Chromium, ffmpeg, Xvfb, visual
@@ -95,10 +101,19 @@ CPU: dict[str, float] = {}
 """Variant -> CPU seconds of its processes per load (filled as they run)."""
 
 
+VISUAL: dict[str, dict[str, list[float]]] = {}
+"""Session variant -> its visual metrics and paint timings per load (fvc_ms, si_ms, ...)."""
+
+BEFORE = {"settle_ms": 1000, "orange_ms": 400, "browser_stop_ms": 300,
+          "complete_in_page": False}
+"""The session's options before the cheaper trial (BrowsertimeOptions), measured
+against today's by `--only cheaper`."""
+
+
 def session_loads(env, chain, url, n, video, work,
                   fps: int = browsertime.VIDEO_FPS, tag: str = "",
-                  recorder=None, captures=None) -> tuple[float, list[float]]:
-    opts = browsertime.BrowsertimeOptions(iterations=n, video=video, video_fps=fps)
+                  recorder=None, captures=None, **options) -> tuple[float, list[float]]:
+    opts = browsertime.BrowsertimeOptions(iterations=n, video=video, video_fps=fps, **options)
     s = Session(url, opts, work / f"s{int(video)}-{fps}{tag}", netns=env.client_netns,
                 wrap=chain.argv([]), driver=FixedDriver(env, [], recorder, captures))
     cpu0, t0 = children_cpu(), time.monotonic()
@@ -106,17 +121,21 @@ def session_loads(env, chain, url, n, video, work,
     wall = time.monotonic() - t0
     CPU[f"session-{video}-{fps}"] = (children_cpu() - cpu0) / n
     plts = []
+    seen = VISUAL.setdefault(f"session-{video}-{fps}{tag}", {})
     for o in outcomes:
         m = metrics.extract(o.result, o.visual) if o else None
         if m is None or m.plt_ms is None or (video and m.si_ms is None):
             raise SystemExit(f"a session load failed: {o}")
         plts.append(m.plt_ms)
+        for name in ("fvc_ms", "si_ms", "lvc_ms", "fcp_ms"):
+            if getattr(m, name) is not None:
+                seen.setdefault(name, []).append(getattr(m, name))
     s.remove()
     return wall, plts
 
 
-def bare_loads(env, chain, url, n, tuned, work) -> tuple[float, list[float]]:
-    out = safefs.user_dir(work / f"bare-{tuned}")  # Browsertime writes here
+def bare_loads(env, chain, url, n, tuned, work, tag: str = "") -> tuple[float, list[float]]:
+    out = safefs.user_dir(work / f"bare-{tuned}{tag}")  # Browsertime writes here
     args = [str(browsertime.NODE), str(browsertime.BROWSERTIME), "-n", str(n),
             "--visualMetrics", "true", "--video", "false" if tuned else "true",
             "--videoParams.framerate", str(browsertime.VIDEO_FPS),
@@ -212,6 +231,41 @@ def capture_loads(env, chain, topo, r, n, work) -> None:
               f"{differ(base[2], plts)}")
 
 
+def cheaper_loads(env, chain, r, n, work) -> None:
+    """Today's session against the options it had before (BEFORE) and bare
+    Browsertime, n loads each in alternating thirds (drift over the bench favours
+    none): wall time per load beyond PLT, whether PLT agrees with bare
+    Browsertime's, and whether the visual metrics agree with BEFORE's."""
+    part = max(1, n // 3)
+    walls: dict[str, float] = {"bare": 0.0, "before": 0.0, "today": 0.0}
+    plts: dict[str, list[float]] = {"bare": [], "before": [], "today": []}
+    for i in range(3):
+        for kind in ("bare", "before", "today"):
+            if kind == "bare":
+                w, p = bare_loads(env, chain, r.url, part, False, work, tag=f"-{i}")
+            else:
+                w, p = session_loads(env, chain, r.url, part, True, work, tag=f"-{kind}{i}",
+                                     **(BEFORE if kind == "before" else {}))
+            walls[kind] += w
+            plts[kind] += p
+    fps = browsertime.VIDEO_FPS
+    over = {k: report(f"{name}, video {fps} fps + visual metrics", walls[k], plts[k])
+            for k, name in (("bare", "bare Browsertime, defaults"),
+                            ("before", "testbed session, options before"),
+                            ("today", "testbed session, today's options"))}
+    print(f"today's options save {over['before'] - over['today']:.2f} s per trial; overhead "
+          f"{over['today']:.2f} s beyond PLT")
+    for a, b in (("bare", "today"), ("bare", "before"), ("before", "today")):
+        print(f"PLT {a} vs {b}: {statistics.mean(plts[a]):.0f} vs "
+              f"{statistics.mean(plts[b]):.0f} ms, {differ(plts[a], plts[b])}")
+    for name in ("fvc_ms", "si_ms", "lvc_ms", "fcp_ms"):
+        x = [v for i in range(3) for v in VISUAL[f"session-True-{fps}-before{i}"].get(name, [])]
+        y = [v for i in range(3) for v in VISUAL[f"session-True-{fps}-today{i}"].get(name, [])]
+        if len(x) > 1 and len(y) > 1:
+            print(f"  {name[:-3].upper():4s} before vs today: {statistics.median(x):.0f} vs "
+                  f"{statistics.median(y):.0f} ms (median), {differ(x, y)}")
+
+
 def report(name: str, wall: float, plts: list[float], cpu: float | None = None) -> float:
     per = wall / len(plts) - statistics.mean(plts) / 1000
     cpu_text = f"  CPU {cpu:5.2f} s/load" if cpu is not None else ""
@@ -266,8 +320,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--site", default="local-news")
     ap.add_argument("--network", default="dsl")
     ap.add_argument("--skip-smoke", action="store_true")
-    ap.add_argument("--only", choices=["telemetry", "captures"],
-                    help="run only this part (telemetry: on vs off; captures: none vs each)")
+    ap.add_argument("--only", choices=["telemetry", "captures", "cheaper"],
+                    help="run only this part (telemetry: on vs off; captures: none vs each; "
+                         "cheaper: today's options against the earlier ones and bare "
+                         "Browsertime)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("bench/trial_overhead needs root (namespaces); run with sudo")
@@ -293,6 +349,9 @@ def main(argv: list[str] | None = None) -> None:
                 return
             if a.only == "captures":
                 capture_loads(env, chain, topo, r, a.loads, work)
+                return
+            if a.only == "cheaper":
+                cheaper_loads(env, chain, r, a.loads, work)
                 return
             results = {}
             fps = browsertime.VIDEO_FPS

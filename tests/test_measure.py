@@ -158,6 +158,16 @@ def test_browsertime_argv_keeps_the_measurement_settings(tmp_path):
     assert f"--chrome.args={browsertime.PLACEHOLDER_RULES}" in argv
 
 
+def test_the_pause_before_the_prescript_is_an_option_and_never_browsertime_s_zero(tmp_path):
+    def pairs(**kw):
+        opts = browsertime.BrowsertimeOptions(iterations=1, **kw)
+        return dict(itertools.pairwise(browsertime.argv(opts, "u", tmp_path, tmp_path)))
+
+    assert pairs()["--timeToSettle"] == "100"  # Browsertime's own default
+    assert pairs(start_settle_ms=1)["--timeToSettle"] == "1"
+    assert pairs(start_settle_ms=0)["--timeToSettle"] == "1"  # 0 would mean 100 to it
+
+
 def test_the_campaign_frame_rate_reaches_the_screen_recording(tmp_path):
     from testbed.campaign import config
 
@@ -173,10 +183,10 @@ def test_the_campaign_frame_rate_reaches_the_screen_recording(tmp_path):
 
 def test_complete_check_is_filled_in():
     text = browsertime.complete_check(browsertime.BrowsertimeOptions(
-        iterations=1, settle_ms=700, settle_max_ms=4000))
+        iterations=1, settle_ms=700, settle_max_ms=4000, complete_in_page=False))
     assert text.rstrip().endswith("})(700, 4000, false);")
     assert "SETTLE" not in text.split("return (function")[1]
     assert "IN_PAGE" not in text.split("return (function")[1]
     waits = browsertime.complete_check(browsertime.BrowsertimeOptions(
-        iterations=1, settle_ms=700, settle_max_ms=4000, complete_in_page=True))
+        iterations=1, settle_ms=700, settle_max_ms=4000))  # the default waits in the page
     assert waits.rstrip().endswith("})(700, 4000, true);")

@@ -80,7 +80,7 @@ class Campaign(BaseModel):
     one frame (16.7 ms at 60)."""
     seed: int = 0
     """Seeds the order of the trials (the same seed gives the same order)."""
-    settle_ms: int = Field(default=1000, ge=0, le=60_000)
+    settle_ms: int = Field(default=300, ge=0, le=60_000)
     """A load ends when, after the load event, the network was quiet this long..."""
     settle_max_ms: int = Field(default=5000, ge=0, le=600_000)
     """...or this long after the load event at the latest (captures late paints)."""

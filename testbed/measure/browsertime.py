@@ -7,11 +7,16 @@ trial is not on this command line: the Chromium flags come from the launcher
 scripts (hooks/) hold each load until the runner has the servers ready. See
 testbed/measure/session.py.
 
-Tuned for little overhead without touching the measurement:
-- pageCompleteCheck (hooks/complete.js): the load event plus `settle_ms` of
-  network quiet (at most `settle_max_ms` after the load), polled every
-  `poll_ms` from the start, instead of Browsertime's default of a 5 s start
-  wait, 8 s after the load and a 1.5 s poll;
+Tuned for little overhead without touching the measurement (bench/trial_overhead
+shows PLT agreeing with bare Browsertime's):
+- pageCompleteCheck (hooks/complete.js): the load event plus `settle_ms` (300) of
+  network quiet (at most `settle_max_ms` after the load), instead of
+  Browsertime's default of a 5 s start wait, 8 s after the load and a 1.5 s
+  poll; asked every `poll_ms` until the page is loading, then awaited in the
+  page (one WebDriver call per load: a WebDriver call into the loading page
+  every 0.1 s made PLT higher and noisier than bare Browsertime's);
+- a 200 ms orange start frame (Browsertime: 800 on desktop) and no pause
+  between one iteration's browser and the next (Browsertime: a fixed 2 s);
 - video recorded losslessly as Browsertime does, but not re-encoded
   (`videoParams.convert`), no timer burnt in, no filmstrip; visual metrics
   are computed by the runner on that video (testbed/measure/visual.py) while
@@ -54,15 +59,16 @@ class BrowsertimeOptions:
     """Trials in this block (one iteration each)."""
     timeout_s: float = 120.0
     """Longest a page may take to complete before the trial fails as a timeout."""
-    settle_ms: int = 1000
+    settle_ms: int = 300
     """After the load event, wait until the network has been quiet this long..."""
     settle_max_ms: int = 5000
     """...but at most this long after the load event."""
     poll_ms: int = 100
     """How often the page-complete check runs."""
-    complete_in_page: bool = False
+    complete_in_page: bool = True
     """The page-complete check, once the page is loading, waits in the page (a promise
-    WebDriver awaits) instead of answering false to be asked again every poll_ms."""
+    WebDriver awaits) instead of answering false to be asked again every poll_ms
+    (False: a WebDriver call into the loading page every poll_ms)."""
     viewport: str = "1366x768"
     """Browser window size (Browsertime's default)."""
     video: bool = True
@@ -74,15 +80,19 @@ class BrowsertimeOptions:
     headless: bool = False
     """Chromium headless, with no X server (and so no video): bench/noise's variant;
     trials run under Xvfb."""
-    orange_ms: int = 400
+    orange_ms: int = 200
     """How long the orange start frame shows before navigation (Browsertime: 800);
     the visual metrics find the load's start at its end."""
     video_cpus: str | None = None
     """Pin the screen recorder (ffmpeg) to these CPUs (a taskset list, e.g. "1") with one
     encoder thread; None: Browsertime's default (all CPUs, its thread count)."""
-    browser_stop_ms: int = 300
+    browser_stop_ms: int = 0
     """Pause after the browser stopped, before the next starts (Browsertime: a fixed
-    2000; made an option by setup/browsertime/patch-browsertime.mjs)."""
+    2000; made an option by setup/browsertime/patch-browsertime.mjs). None is needed:
+    the next load waits for the next browser's start (about 0.8 s) anyway."""
+    start_settle_ms: int = 100
+    """Pause after the browser showed its blank start page, before the preScript
+    (Browsertime's timeToSettle, 100; at least 1: Browsertime reads 0 as 100)."""
 
 
 @cache
@@ -144,6 +154,7 @@ def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path) -> l
         "--timeouts.script", str(timeout_ms),
         "--orangeDesktopDelayTime", str(opts.orange_ms),
         "--browserStopDelay", str(opts.browser_stop_ms),
+        "--timeToSettle", str(max(1, int(opts.start_settle_ms))),
         "--screenshot", "false",
         "--chrome.cdp.performance", "false",
     ]
