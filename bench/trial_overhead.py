@@ -151,7 +151,10 @@ def bare_loads(env, chain, url, n, tuned, work, tag: str = "") -> tuple[float, l
         args += ["--pageCompleteCheck", str(check), "--pageCompleteCheckStartWait", "1",
                  "--pageCompleteCheckPollTimeout", "100", "--videoParams.convert", "false",
                  "--videoParams.addTimer", "false", "--videoParams.createFilmstrip", "false"]
-    inner = [str(browsertime.PYTHON), "-m", "testbed.measure.xvfb", "--", *args, url]
+    tmp = safefs.user_dir(work / f"bare-{tuned}{tag}-tmp")  # chromedriver's profiles
+    # TMPDIR set inside the shells: setuid Mahimahi shells drop it from the environment
+    inner = ["env", f"TMPDIR={tmp}", str(browsertime.PYTHON), "-m", "testbed.measure.xvfb",
+             "--", *args, url]
     argv = enter.as_user([*chain.argv([]), *inner], netns=env.client_netns,
                          env={"PYTHON": str(browsertime.PYTHON)}, cwd=str(out))
     cpu0, t0 = children_cpu(), time.monotonic()
