@@ -6,19 +6,27 @@ from testbed.replay.env import ReplayEnv
 
 
 class FixedDriver:
-    """The same servers and Chromium flags for every load; nothing between loads."""
+    """The same servers and Chromium flags for every load. With a recorder
+    (testbed.measure.telemetry.Recorder) or captures (testbed.measure.captures.Captures),
+    each load tells them what the campaign's BlockDriver tells them."""
 
-    def __init__(self, env: ReplayEnv, extra: list[str]):
-        self.env, self.extra = env, extra
+    def __init__(self, env: ReplayEnv, extra: list[str], recorder=None, captures=None):
+        self.env, self.extra, self.recorder, self.captures = env, extra, recorder, captures
 
     def prepare(self, k):
         pass
 
     def launch(self, k):
-        return [*self.env.chromium_flags(), *self.extra]
+        flags = []
+        if self.captures is not None:
+            self.captures.start(k)
+            flags = self.captures.chromium_flags(k)
+        return [*self.env.chromium_flags(), *self.extra, *flags]
 
     def before_load(self, k):
-        pass
+        if self.recorder is not None:
+            self.recorder.loading(True)
 
     def after_load(self, k, measured):
-        pass
+        if self.recorder is not None:
+            self.recorder.loading(False)

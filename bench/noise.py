@@ -20,6 +20,8 @@ that is not there in a trial:
 - video:   no screen recording (so no FVC);
 - visual:  the recording is made but no visual metrics are computed on it;
 - xvfb:    Chromium headless, no X server (and so no video);
+- telemetry: no TCP telemetry (testbed.measure.telemetry's sock_diag listener and
+           dumps, on in a campaign's trials and so in the baseline here);
 - hog:     a busy loop pinned to the last core beside the trial (another
            process on the other core: switched on, not off);
 - pin      (not by default: a way to cut, measured the same way): the screen
@@ -48,7 +50,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +59,7 @@ from drivers import FixedDriver
 from testbed import recording as rec
 from testbed import safefs
 from testbed.errors import InputError
-from testbed.measure import browsertime, metrics
+from testbed.measure import browsertime, metrics, telemetry
 from testbed.measure.session import Session
 from testbed.paths import ROOT
 from testbed.protocols.apply import applied, server_options
@@ -67,7 +69,7 @@ from testbed.topology import ReplayTopology
 
 DEEP = ROOT / "bench" / "dsl-deep.toml"
 METRICS = ("plt_ms", "fcp_ms", "fvc_ms")
-SOURCES = ("video", "visual", "xvfb", "hog")
+SOURCES = ("video", "visual", "xvfb", "telemetry", "hog")
 CANDIDATES = ("pin", "poll")
 """Ways to cut the testbed's share, measured like a source (--sources pin)."""
 
@@ -154,8 +156,12 @@ def block(r: rec.Recording, profile, setting: str, variant: str, n: int, work: P
                                             nginx_env=change.nginx_env, topology=topo))
         if variant == "hog":
             exits.enter_context(Hog())
+        recorder = (None if variant == "telemetry"  # as a campaign's block runs it otherwise
+                    else telemetry.Recorder(topo.server.name, r.ips))
+        exits.enter_context(recorder or nullcontext())
         s = Session(r.url, options(variant, n), work / "session", netns=env.client_netns,
-                    wrap=chain.argv([]), driver=FixedDriver(env, list(opts.chromium_flags)))
+                    wrap=chain.argv([]),
+                    driver=FixedDriver(env, list(opts.chromium_flags), recorder=recorder))
         outcomes = s.run()
         env.check_alive()
     out = Sample()
@@ -214,7 +220,7 @@ def read_samples(path: Path) -> dict[tuple[str, str, str], Sample] | None:
 def report(rows: dict[tuple[str, str, str], Sample], stacks: list[str],
            names: list[str]) -> None:
     """The CVs of the trial as a campaign runs it, each source's share and the network's."""
-    print("\nThe trial as a campaign runs it (video at "
+    print("\nThe trial as a campaign runs it (TCP telemetry on, video at "
           f"{browsertime.VIDEO_FPS} fps, visual metrics, Xvfb):")
     print_cvs(rows, "trial")
     print("\nEach source's share of the trial's variance (1 - var without / var with; "

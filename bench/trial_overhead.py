@@ -51,6 +51,8 @@ import time
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
 
+from drivers import FixedDriver
+
 from testbed import enter, safefs
 from testbed import recording as rec
 from testbed.measure import browsertime, metrics
@@ -66,29 +68,6 @@ def fmt(xs: list[float]) -> str:
         return "n/a"
     sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
     return f"{statistics.mean(xs):7.0f} ms (sd {sd:4.0f}, n {len(xs)})"
-
-
-class FixedDriver:
-    def __init__(self, env: ReplayEnv, extra: list[str], recorder=None, captures=None):
-        self.env, self.extra, self.recorder, self.captures = env, extra, recorder, captures
-
-    def prepare(self, k):
-        pass
-
-    def launch(self, k):
-        flags = []
-        if self.captures is not None:  # as the campaign's BlockDriver does
-            self.captures.start(k)
-            flags = self.captures.chromium_flags(k)
-        return [*self.env.chromium_flags(), *self.extra, *flags]
-
-    def before_load(self, k):
-        if self.recorder is not None:  # as the campaign's BlockDriver does
-            self.recorder.loading(True)
-
-    def after_load(self, k, measured):
-        if self.recorder is not None:
-            self.recorder.loading(False)
 
 
 def children_cpu() -> float:

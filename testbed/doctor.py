@@ -224,7 +224,8 @@ def lab() -> Iterator:
 
 
 def check_netns_iptables(topo) -> list[Row]:
-    rows = [passed("network namespaces", f"created {topo.server.name}, {topo.client.name} and a veth pair")]
+    rows = [passed("network namespaces", f"created {topo.server.name}, {topo.client.name} and a veth pair"),
+            check_own_ehash(topo)]
     ipt = version_of(["iptables", "--version"])
     nft = version_of(["nft", "--version"])
     cp = proc.run(topo.client.exec(["iptables", "-t", "nat", "-S"]), check=False)
@@ -233,6 +234,21 @@ def check_netns_iptables(topo) -> list[Row]:
     else:
         rows.append(passed("iptables/nftables", f"{ipt}; {nft}; NAT table usable in a namespace"))
     return rows
+
+
+def check_own_ehash(topo) -> Row:
+    """The namespace's own TCP established hash table (testbed.netns.EHASH_ENTRIES)."""
+    name = "TCP hash table per namespace"
+    got = proc.run(topo.server.exec(["sysctl", "-n", "net.ipv4.tcp_ehash_entries"]), check=False)
+    try:
+        n = int(got.stdout.strip())
+    except ValueError:
+        return info(name, f"unreadable: {first_line(got.stderr) or got.stdout.strip()}")
+    if n > 0:  # negative: the host's shared table
+        return passed(name, f"{n} buckets of its own: a telemetry dump takes microseconds")
+    return info(name, f"shares the host's {-n} buckets (no tcp_child_ehash_entries before "
+                "Linux 6.1): each telemetry dump walks them all, ~1 ms",
+                "a kernel >= 6.1 makes the TCP telemetry's dumps cheap")
 
 
 def check_qdiscs(topo) -> list[Row]:

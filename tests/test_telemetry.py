@@ -100,6 +100,26 @@ def test_a_kernel_error_and_a_broken_message_are_refused():
         tcpdiag.parse_messages(bad_attr)
 
 
+def test_a_dump_asks_for_connections_only():
+    """No listener, request socket or time-wait stub, and not TCP_BOUND_INACTIVE (13),
+    which makes the kernel walk the bind hash table that namespaces share."""
+    states = struct.unpack_from("=I", tcpdiag.request(socket.AF_INET), 16 + 4)[0]
+    assert states == tcpdiag.STATES
+    assert all(states & (1 << s) for s in (1, 2, 4, 5, 8, 9, 11))
+    assert not any(states & (1 << s) for s in (3, 6, 10, 12, 13, 14, 15))
+
+
+def test_a_namespace_is_made_with_its_own_tcp_table_where_the_kernel_can(monkeypatch):
+    from testbed import netns
+    argv = netns.add_argv("tb-1-srv", 1024)
+    if os.path.exists(netns.CHILD_EHASH):
+        assert argv[:3] == ["unshare", "--net", "--"] and argv[-1] == "tb-1-srv"
+        assert "tcp_child_ehash_entries=1024" in argv[5] and "tb-1-srv" not in argv[5]
+    monkeypatch.setattr(netns, "CHILD_EHASH", "/nonexistent/knob")
+    assert netns.add_argv("tb-1-srv") == ["ip", "netns", "add", "tb-1-srv"]
+    assert netns.add_argv("x", None) == ["ip", "netns", "add", "x"]
+
+
 def test_an_ipv4_mapped_address_reads_as_ipv4():
     assert tcpdiag._address(socket.AF_INET6, socket.inet_pton(
         socket.AF_INET6, "::ffff:10.78.0.1")) == "10.78.0.1"

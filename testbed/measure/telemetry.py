@@ -48,11 +48,12 @@ log = logging.getLogger(__name__)
 INTERVAL_S = 0.01
 """Between two dumps of the open sockets while a page loads (`loading(True)`)."""
 IDLE_INTERVAL_S = 0.1
-"""Between two dumps otherwise (browser start and stop, visual metrics): each dump
-costs ~0.25 ms of kernel time per address family, so dumping every 5 ms all the time
-cost 0.7 s of CPU per trial, 5 ms while loading and 100 ms otherwise 0.3 s
-(bench/trial_overhead). 10 ms still reads the initial window of every emulated
-network (the window lasts an RTT: 24 ms at the least, dsl)."""
+"""Between two dumps otherwise (browser start and stop, visual metrics). A dump of a
+namespace with its own TCP hash table (testbed.netns.EHASH_ENTRIES) costs
+microseconds; one sharing the host's cost ~1 ms of kernel time, 0.4-0.5 s of CPU a
+trial at these intervals (bench/trial_overhead --only telemetry). 10 ms still reads
+the initial window of every emulated network (the window lasts an RTT: 24 ms at the
+least, dsl)."""
 
 
 @dataclass
