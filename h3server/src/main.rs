@@ -6,6 +6,7 @@
 //! input (arguments, recording, certificate), 1 for anything else.
 
 mod args;
+mod coalesced;
 mod config;
 mod connstats;
 mod http;

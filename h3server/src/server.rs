@@ -28,6 +28,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
+use crate::coalesced;
 use crate::config::Settings;
 use crate::connstats::{ConnStats, Track};
 use crate::http::{Responder, Streams};
@@ -288,8 +289,12 @@ impl Server {
         };
         let client = self.clients.get_mut(&id).expect("routed client exists");
         let _log = logging::scope(client.conn.trace_id());
-        if let Err(e) = client.conn.recv(pkt, quiche::RecvInfo { from, to: local }) {
-            debug!("{} recv failed: {e}", client.conn.trace_id());
+        // each coalesced packet on its own: quiche drops a datagram's rest after a
+        // packet it cannot decrypt (crate::coalesced)
+        for range in coalesced::packets(pkt, CID_LEN) {
+            if let Err(e) = client.conn.recv(&mut pkt[range], quiche::RecvInfo { from, to: local }) {
+                debug!("{} recv failed: {e}", client.conn.trace_id());
+            }
         }
         Some(id)
     }
