@@ -45,7 +45,8 @@ def test_estimate_model_by_hand():
     unshaped = estimate.Link(rtt_ms=0, downlink_mbit=None, loss_percent=0)
     assert estimate.load_s(page, unshaped, tcp) == 0
     total = estimate.campaign_s({"s": page}, {"n": link}, {"tcp": tcp, "quic": quic}, runs=3)
-    assert total == pytest.approx(3 * (2 * estimate.FIXED_S + 1.3 * (1.6 + 1.5)), abs=1e-2)
+    assert total == pytest.approx(3 * (2 * estimate.FIXED_S + (1 + estimate.LOAD_SHARE) * (1.6 + 1.5)),
+                                  abs=1e-2)
     assert estimate.duration(3 * 3600 + 65) == "3 h 01 min"
     assert estimate.duration(75) == "1 min 15 s"
 
@@ -74,7 +75,7 @@ def test_estimate_is_within_30_percent_of_the_measured_campaign(tmp_path, monkey
     for name, secs in measured.items():
         assert abs(got[name] / secs - 1) <= 0.30, (name, got[name], secs)
     assert abs(sum(got.values()) / sum(measured.values()) - 1) <= 0.30
-    assert lines[-1].startswith("  based on: per trial 5.4 s + 1.3 x the page load")
+    assert lines[-1].startswith("  based on: per trial 2.5 s + 1.15 x the page load")
 
 
 def row(status, plt):
