@@ -179,15 +179,9 @@ mod tests {
     /// fed packet by packet, the request arrives.
     #[test]
     fn a_request_behind_an_undecryptable_initial_arrives() {
-        use crate::connstats::tests::{cert_files, deliver, pair};
+        use crate::connstats::tests::{cert_files, deliver, pair, server_config};
         let (dir, cert, key) = cert_files("coalesced");
-        let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
-        config.load_cert_chain_from_pem_file(cert.to_str().unwrap()).unwrap();
-        config.load_priv_key_from_pem_file(key.to_str().unwrap()).unwrap();
-        config.set_application_protos(quiche::h3::APPLICATION_PROTOCOL).unwrap();
-        config.set_initial_max_data(1 << 20);
-        config.set_initial_max_stream_data_bidi_remote(1 << 20);
-        config.set_initial_max_streams_bidi(10);
+        let mut config = server_config(&cert, &key);
         let (mut client, mut server) = pair(&mut config);
         while !(client.is_established() && server.is_established()) {
             assert!(deliver(&mut client, &mut server) + deliver(&mut server, &mut client) > 0, "stalled");

@@ -229,7 +229,7 @@ pub mod tests {
         (client, server)
     }
 
-    fn server_config(cert: &std::path::Path, key: &std::path::Path) -> quiche::Config {
+    pub fn server_config(cert: &std::path::Path, key: &std::path::Path) -> quiche::Config {
         let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
         c.load_cert_chain_from_pem_file(cert.to_str().unwrap()).unwrap();
         c.load_priv_key_from_pem_file(key.to_str().unwrap()).unwrap();
