@@ -83,8 +83,11 @@ CPU: dict[str, float] = {}
 VISUAL: dict[str, dict[str, list[float]]] = {}
 """Session variant -> its visual metrics and paint timings per load (fvc_ms, si_ms, ...)."""
 
+PHASES: dict[str, dict[str, list[float]]] = {}
+"""Session variant -> where its time went, seconds per trial (see phases())."""
+
 BEFORE = {"settle_ms": 1000, "orange_ms": 400, "browser_stop_ms": 300,
-          "complete_in_page": False}
+          "complete_in_page": False, "visual_idle": False}
 """The session's options before the cheaper trial (BrowsertimeOptions), measured
 against today's by `--only cheaper`."""
 
@@ -99,6 +102,7 @@ def session_loads(env, chain, url, n, video, work,
     outcomes = s.run()
     wall = time.monotonic() - t0
     CPU[f"session-{video}-{fps}"] = (children_cpu() - cpu0) / n
+    phases(PHASES.setdefault(f"session-{video}-{fps}{tag}", {}), outcomes, t0, t0 + wall)
     plts = []
     seen = VISUAL.setdefault(f"session-{video}-{fps}{tag}", {})
     for o in outcomes:
@@ -111,6 +115,40 @@ def session_loads(env, chain, url, n, video, work,
                 seen.setdefault(name, []).append(getattr(m, name))
     s.remove()
     return wall, plts
+
+
+PHASE_NAMES = {
+    "start": "browser start (previous load's end to this browser's preScript: video stop, "
+             "collect, browser stop, chromedriver, Chromium, start page, pause)",
+    "wait": "wait before the load (the previous trial's visual metrics when they go first)",
+    "load": "load's extra (video start with the orange frame, settle, video stop, collect)",
+    "block": "block start and end (Browsertime and Xvfb starting, writing, exiting), "
+             "per trial",
+}
+
+
+def phases(into: dict[str, list[float]], outcomes, t0: float, t1: float) -> None:
+    """Append each trial's phases (PHASE_NAMES) in seconds, from the session's clock."""
+    done = [o for o in outcomes if o is not None and o.measured]
+    for prev, o in zip([None, *done], done):
+        if prev is not None:
+            into.setdefault("start", []).append(o.ready - prev.ended)
+        into.setdefault("wait", []).append(o.load_began - o.ready)
+        plt = metrics.extract(o.result, o.visual).plt_ms or 0
+        into.setdefault("load", []).append(o.ended - o.load_began - plt / 1000)
+    if done:
+        # the first browser's start counts as block start: the others' start is "start"
+        into.setdefault("block", []).append(
+            (done[0].ready - t0 + t1 - done[-1].ended) / len(done))
+
+
+def print_phases(name: str, tags: list[str]) -> None:
+    got: dict[str, list[float]] = {}
+    for tag in tags:
+        for k, v in PHASES.get(tag, {}).items():
+            got.setdefault(k, []).extend(v)
+    parts = [f"{k} {statistics.mean(got[k]):.2f}" for k in PHASE_NAMES if got.get(k)]
+    print(f"  {name}: " + ", ".join(parts) + " s")
 
 
 def bare_loads(env, chain, url, n, tuned, work, tag: str = "") -> tuple[float, list[float]]:
@@ -237,6 +275,11 @@ def cheaper_loads(env, chain, r, n, work) -> None:
                             ("today", "testbed session, today's options"))}
     print(f"today's options save {over['before'] - over['today']:.2f} s per trial; overhead "
           f"{over['today']:.2f} s beyond PLT")
+    print("where a trial's time beyond PLT went (mean s per trial):")
+    for k, text in PHASE_NAMES.items():
+        print(f"  {k}: {text}")
+    for kind in ("before", "today"):
+        print_phases(kind, [f"session-True-{browsertime.VIDEO_FPS}-{kind}{i}" for i in range(3)])
     for a, b in (("bare", "today"), ("bare", "before"), ("before", "today")):
         print(f"PLT {a} vs {b}: {statistics.mean(plts[a]):.0f} vs "
               f"{statistics.mean(plts[b]):.0f} ms, {differ(plts[a], plts[b])}")
