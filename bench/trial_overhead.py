@@ -27,8 +27,9 @@ One page (a bundled recording) over one network profile and the TCP stack:
    the options it had before (BEFORE: 1 s of network quiet after the load
    event, a 400 ms orange start frame, a 0.3 s pause between browsers, the
    page-complete check asked every 0.1 s during the load) and against bare
-   Browsertime, in alternating thirds: overhead per trial, PLT against bare
-   Browsertime's, and FVC/SI/LVC/FCP against BEFORE's.
+   Browsertime, in alternating thirds: overhead per trial and where it went
+   (browser start, wait before the load, the load's extra, block start and
+   end), PLT against bare Browsertime's, and FVC/SI/LVC/FCP against BEFORE's.
 
 For each: wall time per load minus its PLT (mean), the CPU time per load of
 the processes it started (Browsertime, Chromium, ffmpeg, Xvfb, visual
@@ -87,7 +88,7 @@ PHASES: dict[str, dict[str, list[float]]] = {}
 """Session variant -> where its time went, seconds per trial (see phases())."""
 
 BEFORE = {"settle_ms": 1000, "orange_ms": 400, "browser_stop_ms": 300,
-          "complete_in_page": False, "visual_idle": False}
+          "complete_in_page": False}
 """The session's options before the cheaper trial (BrowsertimeOptions), measured
 against today's by `--only cheaper`."""
 
@@ -120,7 +121,7 @@ def session_loads(env, chain, url, n, video, work,
 PHASE_NAMES = {
     "start": "browser start (previous load's end to this browser's preScript: video stop, "
              "collect, browser stop, chromedriver, Chromium, start page, pause)",
-    "wait": "wait before the load (the previous trial's visual metrics when they go first)",
+    "wait": "wait before the load (the previous trial's visual metrics, when still running)",
     "load": "load's extra (video start with the orange frame, settle, video stop, collect)",
     "block": "block start and end (Browsertime and Xvfb starting, writing, exiting), "
              "per trial",

@@ -6,8 +6,7 @@ files, for unit tests of testbed.measure.session without a browser.
 KIND per iteration: ok (measured), fail (navigation failed after go), nostart
 (the browser did not start: launch, no ready), crash (exit 3 after go), hang
 (no answer after go), giveup (exit 1 0.5 s after go, as Browsertime after a
-load past its timeout), video (ok, with a screen recording at
-OUT/pages/video/N.mp4). A go-N.json naming `warm` (a warm visit) is answered
+load past its timeout). A go-N.json naming `warm` (a warm visit) is answered
 with warmed-N.json, then the fake waits for measure-N.json; a kind `warmfail`
 reports a failed warm-up (and the iteration fails). Writes OUT/browsertime.har with a page per measured
 iteration, as Browsertime does.
@@ -56,11 +55,7 @@ for i, kind in enumerate(kinds, 1):
     if kind == "giveup":  # the load outlasted the timeout; Browsertime exits
         time.sleep(0.5)
         sys.exit(1)
-    if kind == "video":
-        os.makedirs(os.path.join(out, "pages", "video"), exist_ok=True)
-        with open(os.path.join(out, "pages", "video", f"{i}.mp4"), "wb") as f:
-            f.write(b"video %d" % i)
-    if kind in ("ok", "video"):
+    if kind == "ok":
         flags = answer["flags"]
         put(f"done-{i}.json", {"index": i, "result": [{"browserScripts": {"timings": {
             "pageTimings": {"pageLoadTime": 100 * i}, "loadEventEnd": 100 * i, "ttfb": 10,

@@ -142,7 +142,7 @@ def test_a_block_folder_too_deep_for_chromium_s_socket_is_refused_before_browser
 def _video_session(tmp_path, monkeypatch):
     from testbed.measure import session as session_mod
 
-    monkeypatch.setattr(session_mod.visual, "run", lambda video, log, idle: {"SpeedIndex": 1})
+    monkeypatch.setattr(session_mod.visual, "run", lambda video, log: {"SpeedIndex": 1})
     opts = browsertime.BrowsertimeOptions(iterations=1, video=True)
     s = Session("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
                 driver=Recorder(["tcp"]))
@@ -177,85 +177,6 @@ def test_a_video_that_is_a_symlink_is_neither_linked_nor_analysed(tmp_path, monk
     assert "video not usable" in o.visual_error
     assert list(s.visual_dir.iterdir()) == []
     s.remove()
-
-
-class VisualGate:
-    """visual.run standing in: records its calls, and the one for `hold` (a video's
-    trial number) waits until released."""
-
-    def __init__(self, hold):
-        import threading
-
-        self.hold, self.release, self.calls = hold, threading.Event(), []
-        self.finished: list[int] = []
-
-    def __call__(self, video, log, idle):
-        n = int(video.read_bytes().split()[-1])
-        self.calls.append((n, idle))
-        if n == self.hold:
-            assert self.release.wait(30), "never released"
-        self.finished.append(n)
-        return {"SpeedIndex": n}
-
-
-def _video_block(tmp_path, monkeypatch, gate, idle, driver):
-    from testbed.measure import session as session_mod
-
-    monkeypatch.setattr(session_mod.visual, "run", gate)
-    opts = browsertime.BrowsertimeOptions(iterations=3, video=True, visual_idle=idle)
-    s = FakeSession("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
-                    driver=driver)
-    s.kinds = "video,video,video"
-    return s.run()
-
-
-def test_visual_metrics_at_idle_priority_let_the_next_loads_go(tmp_path, monkeypatch):
-    gate = VisualGate(hold=1)
-    seen = []
-
-    class Driver(Recorder):
-        def before_load(self, k):
-            seen.append((k, list(gate.finished)))
-            if k == 2:
-                gate.release.set()  # trial 1's video is still being analysed
-
-    outcomes = _video_block(tmp_path, monkeypatch, gate, True, Driver(["tcp"] * 3))
-    assert seen == [(0, []), (1, []), (2, [])]
-    assert [o.visual for o in outcomes] == [{"SpeedIndex": n} for n in (1, 2, 3)]
-    assert gate.calls == [(1, True), (2, True), (3, True)] and gate.finished == [1, 2, 3]
-
-
-def test_visual_metrics_at_normal_priority_finish_before_the_next_load(tmp_path, monkeypatch):
-    gate = VisualGate(hold=None)
-    seen = []
-
-    class Driver(Recorder):
-        def before_load(self, k):
-            seen.append((k, list(gate.finished)))
-
-    outcomes = _video_block(tmp_path, monkeypatch, gate, False, Driver(["tcp"] * 3))
-    assert seen == [(0, []), (1, [1]), (2, [1, 2])]
-    assert [o.visual["SpeedIndex"] for o in outcomes] == [1, 2, 3]
-    assert gate.calls == [(1, False), (2, False), (3, False)]
-
-
-def test_visual_metrics_run_under_sched_idle_when_asked(monkeypatch, tmp_path):
-    from testbed.measure import visual
-
-    got = []
-
-    def fake_run(argv, **kw):
-        got.append(argv)
-        raise subprocess.TimeoutExpired(argv, 1)
-
-    import subprocess
-
-    monkeypatch.setattr(visual.subprocess, "run", fake_run)
-    for idle in (True, False):
-        with pytest.raises(visual.VisualMetricsError):
-            visual.run(tmp_path / "v.mp4", tmp_path / "log", idle=idle)
-    assert got[0][:3] == ["chrt", "--idle", "0"] and got[0][3] == str(browsertime.PYTHON)
-    assert got[1][0] == str(browsertime.PYTHON)
 
 
 def test_a_warm_visit_warms_up_before_its_measured_load(tmp_path):

@@ -19,9 +19,8 @@ shows PLT agreeing with bare Browsertime's):
   between one iteration's browser and the next (Browsertime: a fixed 2 s);
 - video recorded losslessly as Browsertime does, but not re-encoded
   (`videoParams.convert`), no timer burnt in, no filmstrip; visual metrics
-  are computed by the runner on that video (testbed/measure/visual.py) with
-  Browsertime's own script and arguments, at idle CPU priority while the next
-  trials run (SCHED_IDLE: only CPU time nothing else wants);
+  are computed by the runner on that video (testbed/measure/visual.py) while
+  no load runs, with Browsertime's own script and arguments;
 - video at VIDEO_FPS (60) frames per second instead of Browsertime's 30, so
   the visual metrics move in 16.7 ms steps, finer than one RTT of the
   paper's DSL profile (24 ms); the browser's own paint timings (1 ms steps)
@@ -78,10 +77,6 @@ class BrowsertimeOptions:
     """Frames per second of that recording."""
     visual_metrics: bool = True
     """Compute the visual metrics on the recording (off: bench/noise's variant)."""
-    visual_idle: bool = True
-    """Compute them at idle CPU priority while the next trials run (one at a time, all
-    done before the block ends); False: at normal priority, each finished before the
-    next load starts (the earlier way, bench/trial_overhead's "before")."""
     headless: bool = False
     """Chromium headless, with no X server (and so no video): bench/noise's variant;
     trials run under Xvfb."""

@@ -14,22 +14,15 @@ Browsertime process, shells and X display stay up:
                  answered by flags-N.json (driver.launch(k): the trial's
                  Chromium flags; driver.prepare(k) readied its servers
                  after the previous load, or while Browsertime started)
-    ready-N      the browser is up (preScript); driver.before_load(k) (without
-                 opts.visual_idle after the previous trial's visual metrics
-                 finished), then go-N.json
+    ready-N      the browser is up (preScript); driver.before_load(k), the
+                 previous trial's visual metrics finished, then go-N.json
     warmed-N     a warm visit (visits[k] == "warm"): go-N.json named the page,
                  the preScript loaded it once unmeasured, cleared the HTTP
                  cache and closed the connections (hooks/pre.mjs);
                  driver.warmed(k), then measure-N.json lets the measured load go
     done-N       the load was measured (postScript, with Browsertime's
-                 result); driver.after_load(k), and the video is queued for
-                 its visual metrics while Browsertime stops the browser
-
-Visual metrics (opts.visual_idle, the default) are computed one video at a
-time in a background thread at idle CPU priority (SCHED_IDLE) while the next
-trials' browsers start and pages load; the block ends when the last is done.
-Without visual_idle each is computed at normal priority and finished before
-the next load starts.
+                 result); driver.after_load(k), visual metrics start on the
+                 video in the background, while Browsertime stops the browser
 
 Files (see testbed.safefs): the block's folder is root's and holds what
 root writes (complete.js, browsertime.log opened by root, visual/ with the
@@ -49,7 +42,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -172,7 +164,6 @@ class Session:
         self.check_path = self.workdir / "complete.js"
         self._ctl_fd: int | None = None
         self.returncode: int | None = None
-        self._visual_queue: queue.Queue[tuple[Outcome, int] | None] = queue.Queue()
         self._visual_thread: threading.Thread | None = None
         self._prepared: dict[int, str | None] = {}
         self._stopping = False
@@ -280,8 +271,7 @@ class Session:
                 k += 1
                 continue
             o.ready = time.monotonic()
-            if not self.opts.visual_idle:
-                self._visual_queue.join()  # the previous trial's, before this load
+            self._join_visual()
             self.driver.before_load(k)
             o.load_began = time.monotonic()
             if self._warm(k):
@@ -438,33 +428,19 @@ class Session:
         finally:
             os.close(fd)
         o.video = video
-        if self._visual_thread is None:
-            self._visual_thread = threading.Thread(target=self._visual_worker,
-                                                   name="visualmetrics", daemon=True)
-            self._visual_thread.start()
-        self._visual_queue.put((o, it))
 
-    def _visual_worker(self) -> None:
-        """Visual metrics of each queued video in turn, until None is queued."""
-        while True:
-            item = self._visual_queue.get()
+        def work():
             try:
-                if item is None:
-                    return
-                o, it = item
-                try:
-                    o.visual = visual.run(o.video, self.visual_dir / f"visualmetrics-{it}.log",
-                                          idle=self.opts.visual_idle)
-                except visual.VisualMetricsError as e:
-                    o.visual_error = str(e)
-            finally:
-                self._visual_queue.task_done()
+                o.visual = visual.run(o.video, self.visual_dir / f"visualmetrics-{it}.log")
+            except visual.VisualMetricsError as e:
+                o.visual_error = str(e)
+
+        self._visual_thread = threading.Thread(target=work, name=f"visualmetrics-{it}",
+                                               daemon=True)
+        self._visual_thread.start()
 
     def _join_visual(self) -> None:
-        """Wait until every queued video has its visual metrics (each bounded by
-        visual.run's timeout) and stop the worker."""
         if self._visual_thread is not None:
-            self._visual_queue.put(None)
             self._visual_thread.join()
             self._visual_thread = None
 

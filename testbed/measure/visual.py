@@ -2,11 +2,9 @@
 
 Browsertime records the screen (an orange frame marks the start) and runs
 its bundled visualmetrics-portable.py on the video. The session runs the same
-script with the same arguments itself, after the load. With `idle` it runs
-under SCHED_IDLE (`chrt --idle 0`, inherited by its ffmpeg): it gets only
-CPU time no other process wants, so it can go on while the next trials'
-browsers start and pages load (bench/trial_overhead --only cheaper shows PLT
-unchanged against bare Browsertime).
+script with the same arguments itself, after the load and before the next
+one starts, so the analysis never competes with a page load for the CPU and
+overlaps Browsertime's fixed pauses between iterations instead.
 """
 
 from __future__ import annotations
@@ -27,15 +25,10 @@ class VisualMetricsError(Exception):
     pass
 
 
-IDLE = ("chrt", "--idle", "0")
-"""Runs a command under SCHED_IDLE (util-linux): below every normal process."""
-
-
-def run(video: Path, logfile: Path, timeout: float = 300, idle: bool = False) -> dict:
-    """The script's JSON output for `video` plus VisualComplete85/95/99 (idle: under
-    SCHED_IDLE; timeout: wall time, which at idle priority includes waiting for CPU)."""
-    argv = [*(IDLE if idle else ()), str(browsertime.PYTHON), str(browsertime.VISUALMETRICS),
-            "--video", str(video), *ARGS, "--logfile", str(logfile), "-vvv"]
+def run(video: Path, logfile: Path, timeout: float = 300) -> dict:
+    """The script's JSON output for `video` plus VisualComplete85/95/99."""
+    argv = [str(browsertime.PYTHON), str(browsertime.VISUALMETRICS), "--video", str(video),
+            *ARGS, "--logfile", str(logfile), "-vvv"]
     try:
         cp = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
