@@ -66,6 +66,31 @@ def test_each_trial_gets_its_own_flags_and_its_own_har(tmp_path):
                             ("prepare", 2), ("launch", 2), ("before", 2), ("after", 2, True)]
 
 
+def test_the_first_trial_s_servers_start_while_browsertime_starts(tmp_path):
+    import time
+
+    seen = []
+
+    class Slow(Recorder):
+        def prepare(self, k):
+            if k == 0:  # Browsertime is already running: its launcher asks for flags
+                deadline = time.monotonic() + 30
+                while not (self.ctl / "launch-1").exists() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                seen.append((self.ctl / "launch-1").exists())
+            super().prepare(k)
+
+    driver = Slow(["tcp", "tcp"])
+    opts = browsertime.BrowsertimeOptions(iterations=2, video=False)
+    s = FakeSession("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
+                    driver=driver)
+    s.kinds = "ok,ok"
+    driver.ctl = s.ctl
+    outcomes = s.run()
+    assert seen == [True] and [o.measured for o in outcomes] == [True, True]
+    assert driver.calls[:2] == [("prepare", 0), ("launch", 0)]
+
+
 def test_a_failed_load_fails_only_its_trial(tmp_path):
     outcomes, _ = run(tmp_path, ["ok", "fail", "ok"])
     assert [o.measured for o in outcomes] == [True, False, True]
