@@ -51,6 +51,19 @@ def test_topology_reaches_only_recorded_ips_and_cleans_up():
     assert not set(names) & set(netns.list_names())
 
 
+CLIENT_8081 = (
+    "import socket,time\n"
+    "for _ in range(400):\n"
+    "    try:\n"
+    "        c = socket.create_connection(('127.0.0.1', 8081), timeout=5)\n"
+    "        break\n"
+    "    except OSError:\n"
+    "        time.sleep(0.05)\n"
+    "c.send(b'x')\n"
+    "time.sleep(30)\n")
+"""A client that connects to port 8081 once the server listens, sends a byte and stays."""
+
+
 def test_a_namespace_has_its_own_tcp_table_and_the_recorder_sees_its_connections():
     """Each testbed namespace gets its own established hash table (so a telemetry dump
     does not walk the host's), the host's knob is untouched, and a dump in the
@@ -63,22 +76,24 @@ def test_a_namespace_has_its_own_tcp_table_and_the_recorder_sees_its_connections
         server = ns.exec([sys.executable, "-c",
                           ("import socket,time;s=socket.create_server(('127.0.0.1',8081));"
                           "c=s.accept()[0];c.recv(1);time.sleep(30)")])
-        client = ns.exec([sys.executable, "-c",
-                          ("import socket,time;c=socket.create_connection(('127.0.0.1',8081),"
-                          "timeout=5);c.send(b'x');time.sleep(30)")])
+        # the client may start before the server listens: it tries for up to 20 s
+        client = ns.exec([sys.executable, "-c", CLIENT_8081])
         with proc.Background(server), proc.Background(client):
             d = tcpdiag.DiagSocket()
             tcpdiag.in_netns(f"/run/netns/{ns.name}", d)
             try:
                 found = []
-                for _ in range(100):  # the two processes start in < 10 s even under load
+                for _ in range(300):  # both processes start and connect in < 30 s under load
                     found = [s for s in d.dump() if 8081 in (s.local[1], s.peer[1])]
                     if len(found) == 2:
                         break
                     __import__("time").sleep(0.1)
             finally:
                 d.close()
-        assert sorted(s.info["state"] for s in found) == [1, 1], found  # both ends ESTABLISHED
+        # both ends ESTABLISHED
+        assert sorted(s.info["state"] for s in found) == [1, 1], (
+            f"a dump in the namespace found {found} for port 8081 after 30 s (waiting for "
+            f"both ends of one connection)")
 
 
 def test_mahimahi_delay_shell_adds_the_configured_rtt():
