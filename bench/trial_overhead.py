@@ -103,7 +103,6 @@ def session_loads(env, chain, url, n, video, work,
     outcomes = s.run()
     wall = time.monotonic() - t0
     CPU[f"session-{video}-{fps}"] = (children_cpu() - cpu0) / n
-    phases(PHASES.setdefault(f"session-{video}-{fps}{tag}", {}), outcomes, t0, t0 + wall)
     plts = []
     seen = VISUAL.setdefault(f"session-{video}-{fps}{tag}", {})
     for o in outcomes:
@@ -114,6 +113,7 @@ def session_loads(env, chain, url, n, video, work,
         for name in ("fvc_ms", "si_ms", "lvc_ms", "fcp_ms"):
             if getattr(m, name) is not None:
                 seen.setdefault(name, []).append(getattr(m, name))
+    phases(PHASES.setdefault(f"session-{video}-{fps}{tag}", {}), outcomes, plts, t0, t0 + wall)
     s.remove()
     return wall, plts
 
@@ -128,14 +128,14 @@ PHASE_NAMES = {
 }
 
 
-def phases(into: dict[str, list[float]], outcomes, t0: float, t1: float) -> None:
-    """Append each trial's phases (PHASE_NAMES) in seconds, from the session's clock."""
-    done = [o for o in outcomes if o is not None and o.measured]
-    for prev, o in zip([None, *done], done):
+def phases(into: dict[str, list[float]], done, plts: list[float], t0: float,
+           t1: float) -> None:
+    """Append each trial's phases (PHASE_NAMES) in seconds, from the session's clock
+    (done: the session's outcomes, all measured; plts: their PLTs in ms)."""
+    for prev, o, plt in zip([None, *done], done, plts):
         if prev is not None:
             into.setdefault("start", []).append(o.ready - prev.ended)
         into.setdefault("wait", []).append(o.load_began - o.ready)
-        plt = metrics.extract(o.result, o.visual).plt_ms or 0
         into.setdefault("load", []).append(o.ended - o.load_began - plt / 1000)
     if done:
         # the first browser's start counts as block start: the others' start is "start"

@@ -220,8 +220,7 @@ class Session:
         return outcomes
 
     def _run_browsertime(self, outcomes: list[Outcome | None]) -> None:
-        argv = self.argv()
-        with proc.Background(argv, log=self.log_path, grace=5.0) as bt:
+        with proc.Background(self.argv(), log=self.log_path, grace=5.0) as bt:
             try:
                 # the first trial's servers start while Browsertime starts (its first
                 # browser waits for them: the launcher waits for its flags)
