@@ -29,7 +29,10 @@ One page (a bundled recording) over one network profile and the TCP stack:
    page-complete check asked every 0.1 s during the load) and against bare
    Browsertime, in alternating thirds: overhead per trial and where it went
    (browser start, wait before the load, the load's extra, block start and
-   end), PLT against bare Browsertime's, and FVC/SI/LVC/FCP against BEFORE's.
+   end), PLT against bare Browsertime's, and FVC/SI/LVC/FCP against BEFORE's;
+   then today's CPU budget (bench/cpu_budget.py): the whole machine's CPU
+   seconds per trial inside the load's window and outside it, the visual
+   metrics' share, and what 1.5 s beyond PLT would leave between loads.
 
 For each: wall time per load minus its PLT (mean), the CPU time per load of
 the processes it started (Browsertime, Chromium, ffmpeg, Xvfb, visual
@@ -52,11 +55,12 @@ import time
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
 
+import cpu_budget
 from drivers import FixedDriver
 
 from testbed import enter, safefs
 from testbed import recording as rec
-from testbed.measure import browsertime, metrics
+from testbed.measure import browsertime, metrics, visual
 from testbed.measure.session import Session
 from testbed.paths import ROOT
 from testbed.replay.env import ReplayEnv
@@ -87,6 +91,13 @@ VISUAL: dict[str, dict[str, list[float]]] = {}
 PHASES: dict[str, dict[str, list[float]]] = {}
 """Session variant -> where its time went, seconds per trial (see phases())."""
 
+BUDGETS: list[tuple[int, float, cpu_budget.Budget]] = []
+"""Sessions measured with budget=True: (trials, their mean PLT in s, the machine's
+CPU and wall time inside their loads' windows and outside them)."""
+
+VISUAL_CPU: list[float] = []
+"""CPU seconds of the visual metrics of one trial's video, run again alone."""
+
 BEFORE = {"settle_ms": 1000, "orange_ms": 400, "browser_stop_ms": 300,
           "complete_in_page": False}
 """The session's options before the cheaper trial (BrowsertimeOptions), measured
@@ -95,13 +106,18 @@ against today's by `--only cheaper`."""
 
 def session_loads(env, chain, url, n, video, work,
                   fps: int = browsertime.VIDEO_FPS, tag: str = "",
-                  recorder=None, captures=None, **options) -> tuple[float, list[float]]:
+                  recorder=None, captures=None, budget: bool = False,
+                  **options) -> tuple[float, list[float]]:
+    """n loads in one session; with budget, the machine's CPU time is sampled
+    (BUDGETS) and each video's visual metrics are run again alone (VISUAL_CPU)."""
     opts = browsertime.BrowsertimeOptions(iterations=n, video=video, video_fps=fps, **options)
     s = Session(url, opts, work / f"s{int(video)}-{fps}{tag}", netns=env.client_netns,
                 wrap=chain.argv([]), driver=FixedDriver(env, [], recorder, captures))
-    cpu0, t0 = children_cpu(), time.monotonic()
-    outcomes = s.run()
-    wall = time.monotonic() - t0
+    sampler = cpu_budget.Sampler() if budget else None
+    with sampler or nullcontext():
+        cpu0, t0 = children_cpu(), time.monotonic()
+        outcomes = s.run()
+        wall = time.monotonic() - t0
     CPU[f"session-{video}-{fps}"] = (children_cpu() - cpu0) / n
     plts = []
     seen = VISUAL.setdefault(f"session-{video}-{fps}{tag}", {})
@@ -114,6 +130,15 @@ def session_loads(env, chain, url, n, video, work,
             if getattr(m, name) is not None:
                 seen.setdefault(name, []).append(getattr(m, name))
     phases(PHASES.setdefault(f"session-{video}-{fps}{tag}", {}), outcomes, plts, t0, t0 + wall)
+    if sampler is not None:
+        windows = [(o.load_began, o.ended) for o in outcomes]
+        BUDGETS.append((n, statistics.mean(plts) / 1000,
+                        sampler.samples().budget(t0, t0 + wall, windows)))
+        for o in outcomes:
+            if o.video is not None:
+                c0 = children_cpu()
+                visual.run(o.video, work / "visualmetrics-again.log")
+                VISUAL_CPU.append(children_cpu() - c0)
     s.remove()
     return wall, plts
 
@@ -266,6 +291,7 @@ def cheaper_loads(env, chain, r, n, work) -> None:
                 w, p = bare_loads(env, chain, r.url, part, False, work, tag=f"-{i}")
             else:
                 w, p = session_loads(env, chain, r.url, part, True, work, tag=f"-{kind}{i}",
+                                     budget=kind == "today",
                                      **(BEFORE if kind == "before" else {}))
             walls[kind] += w
             plts[kind] += p
@@ -281,6 +307,7 @@ def cheaper_loads(env, chain, r, n, work) -> None:
         print(f"  {k}: {text}")
     for kind in ("before", "today"):
         print_phases(kind, [f"session-True-{browsertime.VIDEO_FPS}-{kind}{i}" for i in range(3)])
+    print_budget(over["today"])
     for a, b in (("bare", "today"), ("bare", "before"), ("before", "today")):
         print(f"PLT {a} vs {b}: {statistics.mean(plts[a]):.0f} vs "
               f"{statistics.mean(plts[b]):.0f} ms, {differ(plts[a], plts[b])}")
@@ -290,6 +317,32 @@ def cheaper_loads(env, chain, r, n, work) -> None:
         if len(x) > 1 and len(y) > 1:
             print(f"  {name[:-3].upper():4s} before vs today: {statistics.median(x):.0f} vs "
                   f"{statistics.median(y):.0f} ms (median), {differ(x, y)}")
+
+
+def print_budget(overhead: float, goal: float = 1.5) -> None:
+    """Today's trials' CPU budget (BUDGETS, VISUAL_CPU) and what `goal` seconds
+    beyond PLT would leave for the work between loads."""
+    if not BUDGETS:
+        return
+    cores = os.cpu_count() or 1
+    n = sum(k for k, _, _ in BUDGETS)
+    plt = sum(k * p for k, p, _ in BUDGETS) / n
+    all_ = cpu_budget.Budget(*(sum(getattr(b, f) for _, _, b in BUDGETS)
+                               for f in ("cpu_in", "wall_in", "cpu_out", "wall_out")))
+    cpu_in, wall_in, cpu_out, wall_out = (all_.cpu_in / n, all_.wall_in / n,
+                                          all_.cpu_out / n, all_.wall_out / n)
+    vm = statistics.mean(VISUAL_CPU) if VISUAL_CPU else float("nan")
+    print(f"CPU budget of today's trial (the whole machine, /proc/stat; {n} trials, "
+          f"{cores} cores): {cpu_in + cpu_out:.2f} CPU-s per trial")
+    print(f"  in the load's window (video start to metrics collected): {cpu_in:.2f} CPU-s "
+          f"in {wall_in:.2f} s ({100 * all_.share(cores, inside=True):.0f} % of the cores)")
+    print(f"  outside it (next browser, visual metrics, Browsertime): {cpu_out:.2f} CPU-s "
+          f"in {wall_out:.2f} s ({100 * all_.share(cores, inside=False):.0f} % of the "
+          f"cores); the visual metrics of one video, run again alone: {vm:.2f} CPU-s")
+    left = goal - (wall_in - plt)
+    print(f"  {goal} s beyond PLT would leave {left:.2f} s between loads (today "
+          f"{overhead - (wall_in - plt):.2f} s); the work outside the load needs at least "
+          f"{cpu_out / cores:.2f} s on {cores} cores, unless it runs during a load")
 
 
 def report(name: str, wall: float, plts: list[float], cpu: float | None = None) -> float:
