@@ -40,6 +40,10 @@ class Budget:
     cpu_out: float
     wall_out: float
 
+    def __add__(self, other: Budget) -> Budget:
+        return Budget(self.cpu_in + other.cpu_in, self.wall_in + other.wall_in,
+                      self.cpu_out + other.cpu_out, self.wall_out + other.wall_out)
+
     def share(self, cores: int, inside: bool) -> float:
         """How busy the cores were, 0..1, inside (or outside) the windows."""
         cpu, wall = (self.cpu_in, self.wall_in) if inside else (self.cpu_out, self.wall_out)

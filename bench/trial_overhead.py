@@ -91,9 +91,9 @@ VISUAL: dict[str, dict[str, list[float]]] = {}
 PHASES: dict[str, dict[str, list[float]]] = {}
 """Session variant -> where its time went, seconds per trial (see phases())."""
 
-BUDGETS: list[tuple[int, float, cpu_budget.Budget]] = []
-"""Sessions measured with budget=True: (trials, their mean PLT in s, the machine's
-CPU and wall time inside their loads' windows and outside them)."""
+BUDGETS: list[cpu_budget.Budget] = []
+"""Sessions measured with budget=True: the machine's CPU and wall time inside their
+loads' windows and outside them."""
 
 VISUAL_CPU: list[float] = []
 """CPU seconds of the visual metrics of one trial's video, run again alone."""
@@ -132,8 +132,7 @@ def session_loads(env, chain, url, n, video, work,
     phases(PHASES.setdefault(f"session-{video}-{fps}{tag}", {}), outcomes, plts, t0, t0 + wall)
     if sampler is not None:
         windows = [(o.load_began, o.ended) for o in outcomes]
-        BUDGETS.append((n, statistics.mean(plts) / 1000,
-                        sampler.samples().budget(t0, t0 + wall, windows)))
+        BUDGETS.append(sampler.samples().budget(t0, t0 + wall, windows))
         for o in outcomes:
             if o.video is not None:
                 c0 = children_cpu()
@@ -307,7 +306,7 @@ def cheaper_loads(env, chain, r, n, work) -> None:
         print(f"  {k}: {text}")
     for kind in ("before", "today"):
         print_phases(kind, [f"session-True-{browsertime.VIDEO_FPS}-{kind}{i}" for i in range(3)])
-    print_budget(over["today"])
+    print_budget(over["today"], plts["today"])
     for a, b in (("bare", "today"), ("bare", "before"), ("before", "today")):
         print(f"PLT {a} vs {b}: {statistics.mean(plts[a]):.0f} vs "
               f"{statistics.mean(plts[b]):.0f} ms, {differ(plts[a], plts[b])}")
@@ -319,16 +318,14 @@ def cheaper_loads(env, chain, r, n, work) -> None:
                   f"{statistics.median(y):.0f} ms (median), {differ(x, y)}")
 
 
-def print_budget(overhead: float, goal: float = 1.5) -> None:
-    """Today's trials' CPU budget (BUDGETS, VISUAL_CPU) and what `goal` seconds
-    beyond PLT would leave for the work between loads."""
+def print_budget(overhead: float, plts: list[float], goal: float = 1.5) -> None:
+    """Today's trials' CPU budget (BUDGETS, VISUAL_CPU; plts: the same trials' PLTs
+    in ms) and what `goal` seconds beyond PLT would leave for the work between loads."""
     if not BUDGETS:
         return
     cores = os.cpu_count() or 1
-    n = sum(k for k, _, _ in BUDGETS)
-    plt = sum(k * p for k, p, _ in BUDGETS) / n
-    all_ = cpu_budget.Budget(*(sum(getattr(b, f) for _, _, b in BUDGETS)
-                               for f in ("cpu_in", "wall_in", "cpu_out", "wall_out")))
+    n, plt = len(plts), statistics.mean(plts) / 1000
+    all_ = sum(BUDGETS[1:], BUDGETS[0])
     cpu_in, wall_in, cpu_out, wall_out = (all_.cpu_in / n, all_.wall_in / n,
                                           all_.cpu_out / n, all_.wall_out / n)
     vm = statistics.mean(VISUAL_CPU) if VISUAL_CPU else float("nan")
