@@ -25,3 +25,13 @@ def need(problem: str | None) -> None:
 
 def need_root() -> None:
     need(None if os.geteuid() == 0 else "needs root (namespaces, Mahimahi, chown)")
+
+
+def skip_is_failure(report) -> None:
+    """Turn a skipped test report into a failed one (the CI hook in conftest.py), naming
+    why it skipped; an expected failure (xfail) stays as it is."""
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = f"skipped under CI=true ({reason}): in CI every test must run"

@@ -91,7 +91,7 @@ def test_gives_up_at_the_deadline_and_says_what_it_saw(fake):
     line, = cp.stderr.strip().splitlines()
     assert "no start of mm-link in phase" in line and "3, 3" in line, line
     assert f"after {starts(fake)} starts" in line
-    assert took < 2 + 5, took
+    assert took >= 2, took  # not before the deadline (after it: the run's own timeout)
 
 
 def test_a_start_without_headers_is_not_let_through(fake):
@@ -113,11 +113,10 @@ def test_a_hung_start_is_killed_with_its_children(fake):
 
 def test_shells_that_fail_to_start_end_the_gate_at_once(fake):
     (fake / "mm-link").write_text("#!/bin/sh\necho 'mm-link: cannot open trace' >&2\nexit 3\n")
-    t0 = time.monotonic()
-    cp = gate(fake, "0", deadline=30)
+    cp = gate(fake, "0", deadline=3600)  # the run's 60 s timeout fails a gate that waits
     assert cp.returncode == 3
     assert "exited 3 before both logs had a header" in cp.stderr
-    assert time.monotonic() - t0 < 10
+    assert not (fake / "ran").exists()
 
 
 def test_partial_header_line_is_not_read(tmp_path):

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import need
 
 from testbed import recording, topology
 
@@ -208,7 +209,7 @@ def test_records_without_a_namespace_through_host_loopback(tmp_path):
 
     own = _own_address()
     if own is None:
-        pytest.skip("no global IPv4 address on this machine")
+        need("no global IPv4 address on this machine")
 
     pages = {"/": (b"text/html", b"<!doctype html><title>t</title><img src='/pic.png'>"),
              "/pic.png": (b"image/png", sitegen._png(40, 20, (0, 128, 0)))}
