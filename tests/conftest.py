@@ -53,3 +53,19 @@ def _nothing_left_behind():
         time.sleep(0.25)
         found = leftovers()
     assert not found, f"the tests left behind: {found}"
+
+
+@pytest.fixture
+def bundled_only(tmp_path, monkeypatch):
+    """The checkout's place in the recordings search path holds the bundled recordings
+    only, whatever the checkout holds besides (`make corpus` adds recordings/corpus/):
+    a copy of them in a folder of the test's own. Yields that folder."""
+    import shutil
+
+    from testbed import paths, recording_search
+
+    folder = tmp_path / "checkout-recordings"
+    for name in ("local-news", "gallery"):
+        shutil.copytree(paths.RECORDINGS_DIR / name, folder / name)
+    monkeypatch.setattr(recording_search, "RECORDINGS_DIR", folder)
+    return folder

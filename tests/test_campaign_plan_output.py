@@ -17,7 +17,7 @@ from testbed.cli import cli
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_dry_run_prints_the_plan_and_an_estimate(tmp_path, monkeypatch):
+def test_dry_run_prints_the_plan_and_an_estimate(tmp_path, monkeypatch, bundled_only):
     # paper.toml's sites are corpus/*: here one recording under corpus/ in the search path.
     shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "recs" / "corpus" / "local-news")
     monkeypatch.setenv("TESTBED_RECORDINGS", str(tmp_path / "recs"))
@@ -51,7 +51,8 @@ def test_estimate_model_by_hand():
     assert estimate.duration(75) == "1 min 15 s"
 
 
-def test_estimate_is_within_30_percent_of_the_measured_campaign(tmp_path, monkeypatch):
+def test_estimate_is_within_30_percent_of_the_measured_campaign(tmp_path, monkeypatch,
+                                                               bundled_only):
     """The model against the campaign it was fitted on (estimate.MEASURED: paper.toml with
     1 run over local-news alone, each network's 5 trials' wall times summed): every
     network and the total within +-30 %. Before the loss and congestion control terms
