@@ -337,3 +337,41 @@ def test_a_blocks_driver_gives_each_trial_its_tcp_and_quic_rows():
     assert {r["origin"] for r in second if r["transport"] == "quic"} >= {
         "static.a.test,www.a.test", "img.b.test"}
     assert third is None
+
+
+# --- tcp_info's layout, pinned to the kernel's ------------------------------------------------
+# Byte offsets of struct tcp_info in include/uapi/linux/tcp.h (the kernel's natural
+# alignment), written out by hand so that a slip in TCP_INFO cannot hide in a test that
+# packs its bytes with TCP_INFO itself.
+KERNEL_OFFSETS = {"state": 0, "rto": 8, "snd_mss": 16, "lost": 32, "retrans": 36, "pmtu": 60,
+                  "rtt": 68, "snd_ssthresh": 76, "snd_cwnd": 80, "total_retrans": 100,
+                  "pacing_rate": 104, "max_pacing_rate": 112, "bytes_acked": 120,
+                  "segs_out": 136, "min_rtt": 148, "delivery_rate": 160, "delivered": 192,
+                  "bytes_sent": 200, "bytes_retrans": 208, "snd_wnd": 228}
+KERNEL_SIZE = 232  # up to tcpi_snd_wnd (kernel 5.4 and later)
+
+
+def test_tcp_info_offsets_are_the_kernels():
+    offset, seen = 0, {}
+    for name, fmt in tcpdiag.TCP_INFO:
+        seen[name] = offset
+        offset += struct.calcsize("=" + fmt)
+    assert {n: seen[n] for n in KERNEL_OFFSETS} == KERNEL_OFFSETS
+    assert offset == KERNEL_SIZE
+
+
+def test_a_real_sockets_tcp_info_parses_to_what_the_kernel_knows():
+    """getsockopt(TCP_INFO) of a fresh loopback connection, parsed: established, the
+    loopback path MTU, an initial window of 10, RTO at least the kernel's 200 ms floor."""
+    with (socket.create_server(("127.0.0.1", 0)) as srv,
+          socket.create_connection(srv.getsockname(), timeout=10) as cli):
+        raw = cli.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 512)
+        peer, _ = srv.accept()
+        peer.close()
+    info = tcpdiag.parse_info(raw)
+    assert info["state"] == 1  # TCP_ESTABLISHED
+    lo_mtu = int(Path("/sys/class/net/lo/mtu").read_text())
+    assert info["pmtu"] == min(lo_mtu, 65535)  # lo's MTU, at most an IP datagram
+    assert info["snd_cwnd"] == 10 and info["total_retrans"] == 0
+    assert 200_000 <= info["rto"] <= 3_000_000, info["rto"]  # microseconds
+    assert 0 < info["snd_mss"] <= 65536 and info["snd_ssthresh"] >= 10
