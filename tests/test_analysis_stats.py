@@ -118,6 +118,7 @@ def test_batched_anova_equals_scipy_per_site():
         data += rows(f"s{s}", "lte", "quic", rng.normal(960, 60, 31 if s != 2 else 25))
     meas = measurements(synthetic.trials(data), ["plt"])
     got = compare(meas, [("quic", "tcp-plus")]).set_index("site")
+    assert sorted(got.index) == [f"s{s}" for s in range(5)]
     for site, g in meas.groupby("site"):
         a = g[g.protocol == "quic"]["value"].to_numpy()
         b = g[g.protocol == "tcp-plus"]["value"].to_numpy()

@@ -90,7 +90,9 @@ def test_every_run_visits_every_combination_once():
 
 
 def test_blocks_group_one_site_and_network_with_all_protocols():
-    for b in plan.blocks(SITES, NETS, PROTOS, runs=3, seed=1):
+    blocks = list(plan.blocks(SITES, NETS, PROTOS, runs=3, seed=1))
+    assert len(blocks) == len(SITES) * len(NETS) * 3
+    for b in blocks:
         assert {t.protocol for t in b.trials} == set(PROTOS)
         assert {(t.site, t.network, t.run) for t in b.trials} == {(b.site, b.network, b.run)}
 

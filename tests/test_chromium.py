@@ -52,5 +52,6 @@ def test_browsertimes_launcher_replaces_every_stack_flag():
     stack flags Chromium was started with before adding the trial's own."""
     from testbed.measure import launcher
 
+    assert set(chromium.STACK_FLAGS) == {"tcp", "quic"}
     for flags in chromium.STACK_FLAGS.values():
         assert all(f.startswith(launcher.REPLACED) for f in flags), flags

@@ -92,6 +92,7 @@ def test_every_body_is_byte_identical_to_what_the_server_sent(recorded):
     for s in served:
         sent.setdefault((s["host"], s["target"]), set()).add(s["body_sha256"])
     static = sitegen.build(SPEC)
+    assert rec.exchanges and sent
     for x in rec.exchanges:
         body = rec.body(x)
         assert (hashlib.sha256(body).hexdigest() if body else None) in sent[(x.host, x.target)]
