@@ -122,6 +122,20 @@ class Server:
     def read_summary(self) -> dict:
         return json.loads(self.summary.read_text())
 
+    def summary_when(self, what: str, done, timeout_s: float = 30) -> dict:
+        """The summary once done(summary) holds (it is rewritten after each change)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                summary = self.read_summary()
+            except json.JSONDecodeError:  # caught mid-rewrite
+                summary = None
+            if summary is not None and done(summary):
+                return summary
+            assert time.monotonic() < deadline, \
+                f"h3server's summary did not show {what} within {timeout_s} s: {summary}"
+            time.sleep(0.02)
+
 
 def fetch(port: int, requests: list[tuple[str, str]]) -> list[tuple[dict, bytes]]:
     """HTTP/3 requests (method, path) to 127.0.0.1:port with aioquic; (headers, body) each."""
@@ -177,8 +191,7 @@ def test_serves_hits_and_counts_misses(site, tls, tmp_path):
         before = srv.read_summary()
         got = fetch(srv.port, [("GET", "/"), ("GET", "/app.js?v=2"), ("GET", "/app.js?v=9"),
                                ("GET", "/big.bin"), ("GET", "/nope"), ("POST", "/")])
-        time.sleep(0.2)  # the summary is rewritten within 50 ms of a change
-        after = srv.read_summary()
+        after = srv.summary_when("6 requests", lambda s: s["requests"] >= 6)
         assert srv.stop() == 0
     (home_h, home), (_, v2), (_, v9), (big_h, big), (nope_h, _), (post_h, _) = got
     assert home_h[":status"] == "200" and home == b"<h1>home</h1>"
@@ -226,11 +239,8 @@ def test_summary_has_each_connections_figures_and_qlog(site, tls, tmp_path):
     with Server(site, tls, tmp_path, "--initial-cwnd-packets", "20",
                 "--qlog-dir", str(qlogs)) as srv:
         fetch(srv.port, [("GET", "/big.bin"), ("GET", "/app.js?v=1")])  # then the client closes
-        deadline = time.monotonic() + 10
-        while not [c for c in srv.read_summary()["conns"] if c["closed"]]:
-            assert time.monotonic() < deadline, srv.read_summary()
-            time.sleep(0.05)
-        s = srv.read_summary()
+        s = srv.summary_when("a closed connection",
+                             lambda s: any(c["closed"] for c in s["conns"]))
         assert srv.stop() == 0
     assert s["connections"] == 1 and len(s["conns"]) == 1
     c = s["conns"][0]
