@@ -99,11 +99,14 @@ def test_a_namespace_has_its_own_tcp_table_and_the_recorder_sees_its_connections
 def test_mahimahi_delay_shell_adds_the_configured_rtt():
     """Calibration in Mahimahi's style: two nested 10 ms delays give a 40 ms RTT."""
     server = [sys.executable, "-m", "http.server", "8080", "--bind", "203.0.113.51"]
-    probe = ["curl", "-s", "-o", "/dev/null", "-w", "%{time_connect}",
-             "--retry", "5", "--retry-connrefused", "http://203.0.113.51:8080/"]
+    curl = ("curl -s -o /dev/null -w '%{time_connect}\\n' --retry 5 --retry-connrefused "
+            "http://203.0.113.51:8080/")
+    probes = ["sh", "-c", f"for i in 1 2 3 4 5; do {curl}; done"]  # 5 connections
     with (ReplayTopology(["203.0.113.51"]) as topo,
           proc.Background(topo.server.exec(server))):
-        cp = proc.run(as_user(["mm-delay", "10", "mm-delay", "10", *probe],
-                              netns=topo.client.name), timeout=30)
-    rtt_ms = float(cp.stdout) * 1000
-    assert 39.5 <= rtt_ms <= 45, rtt_ms
+        cp = proc.run(as_user(["mm-delay", "10", "mm-delay", "10", *probes],
+                              netns=topo.client.name), timeout=60)
+    rtts = [float(line) * 1000 for line in cp.stdout.split()]
+    assert len(rtts) == 5, cp.stdout
+    # the least of five handshakes: a busy machine delays some, not all
+    assert 39.5 <= min(rtts) <= 45, rtts

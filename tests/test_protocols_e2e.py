@@ -118,4 +118,6 @@ def test_internal_pacing_without_fq(site):
     fb = evidence.data_flights(evidence.flights(burst, PORT))[0]
     rtt = 0.040
     assert fp.duration >= 0.2 * rtt, fp.duration
-    assert fb.duration < 0.05 * rtt, fb.duration
+    # back to back, relative to the paced flight (no wall-clock ceiling: a busy machine
+    # stretches a burst, never by a quarter of the paced flight's spread)
+    assert fb.duration < fp.duration / 4, (fb.duration, fp.duration)
