@@ -112,8 +112,3 @@ def transport_summary(conns: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame
     from analysis.stats import sort_table
 
     return sort_table(pd.DataFrame(rows, columns=columns))
-
-
-def missing_figures(conns: pd.DataFrame) -> list[str]:
-    """Columns no connection row has a value for (the transport section names them)."""
-    return [c for c in COLUMNS if c not in TEXT_COLUMNS and conns[c].isna().all()]

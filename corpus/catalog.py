@@ -94,7 +94,6 @@ def _cdnjs(pkg: str, lib: str, file: str, url_file: str, kind: str = "js",
                  f"/ajax/libs/{lib}/{VERSIONS[pkg]}/{url_file}", load, tuple(needs))
 
 
-JQ = "jquery/dist/jquery.min.js"
 REACT = "react/umd/react.production.min.js"
 GSAP = "gsap/dist/gsap.min.js"
 DAYJS = "dayjs/dayjs.min.js"

@@ -1,4 +1,4 @@
-"""Serve a built corpus site (corpus/serve.py writes it) over HTTPS.
+"""Serve a built corpus site (corpus/record.py writes it) over HTTPS.
 
     python corpus/server.py --site DIR --cert C --key K --ready FILE
 

@@ -77,10 +77,6 @@ class ProbeSite:
     def __exit__(self, *exc) -> None:
         self._exits.close()
 
-    @property
-    def server_ns(self):
-        return self.topology.server
-
     @contextmanager
     def probe_server(self):
         """A fresh probe server for one measurement; its dump is readable after the block."""

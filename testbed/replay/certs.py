@@ -43,10 +43,6 @@ class CA:
     key: ec.EllipticCurvePrivateKey
     dir: Path
 
-    @property
-    def cert_path(self) -> Path:
-        return self.dir / "ca.pem"
-
 
 @dataclass(frozen=True)
 class Leaf:

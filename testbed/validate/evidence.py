@@ -162,13 +162,6 @@ def data_flights(fl: list[Flight], min_segments: int = 8) -> list[Flight]:
     return [f for f in fl if f.segments >= min_segments]
 
 
-def first_flight_after(fl: list[Flight], t: float, min_segments: int = 8) -> Flight | None:
-    for f in data_flights(fl, min_segments):
-        if f.start > t:
-            return f
-    return None
-
-
 def outstanding_segments(conn: list[Packet], flight: Flight, server_port: int = 443,
                          mss: int = 1448) -> int:
     """TCP: the most segments the server had sent and not yet seen acknowledged while
@@ -218,7 +211,6 @@ def _seq_le(a: int, b: int) -> bool:
 
 # "[State] Recv-Q Send-Q Local:Port Peer:Port": ss omits State when asked for one state.
 _SS_CONN = re.compile(r"^(?:[A-Z][A-Z0-9-]*\s+)?\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)")
-_NUM = r"([0-9.]+)"
 
 
 @dataclass(frozen=True)
