@@ -10,15 +10,21 @@ REPORT_OUT ?= reports/$(notdir $(RESULTS))
 # rustup's cargo if present, else Debian's (the same choice as setup/setup.sh)
 CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
-.PHONY: setup test lint unit e2e corpus experiment report faults doctor bench clean image image-test
+.PHONY: setup test lint docs unit e2e corpus experiment report faults doctor bench clean image image-test
 
 setup:
 	bash setup/setup.sh
 
-test: lint unit e2e faults
+test: lint docs unit e2e faults
 
 lint:
 	$(VENV)/bin/ruff check testbed analysis tests bench recordings corpus
+
+# The reference pages (docs/, mkdocs.yml) built strictly into a temporary folder:
+# a broken link or anchor, or a page missing from the nav, fails.
+docs:
+	@site=$$(mktemp -d) && trap 'rm -rf "$$site"' EXIT && \
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$site"
 
 unit:
 	$(PY) -m pytest -q -m "not e2e" tests
