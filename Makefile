@@ -36,7 +36,7 @@ e2e:
 doctor:
 	$(TESTBED) doctor
 
-# The offline corpus (corpus/, README "The corpus"): 38 sites shaped like the web,
+# The offline corpus (corpus/, docs/recording-and-corpus.md): 38 sites shaped like the web,
 # recorded into $(CORPUS)/. Packages come from the npm registry once (cached);
 # a second run finds every site up to date and records nothing.
 corpus:
@@ -59,7 +59,7 @@ bench:
 clean:
 	rm -rf results reports
 
-# The container image (not part of `make test`; see README, "Docker and Podman").
+# The container image (not part of `make test`; see docs/install-and-docker.md).
 image:
 	bash docker/image.sh build
 
