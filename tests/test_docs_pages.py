@@ -48,3 +48,18 @@ def test_the_campaign_page_names_every_campaign_key():
     keys = set(re.findall(r"^\| `(\w+)` \|", page, re.MULTILINE))
     fields = {name for name, f in Campaign.model_fields.items() if not f.exclude}
     assert keys == fields
+
+
+LINK = re.compile(r"\]\(([^)\s#]+)(#[^)\s]*)?\)")
+
+
+def test_links_outside_the_site_point_at_files():
+    """The pages MkDocs does not build (it checks docs/ itself) link only to files
+    that exist: they are read on a code host as they are."""
+    pages = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "CHANGELOG.md",
+             ROOT / "bench" / "README.md", *(ROOT / "bench" / "results").glob("*.md")]
+    for page in pages:
+        for target, _ in LINK.findall(page.read_text(encoding="utf-8")):
+            if "://" in target:
+                continue
+            assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: {target}"
