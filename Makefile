@@ -10,15 +10,21 @@ REPORT_OUT ?= reports/$(notdir $(RESULTS))
 # rustup's cargo if present, else Debian's (the same choice as setup/setup.sh)
 CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
-.PHONY: setup test lint unit e2e corpus experiment report faults doctor bench clean image image-test
+.PHONY: setup test lint docs unit e2e corpus experiment report faults doctor bench clean image image-test
 
 setup:
 	bash setup/setup.sh
 
-test: lint unit e2e faults
+test: lint docs unit e2e faults
 
 lint:
 	$(VENV)/bin/ruff check testbed analysis tests bench recordings corpus
+
+# The reference pages (docs/, mkdocs.yml) built strictly into a temporary folder:
+# a broken link or anchor, or a page missing from the nav, fails.
+docs:
+	@site=$$(mktemp -d) && trap 'rm -rf "$$site"' EXIT && \
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$site"
 
 unit:
 	$(PY) -m pytest -q -m "not e2e" tests
@@ -30,7 +36,7 @@ e2e:
 doctor:
 	$(TESTBED) doctor
 
-# The offline corpus (corpus/, README "The corpus"): 38 sites shaped like the web,
+# The offline corpus (corpus/, docs/recording-and-corpus.md): 38 sites shaped like the web,
 # recorded into $(CORPUS)/. Packages come from the npm registry once (cached);
 # a second run finds every site up to date and records nothing.
 corpus:
@@ -53,7 +59,7 @@ bench:
 clean:
 	rm -rf results reports
 
-# The container image (not part of `make test`; see README, "Docker and Podman").
+# The container image (not part of `make test`; see docs/install-and-docker.md).
 image:
 	bash docker/image.sh build
 

@@ -39,6 +39,8 @@ from testbed.errors import InputError
 from testbed.paths import RECORDINGS_DIR
 
 ENV = "TESTBED_RECORDINGS"
+CORPUS = "corpus"
+"""The offline corpus's folder below recordings/: built by `make corpus`, not in git."""
 MAX_DEPTH = 4
 """How deep `walk` looks for recordings below a folder (recordings/corpus/NAME is 2)."""
 
@@ -71,6 +73,14 @@ def search_dirs() -> list[Path]:
     return unique
 
 
+def corpus_hint(text: str | os.PathLike) -> str:
+    """The fix, as a message's tail, when `text` names something under corpus/ (the
+    offline corpus, which a fresh checkout lacks until `make corpus`); else ""."""
+    if CORPUS not in Path(text).parts:
+        return ""
+    return f"; `make corpus` builds {RECORDINGS_DIR.name}/{CORPUS}/"
+
+
 def is_glob(text: str) -> bool:
     return any(c in text for c in "*?[")
 
@@ -94,7 +104,7 @@ def find(text: str, base: Path | None = None) -> Path:
         p = base / text
         if p.is_dir():
             return p
-        raise InputError(f"{text}: no such recording folder ({p})")
+        raise InputError(f"{text}: no such recording folder ({p}){corpus_hint(text)}")
     looked = []
     if "/" in text:
         looked.append(str(base))
@@ -112,7 +122,8 @@ def find(text: str, base: Path | None = None) -> Path:
     hint = ""
     if "/" not in text and (base / text).is_dir():
         hint = f"; for the folder {base / text} write ./{text}"
-    raise InputError(f"{text}: no such recording (looked in {', '.join(looked)}){hint}")
+    raise InputError(f"{text}: no such recording (looked in {', '.join(looked)}){hint}"
+                     f"{corpus_hint(text)}")
 
 
 def glob(pattern: str, base: Path | None = None) -> list[Path]:

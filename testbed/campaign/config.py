@@ -268,7 +268,7 @@ def find_sites(c: Campaign) -> list[tuple[int, str, Path]]:
                 found = search.glob(listed, base)
                 if not found:
                     raise InputError(f"{listed}: expected a glob matching recordings, matched "
-                                     f"none (in {base} and {_places()})")
+                                     f"none (in {base} and {_places()}){search.corpus_hint(listed)}")
                 out += [(i, str(p), p) for p in found]
             else:
                 out.append((i, listed, rec.resolve(listed, base)))

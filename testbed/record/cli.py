@@ -159,7 +159,8 @@ def list_(folder):
     from testbed.record.table import plain, render
 
     if folder is not None and not folder.is_dir():
-        raise InputError(f"{folder}: no such folder (expected a folder of recordings)")
+        raise InputError(f"{folder}: no such folder (expected a folder of recordings)"
+                         f"{recording_search.corpus_hint(folder)}")
     folders = [folder] if folder is not None else recording_search.search_dirs()
     rows = listing.found(folders)
     console = Console(highlight=False)
@@ -174,7 +175,8 @@ def list_(folder):
         click.echo(plain([("summary", "all"), *pairs]))
     if not rows:
         where = ", ".join(str(f) for f in folders)
-        click.echo(f"no recordings found in {where}", err=True)
+        hint = recording_search.corpus_hint(folder) if folder is not None else ""
+        click.echo(f"no recordings found in {where}{hint}", err=True)
     if any(r.problem for r in rows):
         sys.exit(1)
 

@@ -1,0 +1,78 @@
+"""Render the results columns of docs/results.md from the one schema, analysis/schema.py.
+
+    .venv/bin/python docs/gen_columns.py           # rewrite the tables in docs/results.md
+    .venv/bin/python docs/gen_columns.py --check   # exit 1 if the page is out of date
+
+The page holds two generated blocks, each between a `<!-- columns:NAME -->`
+marker and `<!-- end columns:NAME -->` (NAME: trials, connections); nothing
+else of the page is touched. `tests/test_docs_pages.py` fails when the
+committed page differs from what this renders.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "results.md"
+sys.path.insert(0, str(ROOT))
+
+from analysis import schema
+
+TABLES = {"trials": schema.TRIALS, "connections": schema.CONNECTIONS}
+
+
+def _cell(text: str) -> str:
+    """One table cell: on one line, `|` escaped, `<` and `>` outside code spans as
+    entities (a bare `<trial_id>` would be read as an HTML tag)."""
+    parts = " ".join(text.split()).replace("|", "\\|").split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
+
+
+def table(columns) -> str:
+    """A Markdown table of the columns: name, type, always set, meaning."""
+    rows = ["| column | type | always set | meaning |", "|---|---|---|---|"]
+    for c in columns:
+        doc = c.doc
+        if c.allowed:
+            doc += f" One of: {', '.join(f'`{v}`' for v in c.allowed)}."
+        if c.key:
+            doc += " The primary key."
+        rows.append(f"| `{c.name}` | {c.kind} | {'yes' if c.required else 'no'} | "
+                    f"{_cell(doc)} |")
+    return "\n".join(rows)
+
+
+def render(page: str) -> str:
+    """The page with each generated block replaced by the schema's table."""
+    for name, columns in TABLES.items():
+        pattern = re.compile(rf"(<!-- columns:{name} -->\n).*?(<!-- end columns:{name} -->)",
+                             re.DOTALL)
+        m = pattern.search(page)
+        if m is None:
+            raise SystemExit(f"{PAGE}: expected a block <!-- columns:{name} --> ... "
+                             f"<!-- end columns:{name} -->")
+        page = page[:m.end(1)] + table(columns) + "\n" + page[m.start(2):]
+    return page
+
+
+def main(argv: list[str]) -> int:
+    page = PAGE.read_text(encoding="utf-8")
+    new = render(page)
+    if "--check" in argv:
+        if new != page:
+            print(f"{PAGE}: out of date; run .venv/bin/python docs/gen_columns.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    if new != page:
+        PAGE.write_text(new, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
