@@ -15,6 +15,9 @@ may write with a symlink at any moment. So root:
 - reads what the testbed user wrote with `read_user` / `open_user` (no
   symlink at any step, regular files only): a symlink to /etc/shadow is
   refused, never read, copied or printed;
+- reads a folder someone else may rename and replace (a recording) from one
+  descriptor (`open_folder`, O_NOFOLLOW|O_DIRECTORY, then dir_fd= reads), and a
+  file of theirs it keeps (a trace) once, capped (`read_user_capped`);
 - opens its processes' logs with `open_log` (O_NOFOLLOW, its own files only);
 - removes trees the testbed user wrote in with `rmtree` (fd-based, does not
   follow symlinks);
