@@ -69,6 +69,18 @@ def temp_env(tmp: Path) -> dict[str, str]:
     return {"TMPDIR": str(tmp)}
 
 
+def launch_argv(profile: Path, tmp: Path, flags: Sequence[str] = (), *, netns: str | None,
+                wrap: Sequence[str] = (), binary: str = "chromium") -> list[str]:
+    """The argv that starts Chromium (command(profile, flags)) as the testbed user in
+    netns, inside the shells `wrap`, its temporary files in `tmp` (temp_env). Mahimahi's
+    shells are setuid, so the C library drops TMPDIR from what they pass on: it is
+    set again inside them, just before Chromium."""
+    inner = command(profile, flags, binary)
+    if wrap:
+        inner = [*wrap, "env", *(f"{k}={v}" for k, v in temp_env(tmp).items()), *inner]
+    return enter.as_user(inner, netns=netns, env=temp_env(tmp))
+
+
 def command(profile: Path, flags: Sequence[str] = (), binary: str = "chromium") -> list[str]:
     """Chromium's command line (before testbed.enter.as_user): the base flags, the
     profile, then `flags`."""
@@ -115,15 +127,20 @@ class Chromium:
             os.dup2(cr, 3)
             os.dup2(cw, 4)
 
-        argv = enter.as_user(
-            [*self.wrap, *command(self.profile, ["--remote-debugging-pipe", *self.flags,
-                                                 "about:blank"], self.binary)],
-            netns=self.netns, env=temp_env(self.tmp))
-        with safefs.open_log(self.log) as log:  # root's folder; never through a symlink
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, preexec_fn=child_fds,  # noqa: PLW1509 (no threads yet)
-                                         close_fds=False,
-                                         start_new_session=True)
+        argv = launch_argv(self.profile, self.tmp,
+                           ["--remote-debugging-pipe", *self.flags, "about:blank"],
+                           netns=self.netns, wrap=self.wrap, binary=self.binary)
+        try:
+            with safefs.open_log(self.log) as log:  # root's folder; never through a symlink
+                self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                             stderr=subprocess.STDOUT, preexec_fn=child_fds,  # noqa: PLW1509 (no threads yet)
+                                             close_fds=False,
+                                             start_new_session=True)
+        except BaseException:
+            for fd in (cr, cw, to_child_w, from_child_r):
+                os.close(fd)
+            self.__exit__(None, None, None)  # the profile and temporary folder go
+            raise
         os.close(cr)
         os.close(cw)
         self._out = os.fdopen(to_child_w, "wb", buffering=0)

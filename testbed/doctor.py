@@ -300,11 +300,11 @@ def check_chromium_load(topo) -> Row:
     profile = chromium.make_profile(prefix="doctor-chromium-")
     tmp = chromium.make_profile(prefix="doctor-chromium-tmp-")
     try:
-        argv = chromium.command(profile, ["--disable-gpu", *chromium.STACK_FLAGS["tcp"],
-                                          f"--host-resolver-rules=MAP doctor.test {PROBE_IP}",
-                                          "--dump-dom", "http://doctor.test/"])
-        cp = proc.run(as_user(argv, netns=topo.client.name, env=chromium.temp_env(tmp)),
-                      check=False, timeout=60)
+        argv = chromium.launch_argv(profile, tmp, [
+            "--disable-gpu", *chromium.STACK_FLAGS["tcp"],
+            f"--host-resolver-rules=MAP doctor.test {PROBE_IP}", "--dump-dom",
+            "http://doctor.test/"], netns=topo.client.name)
+        cp = proc.run(argv, check=False, timeout=60)
     finally:
         safefs.rmtree(tmp)  # the testbed user's tree
         safefs.rmtree(profile)

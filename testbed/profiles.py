@@ -16,14 +16,17 @@ Unknown keys are rejected, so a typo never silently falls back to a default.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from testbed import tomlfile
 from testbed.errors import InputError
 from testbed.paths import NETWORKS_DIR, PROTOCOLS_DIR
 from testbed.tomlfile import Expected, KeyProblem
+
+if TYPE_CHECKING:
+    from testbed.traces import Trace
 
 MAHIMAHI_TRACES = Path("/usr/share/mahimahi/traces")
 
@@ -79,6 +82,8 @@ class NetworkProfile(_Profile):
     """Random loss of uplink packets in percent (mm-loss uplink); 0: no shell."""
     downlink_loss_percent: float = Field(default=0, ge=0, lt=100)
     """Random loss of downlink packets in percent (mm-loss downlink); 0: no shell."""
+    _traces: dict[str, Trace] = PrivateAttr(default_factory=dict)
+    """Each trace file as read once (load_network reads it when it checks it)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> NetworkProfile:
@@ -137,6 +142,26 @@ class NetworkProfile(_Profile):
         if name is None:
             return None
         return _resolve_trace(name, self._folder()).resolve()
+
+    def trace_home(self, path: Path) -> Path | None:
+        """The folder a resolved trace path must lie in that holds it (the profile's
+        own or Mahimahi's traces, resolved), or None if neither does."""
+        folders = [f.resolve() for f in (self._folder(), MAHIMAHI_TRACES) if f is not None]
+        return next((f for f in folders if path.is_relative_to(f)), None)
+
+    def trace(self, direction: Literal["uplink", "downlink"]) -> Trace | None:
+        """The trace of a trace-driven direction, read once: the one load_network
+        checked. Later changes to the file are never seen, so what a run hands
+        mm-link (a copy, see testbed.emulate.shells.build_chain) is what was checked.
+        traces.TraceError if it cannot be read as one."""
+        if getattr(self, f"{direction}_trace") is None:
+            return None
+        if direction not in self._traces:
+            from testbed import traces
+
+            path = self.trace_path(direction)
+            self._traces[direction] = traces.read_trace(path, beneath=self.trace_home(path))
+        return self._traces[direction]
 
     def _folder(self) -> Path | None:
         return Path(self.source).parent if self.source else None
@@ -264,21 +289,21 @@ def load_network(profile: str | Path) -> NetworkProfile:
 
 
 def _check_trace(p: NetworkProfile, d: str) -> None:
-    """A trace path resolves into Mahimahi's traces or the profile's folder, and parses."""
+    """A trace path resolves into Mahimahi's traces or the profile's folder, and parses
+    (read once here: the profile keeps what was read, see NetworkProfile.trace)."""
     from testbed import traces
 
     name = getattr(p, f"{d}_trace")
     where = f"{_shown(Path(p.source))}: key {d}_trace"
     expected = f"expected a Mahimahi trace file (here, or in {MAHIMAHI_TRACES})"
     path = p.trace_path(d)
-    folders = [f.resolve() for f in (p._folder(), MAHIMAHI_TRACES) if f is not None]
-    if not any(path.is_relative_to(f) for f in folders):
+    if p.trace_home(path) is None:
         raise InputError(f"{where}: {expected}, got {name!r}, which resolves to {path}, "
                          "outside both folders")
     if not path.exists():
         raise InputError(f"{where}: {expected}, got {name!r}: no such file")
     try:
-        traces.read_trace(path)
+        p.trace(d)
     except traces.TraceError as e:
         raise InputError(f"{where}: {e}") from None
 

@@ -11,7 +11,12 @@ A recording may come from someone else, so `load` checks all of it before
 anything is served or written: the schema, the rules of
 testbed.recording_rules, and every body: a regular file in bodies/ (opened
 without following a symbolic link), of the manifest's size, whose SHA-256 is
-its name. `Recording.body` opens and checks a body the same way again.
+its name. The folder is opened once and every file of it is read relative to
+that descriptor, so a folder put in its place after it was found (a symbolic
+link to another, another folder) is never read from; a symbolic link as the
+folder's own last step is followed only in a folder that only root or you can
+change (as testbed.recording_search follows one). `Recording.body` opens and
+checks a body the same way again.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from pathlib import Path
 
 import jsonschema
 
-from testbed import recording_rules, recording_search
+from testbed import recording_rules, recording_search, safefs
 from testbed.errors import InputError
 from testbed.paths import RECORDING_SCHEMA, RECORDINGS_DIR  # noqa: F401 (re-exported)
 
@@ -106,7 +111,7 @@ class Recording:
         if exchange.body is None:
             return b""
         i = next(i for i, x in enumerate(self.exchanges) if x.body == exchange.body)
-        with _bodies_dir(self.path) as bodies:
+        with _folder(self.path) as top, _bodies_dir(top, self.path) as bodies:
             return _read_body(bodies, self.path / "manifest.json", i, exchange, keep=True)
 
 
@@ -142,8 +147,14 @@ def load(name_or_path: str | os.PathLike, base: Path | None = None) -> Recording
     A name is looked up in the search path, a relative path against `base` (default:
     the current folder)."""
     root = resolve(name_or_path, base)
+    with _folder(root) as top:
+        return _load(root, top)
+
+
+def _load(root: Path, top: int) -> Recording:
+    """The recording in the folder `top` (an open descriptor of root)."""
     manifest = root / "manifest.json"
-    data = _read_manifest(root, manifest)
+    data = _read_manifest(top, manifest)
     try:
         jsonschema.validate(data, schema())
     except jsonschema.ValidationError as e:
@@ -163,7 +174,7 @@ def load(name_or_path: str | os.PathLike, base: Path | None = None) -> Recording
         )
         for x in data["exchanges"]
     )
-    _check_bodies(root, exchanges)
+    _check_bodies(top, root, exchanges)
     known = {"format", "name", "url", "recorded_at", "loads", "origins", "exchanges",
              "requests", "bytes", "chromium_version", "mitmproxy_version"}
     return Recording(
@@ -180,18 +191,45 @@ def load(name_or_path: str | os.PathLike, base: Path | None = None) -> Recording
     )
 
 
-def _read_manifest(root: Path, manifest: Path) -> dict:
-    """manifest.json: a regular file (not followed if a symbolic link), parsed."""
+@contextmanager
+def _folder(root: Path) -> Iterator[int]:
+    """A descriptor of the recording folder, opened once (see the module's note)."""
     try:
-        dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError as e:
-        raise InputError(f"{root}: cannot open the recording folder: {e.strerror}") from None
+        try:
+            fd = safefs.open_folder(root)
+        except safefs.UnsafePath:
+            fd = safefs.open_folder(_followed(root))
+    except (OSError, safefs.UnsafePath) as e:
+        why = e.strerror if isinstance(e, OSError) else "not a folder"
+        raise InputError(f"{root}: cannot open the recording folder: {why}") from None
     try:
-        if not os.path.lexists(manifest):
-            raise InputError(f"{manifest}: missing (not a recording folder)")
-        fd = _open_regular(dir_fd, "manifest.json", f"{manifest}: the manifest")
+        yield fd
     finally:
-        os.close(dir_fd)
+        os.close(fd)
+
+
+def _followed(root: Path) -> Path:
+    """Where the symbolic link `root` leads, if the folder holding it is only root's or
+    yours to change; InputError otherwise."""
+    holder = Path(os.path.realpath(root.parent))
+    if not os.path.islink(root):
+        raise InputError(f"{root}: not a recording folder (expected a folder)")
+    try:
+        safefs.check_root_dir(holder)
+    except safefs.UnsafePath:
+        raise InputError(f"{root}: a symbolic link in {holder}, which another user can "
+                         "change; not followed (expected a recording folder)") from None
+    return Path(os.path.realpath(root))
+
+
+def _read_manifest(top: int, manifest: Path) -> dict:
+    """manifest.json in the folder `top`: a regular file (not followed if a symbolic
+    link), parsed."""
+    try:
+        os.stat("manifest.json", dir_fd=top, follow_symlinks=False)
+    except FileNotFoundError:
+        raise InputError(f"{manifest}: missing (not a recording folder)") from None
+    fd = _open_regular(top, "manifest.json", f"{manifest}: the manifest")
     with os.fdopen(fd, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size > MAX_MANIFEST_BYTES:
@@ -235,12 +273,14 @@ def _open_regular(dir_fd: int, name: str, what: str) -> int:
 
 
 @contextmanager
-def _bodies_dir(root: Path) -> Iterator[int]:
-    """A descriptor of root/bodies, not followed if a symbolic link."""
+def _bodies_dir(top: int, root: Path) -> Iterator[int]:
+    """A descriptor of bodies/ in the folder `top` (root), not followed if a symbolic
+    link."""
     try:
-        fd = os.open(root / "bodies", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open("bodies", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=top)
     except OSError as e:
-        link = os.path.islink(root / "bodies")  # O_NOFOLLOW|O_DIRECTORY: ENOTDIR or ELOOP
+        link = _is_link(top, "bodies")  # O_NOFOLLOW|O_DIRECTORY: ENOTDIR or ELOOP
         what = "a symbolic link, expected a folder" if link else {
             errno.ENOENT: "missing", errno.ENOTDIR: "not a folder"}.get(e.errno, e.strerror)
         raise InputError(f"{root / 'manifest.json'}: key exchanges: bodies/ is {what}") from None
@@ -248,6 +288,13 @@ def _bodies_dir(root: Path) -> Iterator[int]:
         yield fd
     finally:
         os.close(fd)
+
+
+def _is_link(top: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=top, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _read_body(bodies_fd: int, manifest: Path, i: int, x: Exchange, keep: bool) -> bytes:
@@ -271,7 +318,7 @@ def _read_body(bodies_fd: int, manifest: Path, i: int, x: Exchange, keep: bool) 
     return b"".join(chunks)
 
 
-def _check_bodies(root: Path, exchanges: tuple[Exchange, ...]) -> None:
+def _check_bodies(top: int, root: Path, exchanges: tuple[Exchange, ...]) -> None:
     """Every body once, and every exchange that shares it with the same size."""
     manifest = root / "manifest.json"
     first: dict[str, int] = {}
@@ -284,7 +331,7 @@ def _check_bodies(root: Path, exchanges: tuple[Exchange, ...]) -> None:
                              f"exchanges/{j} has {exchanges[j].body_size} for the same body")
     if not first:
         return
-    with _bodies_dir(root) as bodies:
+    with _bodies_dir(top, root) as bodies:
         for i in first.values():
             _read_body(bodies, manifest, i, exchanges[i], keep=False)
 

@@ -15,6 +15,9 @@ may write with a symlink at any moment. So root:
 - reads what the testbed user wrote with `read_user` / `open_user` (no
   symlink at any step, regular files only): a symlink to /etc/shadow is
   refused, never read, copied or printed;
+- reads a folder someone else may rename and replace (a recording) from one
+  descriptor (`open_folder`, O_NOFOLLOW|O_DIRECTORY, then dir_fd= reads), and a
+  file of theirs it keeps (a trace) once, capped (`read_user_capped`);
 - opens its processes' logs with `open_log` (O_NOFOLLOW, its own files only);
 - removes trees the testbed user wrote in with `rmtree` (fd-based, does not
   follow symlinks);
@@ -237,6 +240,28 @@ def read_user_text(path: Path, *, beneath: Path | None = None) -> str:
     return read_user(path, beneath=beneath).decode(errors="replace")
 
 
+def read_user_capped(path: Path, limit: int, *, beneath: Path | None = None) -> bytes:
+    """The bytes of a regular file someone else wrote (opened as open_user: no symlink
+    at any step below `beneath`), which may hold at most `limit` of them (ValueError
+    'N bytes, expected at most M' if it holds more)."""
+    with os.fdopen(open_user(path, beneath=beneath), "rb") as f:
+        return _read_upto(f, limit)
+
+
+def open_folder(path: Path) -> int:
+    """A folder's fd, whoever owns it, opened without following a symlink at its last
+    step: work below it with dir_fd= (openat), so that every read is from this one
+    folder even if its path is given to another afterwards. FileNotFoundError if it
+    is missing; UnsafePath for a symlink or something else. Close it with os.close."""
+    try:
+        return os.open(path, _DIR_FLAGS)
+    except FileNotFoundError:
+        raise
+    except OSError as e:  # ELOOP or ENOTDIR: a symlink, a file
+        raise UnsafePath(f"{path}: a symlink or not a folder ({e.strerror}); "
+                         "not opened") from None
+
+
 def open_log(path: Path):
     """Open one of root's log files for appending (a binary file object): created if
     missing, never through a symlink, never a file another user owns."""
@@ -268,9 +293,15 @@ def read_capped(path: Path, limit: int, *, follow_symlinks: bool = True) -> byte
         os.close(fd)
         raise ValueError("not a regular file")
     with os.fdopen(fd, "rb") as f:
-        if st.st_size > limit:
-            raise ValueError(f"{st.st_size} bytes, expected at most {limit}")
-        raw = f.read(limit + 1)
+        return _read_upto(f, limit)
+
+
+def _read_upto(f, limit: int) -> bytes:
+    """All of the open regular file f, which may hold at most `limit` bytes."""
+    size = os.fstat(f.fileno()).st_size
+    if size > limit:
+        raise ValueError(f"{size} bytes, expected at most {limit}")
+    raw = f.read(limit + 1)
     if len(raw) > limit:  # it grew while being read
         raise ValueError(f"more than {limit} bytes, expected at most {limit}")
     return raw

@@ -15,7 +15,6 @@ links from it.
 
 from __future__ import annotations
 
-import errno
 import itertools
 import math
 from dataclasses import dataclass
@@ -129,18 +128,20 @@ def fixed_rate(mbit: float, offset: Fraction = Fraction(0), min_period_ms: int =
     return Trace(tuple(times))
 
 
-def read_trace(path: Path) -> Trace:
+def read_trace(path: Path, beneath: Path | None = None) -> Trace:
     """A trace file: whole ms (at most MAX_TRACE_MS), nondecreasing, the last > 0.
 
-    Opened without following a symbolic link; a FIFO or device is refused, not
+    Opened as safefs.open_user does: no symbolic link at any step below
+    `beneath` (default: the file's folder); a FIFO or device is refused, not
     waited on; at most MAX_TRACE_BYTES. No error quotes the file's content.
     """
     where = f"{path}: not a Mahimahi trace"
     try:
-        raw = safefs.read_capped(path, MAX_TRACE_BYTES, follow_symlinks=False)
+        raw = safefs.read_user_capped(path, MAX_TRACE_BYTES, beneath=beneath)
+    except safefs.UnsafePath:
+        raise TraceError(f"{where} (a symbolic link or not a regular file)") from None
     except OSError as e:
-        why = "a symbolic link" if e.errno == errno.ELOOP else e.strerror
-        raise TraceError(f"{where} ({why})") from None
+        raise TraceError(f"{where} ({e.strerror})") from None
     except ValueError as e:
         raise TraceError(f"{where} ({e})") from None
     stray = raw.translate(None, b"0123456789 \t\r\n")
@@ -182,8 +183,9 @@ def longest_gap_ms(trace: Trace) -> int:
 
 
 def write_trace(path: Path, trace: Trace) -> Path:
-    Path(path).write_text(trace.text())
-    return Path(path)
+    """Write a trace into one of root's folders (safefs.write_file: a new file renamed
+    into place, mode 0644 so that mm-link, run as the testbed user, reads it)."""
+    return safefs.write_file(Path(path), trace.text(), mode=0o644)
 
 
 def queue_bytes(buffer_ms: float, trace: Trace) -> int:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import pwd
+import signal
 from pathlib import Path
 
+import pytest
 from needs import need_root
 
-from testbed import chromium, paths, safefs
+from testbed import chromium, paths, runstate, safefs
 from testbed.protocols import apply
 from testbed.record import browser as record_browser
 from testbed.replay.env import STACKS, stack_flags
@@ -55,3 +57,67 @@ def test_browsertimes_launcher_replaces_every_stack_flag():
     assert set(chromium.STACK_FLAGS) == {"tcp", "quic"}
     for flags in chromium.STACK_FLAGS.values():
         assert all(f.startswith(launcher.REPLACED) for f in flags), flags
+
+
+# --- Chromium's temporary files: in a folder of the run, never /tmp ------------------------
+
+class _Stop(Exception):
+    pass
+
+
+def _launched(monkeypatch, **kwargs) -> tuple[chromium.Chromium, list[str]]:
+    """What the driver starts (its argv), the start itself stopped short."""
+    seen: list[list[str]] = []
+
+    def popen(argv, **_):
+        seen.append(argv)
+        raise _Stop
+
+    monkeypatch.setattr(chromium.subprocess, "Popen", popen)
+    browser = chromium.Chromium(None, ["--x"], **kwargs)
+    with pytest.raises(_Stop):
+        browser.__enter__()
+    return browser, seen[0]
+
+
+def test_the_driver_keeps_chromiums_temporary_files_in_the_run_folder(monkeypatch):
+    """TMPDIR is a folder of the run's own (removed with it, and by the driver), given
+    to Chromium itself: Mahimahi's shells are setuid, so the C library drops TMPDIR
+    from the environment they pass on; it is set again inside them."""
+    need_root()
+    for wrap in (["mm-delay", "5"], ["mm-link", "u", "d", "--"], []):
+        browser, argv = _launched(monkeypatch, wrap=wrap)
+        tmp = browser.tmp
+        assert tmp.parent == runstate.current().dir and tmp != browser.profile
+        start = argv.index("chromium")
+        if wrap:
+            shells = argv.index(wrap[0])
+            assert argv[shells:start] == [*wrap, "env", f"TMPDIR={tmp}"]
+        assert ["--env", f"TMPDIR={tmp}"] == argv[argv.index("--env"):][:2]
+        assert not tmp.exists() and not browser.profile.exists()  # removed: it did not start
+
+
+CHROMIUM_TEMP = (".org.chromium.", "org.chromium.", ".com.google.Chrome.", "scoped_dir")
+"""How the temporary folders of Chromium and chromedriver are named."""
+
+
+def _chromium_temp() -> set[str]:
+    return {n for n in os.listdir("/tmp") if n.startswith(CHROMIUM_TEMP)}
+
+
+@pytest.mark.e2e
+def test_a_killed_chromium_in_mahimahis_shells_leaves_nothing_in_tmp():
+    """A real headless Chromium started by the driver inside a Mahimahi shell puts its
+    temporary files in the run's folder, so SIGKILL (no clean-up at all) leaves
+    nothing of it in /tmp."""
+    need_root()
+    from testbed.netns import NetNS
+
+    before = _chromium_temp()
+    with NetNS("chromium-tmp") as ns, \
+            chromium.Chromium(ns.name, ["--disable-gpu"], wrap=["mm-delay", "1"]) as browser:
+        made = os.listdir(browser.tmp)
+        os.killpg(browser.proc.pid, signal.SIGKILL)
+        browser.proc.wait(timeout=30)
+    assert made, "Chromium wrote nothing in its temporary folder (TMPDIR not seen)"
+    assert _chromium_temp() - before == set()

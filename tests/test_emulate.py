@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -217,8 +219,34 @@ def test_trace_profile_uses_the_files(tmp_path):
     f.write_text('uplink_trace = "TMobile-LTE-driving.up"\n'
                  'downlink_trace = "TMobile-LTE-driving.down"\nbuffer_ms = 100\n')
     c = build_chain(load_network(str(f)), tmp_path, 30)
-    assert c.uplink_trace == Path("/usr/share/mahimahi/traces/TMobile-LTE-driving.up")
+    assert c.uplink_trace == tmp_path / "cell.uplink.trace"  # a copy, see below
+    assert traces.read_trace(c.uplink_trace) == traces.read_trace(
+        Path("/usr/share/mahimahi/traces/TMobile-LTE-driving.up"))
     assert c.uplink_queue_bytes and c.downlink_queue_bytes and not c.phase_gate
+
+
+def test_mm_link_reads_the_trace_as_checked_not_the_profiles_file(tmp_path):
+    """A profile's trace files are read once, when the profile is loaded and checked;
+    mm-link gets a copy in the run's own folder, so replacing a file in the profile's
+    folder after the check (whoever can write there could) changes nothing."""
+    prof = tmp_path / "profile"
+    prof.mkdir()
+    (prof / "t.up").write_text("5\n10\n")
+    (prof / "t.down").write_text("2\n4\n6\n8\n")
+    (prof / "net.toml").write_text('uplink_trace = "t.up"\ndownlink_trace = "t.down"\n')
+    profile = load_network(prof / "net.toml")
+    (prof / "t.up.new").write_text("1\n1\n1\n1\n")
+    os.replace(prof / "t.up.new", prof / "t.up")  # swapped after the check
+    (prof / "t.down").unlink()
+    (prof / "t.down").symlink_to(prof / "t.up")
+    run = tmp_path / "run"
+    run.mkdir(mode=0o755)
+    argv = build_chain(profile, run, 5).argv(["cmd"])
+    link = argv.index("mm-link")
+    up, down = Path(argv[link + 1]), Path(argv[link + 2])
+    assert (up.parent, down.parent) == (run, run)
+    assert (up.read_text(), down.read_text()) == ("5\n10\n", "2\n4\n6\n8\n")
+    assert stat.S_IMODE(up.stat().st_mode) == 0o644  # mm-link runs as the testbed user
 
 
 def test_logs_in_argv(tmp_path):

@@ -107,3 +107,23 @@ def test_phase_gate_starts_sparse_links_in_phase(site):
     # The gate lets no start through that it has not seen in phase; it fails the
     # command (status 75, one line saying what it saw) rather than run it out of phase.
     assert phases == [0] * 8, phases
+
+
+def test_a_trace_driven_chain_runs_on_the_checked_copy(site, tmp_path):
+    """mm-link, as the testbed user, reads the copies of a profile's trace files in
+    the run's folder (not the profile's files): probes come back through it."""
+    import shutil
+
+    prof = tmp_path / "profile"
+    prof.mkdir()
+    for d in ("up", "down"):
+        shutil.copy(f"/usr/share/mahimahi/traces/TMobile-LTE-driving.{d}", prof / f"t.{d}")
+    (prof / "net.toml").write_text('uplink_trace = "t.up"\ndownlink_trace = "t.down"\n'
+                                   "min_rtt_ms = 20\n")
+    profile = load_network(prof / "net.toml")
+    for d in ("up", "down"):
+        (prof / f"t.{d}").unlink()  # gone after the check: the run does not need them
+    chain = build_chain(profile, site.dir, 10)
+    assert chain.uplink_trace.parent == site.dir
+    r = calibrate.measure_rtt(site, profile, chain, 100)
+    assert r.echoed > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -347,3 +348,66 @@ def test_write_refuses_what_load_would_refuse(tmp_path):
     with pytest.raises(InputError, match=r"response_headers/0/1: expected a header value"):
         recording.write(tmp_path, meta, [(_exchange(headers=[["x", "a\r\nb"]]), b"a")])
     assert list(tmp_path.iterdir()) == []
+
+
+# --- the recording folder is opened once: a folder swapped after the lookup is not read -----
+
+def _swappable(tmp_path):
+    """recs/site (recs the testbed user's: it may rename and replace what is in it) and
+    another recording, root's, whose URL no load of recs/site may return."""
+    from testbed import paths
+
+    recs = tmp_path / "recs"
+    recs.mkdir()
+    site = _write(recs)
+    other = tmp_path / "host"
+    other.mkdir(mode=0o700)
+    recording.write(other, {"name": "site", "url": "https://www.a.test/ROOT-ONLY",
+                            "recorded_at": "2026-01-01T00:00:00Z", "loads": 1},
+                    [(_exchange(), b"<html>secret</html>")])
+    pw = paths.user()
+    os.chown(recs, pw.pw_uid, pw.pw_gid)
+    return site, other / "site"
+
+
+def test_a_symlink_swapped_in_after_the_lookup_is_not_followed(tmp_path, monkeypatch):
+    """The folder renamed and a symbolic link to another recording put in its place
+    between the lookup (resolve) and the reads: the load refuses, never reads the
+    other recording."""
+    site, other = _swappable(tmp_path)
+    found = recording.resolve
+
+    def then_swap(*args, **kwargs):
+        root = found(*args, **kwargs)
+        root.rename(root.with_name("moved"))
+        root.symlink_to(other)
+        return root
+
+    monkeypatch.setattr(recording, "resolve", then_swap)
+    try:
+        rec = recording.load(site)
+    except InputError as e:
+        assert "ROOT-ONLY" not in str(e)
+        assert "symbolic link" in str(e) and "not followed" in str(e)
+    else:
+        pytest.fail(f"loaded {rec.url} through a symbolic link swapped in after the lookup")
+
+
+def test_a_folder_swapped_in_after_the_manifest_is_read_is_not_read(tmp_path, monkeypatch):
+    """The folder renamed and another put in its place after the manifest was read (the
+    first read): the bodies are read from the folder the manifest came from."""
+    site, _ = _swappable(tmp_path)
+    checked = recording.recording_rules.check
+
+    def check_then_swap(data):
+        checked(data)
+        site.rename(site.with_name("moved"))
+        (site / "bodies").mkdir(parents=True)
+        for x in data["exchanges"]:
+            if x["body"]:
+                (site / "bodies" / x["body"]).write_bytes(b"\0" * x["body_size"])
+
+    monkeypatch.setattr(recording.recording_rules, "check", check_then_swap)
+    rec = recording.load(site)
+    assert rec.url == "https://www.a.test/"
+    assert rec.path == site

@@ -294,3 +294,29 @@ def test_read_capped_reads_only_small_regular_files(tmp_path):
     with pytest.raises(OSError) as e:
         safefs.read_capped(tmp_path / "link", 100, follow_symlinks=False)
     assert e.value.errno == errno.ELOOP
+
+
+def test_open_folder_does_not_follow_a_symlink(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    fd = safefs.open_folder(real)
+    try:
+        assert os.path.samestat(os.fstat(fd), real.stat())
+    finally:
+        os.close(fd)
+    with pytest.raises(safefs.UnsafePath, match="a symlink or not a folder"):
+        safefs.open_folder(tmp_path / "link")
+    with pytest.raises(FileNotFoundError):
+        safefs.open_folder(tmp_path / "none")
+
+
+def test_read_user_capped_follows_no_symlink_and_reads_at_most_the_cap(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "f").write_bytes(b"12345")
+    (tmp_path / "via").symlink_to(tmp_path / "sub")
+    assert safefs.read_user_capped(tmp_path / "sub" / "f", 5, beneath=tmp_path) == b"12345"
+    with pytest.raises(ValueError, match="5 bytes, expected at most 4"):
+        safefs.read_user_capped(tmp_path / "sub" / "f", 4)
+    with pytest.raises(safefs.UnsafePath):
+        safefs.read_user_capped(tmp_path / "via" / "f", 5, beneath=tmp_path)

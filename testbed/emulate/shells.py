@@ -143,8 +143,7 @@ def link_traces(profile: NetworkProfile, reply_wait: int | None = None) -> LinkT
     for d in ("uplink", "downlink"):
         mbit = getattr(profile, f"{d}_mbit")
         if mbit is None:
-            got.append(traces.starting_at(traces.read_trace(profile.trace_path(d)),
-                                          profile.trace_start_ms))
+            got.append(traces.starting_at(profile.trace(d), profile.trace_start_ms))
             continue
         trace = traces.fixed_rate(mbit)
         default = reply_wait_ms(profile)
@@ -165,23 +164,23 @@ def default_delay_ms(profile: NetworkProfile) -> int:
 
 def build_chain(profile: NetworkProfile, workdir: Path, delay_ms: int | None = None,
                 reply_wait: int | None = None) -> ShellChain:
-    """The chain for a profile; fixed-rate traces are written into workdir, which
-    the testbed user must be able to read. delay_ms: mm-delay's one-way delay
-    and reply_wait: see link_traces (both from a calibration); default half the
-    profile's RTT and half a downlink gap."""
+    """The chain for a profile; its two traces are written into workdir, one of
+    root's folders (safefs) that the testbed user can read: a trace file of the
+    profile's is copied as it was read and checked (NetworkProfile.trace), never
+    handed to mm-link by its path, which whoever writes the profile's folder could
+    point elsewhere in between. delay_ms: mm-delay's one-way delay and reply_wait:
+    see link_traces (both from a calibration); default half the profile's RTT and
+    half a downlink gap."""
     delay = default_delay_ms(profile) if delay_ms is None else delay_ms
     chain = ShellChain(delay_ms=delay, uplink_loss=profile.uplink_loss_percent / 100,
                        downlink_loss=profile.downlink_loss_percent / 100)
     lt = link_traces(profile, reply_wait)
     if lt is None:
         return chain
-    paths = {}
+    paths, qbytes = {}, {}
     for d, trace in (("uplink", lt.uplink), ("downlink", lt.downlink)):
-        given = profile.trace_path(d)
-        paths[d] = given if given is not None and not profile.trace_start_ms else \
-            traces.write_trace(Path(workdir) / f"{profile.name or 'profile'}.{d}.trace", trace)
-    qbytes = {}
-    for d, trace in (("uplink", lt.uplink), ("downlink", lt.downlink)):
+        paths[d] = traces.write_trace(Path(workdir) / f"{profile.name or 'profile'}.{d}.trace",
+                                      trace)
         qbytes[d] = None if profile.buffer_ms is None else traces.queue_bytes(profile.buffer_ms, trace)
     gate = reply_wait_ms(profile) is not None
     return replace(chain, uplink_trace=paths["uplink"], downlink_trace=paths["downlink"],

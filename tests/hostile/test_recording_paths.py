@@ -122,6 +122,13 @@ CASES = [
     Case("search folder of the testbed user: a campaign glob follows no link",
          ["--recordings", "{dir}/recs", *RUN], ["c.toml", "sites.1", *LINK],
          files={"c.toml": campaign('["local-news", "?"]')}, prepare=planted_link),
+    # a path (not a name) ending in a link that a folder of the testbed user's holds: the
+    # recording folder is opened once, without following it (its holder could swap it)
+    Case("a path to a link in a folder of the testbed user: show follows no link",
+         ["recording", "show", "{dir}/recs/x"], LINK, prepare=planted_link),
+    Case("a path to a link in a folder of the testbed user: a campaign site follows no link",
+         RUN, ["c.toml", "sites.0", *LINK], files={"c.toml": campaign('["./recs/x"]')},
+         prepare=planted_link),
     # campaign sites
     Case("campaign: a glob matching nothing", RUN,
          ["c.toml", "sites.1", "corpus/none-*", "matched none"],
