@@ -328,17 +328,14 @@ def _check_trace_buffer(p: profiles.NetworkProfile) -> None:
         return
     from fractions import Fraction
 
-    from testbed import traces
-
     for d in ("uplink", "downlink"):
-        path = p.trace_path(d)
-        if path is None:
-            continue
         try:
-            trace = traces.read_trace(path)
+            trace = p.trace(d)  # the one read load_network checked
         except (OSError, ValueError) as e:
             raise InputError(f"{p.source}: key {d}_trace: expected a Mahimahi trace file, "
-                             f"got {path}: {e}") from None
+                             f"got {p.trace_path(d)}: {e}") from None
+        if trace is None:
+            continue
         if Fraction(str(p.buffer_ms)) * trace.per_ms < 1:
             raise InputError(f"{p.source}: key buffer_ms: expected at least one 1500-byte "
                              f"packet of queue (>= {float(1 / trace.per_ms):.4g} ms at "
