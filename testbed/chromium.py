@@ -77,8 +77,14 @@ def launch_argv(profile: Path, tmp: Path, flags: Sequence[str] = (), *, netns: s
     set again inside them, just before Chromium."""
     inner = command(profile, flags, binary)
     if wrap:
-        inner = [*wrap, "env", *(f"{k}={v}" for k, v in temp_env(tmp).items()), *inner]
+        inner = [*wrap, *temp_env_again(tmp), *inner]
     return enter.as_user(inner, netns=netns, env=temp_env(tmp))
+
+
+def temp_env_again(tmp: Path) -> list[str]:
+    """`env TMPDIR=tmp` to put before a command inside Mahimahi's shells: they are
+    setuid, so the C library drops TMPDIR from the environment they pass on."""
+    return ["env", *(f"{k}={v}" for k, v in temp_env(tmp).items())]
 
 
 def command(profile: Path, flags: Sequence[str] = (), binary: str = "chromium") -> list[str]:

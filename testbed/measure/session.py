@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from testbed import enter, proc, safefs
+from testbed import chromium, enter, proc, safefs
 from testbed.errors import TestbedError
 from testbed.measure import browsertime, trial_har, visual
 
@@ -197,10 +197,9 @@ class Session:
     def argv(self) -> list[str]:
         check_tmp_depth(self.tmp)
         bt = browsertime.argv(self.opts, self.url, self.out, self.check_path)
-        # TMPDIR set inside the shells: setuid Mahimahi shells drop it from the environment
         x = [] if self.opts.headless else [str(browsertime.PYTHON), "-m", "testbed.measure.xvfb",
                                            "--"]
-        inner = ["env", f"TMPDIR={self.tmp}", *x, *bt]
+        inner = [*chromium.temp_env_again(self.tmp), *x, *bt]
         env = {**browsertime.env(self.ctl, self.opts), **self.env}
         return enter.as_user([*self.wrap, *inner], netns=self.netns, env=env,
                              cwd=str(self.tmp))
