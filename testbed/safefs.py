@@ -26,8 +26,9 @@ may write with a symlink at any moment. So root:
   write (`check_out_dir`, `check_out_file`): checked component by component,
   symlinks included, before anything is written.
 
-The audit of root's writes and how each is safe is in README.md ("Faults,
-isolation, leaving nothing behind").
+The audit of root's writes and how each is safe is in
+docs/isolation-and-security.md ("Root never follows a path the `testbed` user
+controls").
 """
 
 from __future__ import annotations

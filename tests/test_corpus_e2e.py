@@ -4,7 +4,7 @@ the same bodies), and replayed under both stacks with no replay miss.
 
 The packages are fake tarballs served by a registry on loopback, so this needs
 nothing `make setup` does not fetch; `make corpus` does the same with the real
-ones (README, "The corpus").
+ones (docs/recording-and-corpus.md, "The corpus").
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ samples the server's sockets every 20 ms; h3server writes a qlog.
 | property | proof |
 |---|---|
 | stack (Chromium flags) | the protocol of both fetches (Resource Timing): h2 or h3 |
-| what the browser hears of HTTP/3 | the alt-svc of the page origin's answer, read by the page itself (a same-origin fetch): QUIC: `h3` on the port it asked (with it Chromium lifts its limit on delayable requests as it does for an HTTP/2 server; README "What the browser knows at the start"); TCP: none, a TCP trial never hears of QUIC |
+| what the browser hears of HTTP/3 | the alt-svc of the page origin's answer, read by the page itself (a same-origin fetch): QUIC: `h3` on the port it asked (with it Chromium lifts its limit on delayable requests as it does for an HTTP/2 server; docs/replay-and-h3server.md, "What the browser knows at the start"); TCP: none, a TCP trial never hears of QUIC |
 | congestion control | TCP: `ss` names it on the connection. QUIC: the qlog's congestion states (CUBIC: slow_start, congestion_avoidance...; BBR: startup, drain, probe_bw...) |
 | BBR generation (BBR settings) | TCP: the gains `ss` prints for bbr, all BBRv1's. QUIC: the controller h3server's summary names (`bbr`: BBRv1, `bbr2_gcongestion`: BBRv2) and the qlog's ProbeBW states (BBRv1: one `bbr_probe_bw`; BBRv2: `bbr_probe_bw_up/_down/_cruise/_refill`); see testbed.validate.bbr_generation |
 | one BBR on both stacks | every setting with congestion control `bbr` (tcp-plus-bbr, quic-bbr) showed the same generation |
@@ -390,7 +390,7 @@ def _quic_settings(setting: ProtocolProfile, obs: Observation,
                     set(options) <= set(seen) if options else None))
     acks, data = evidence.qlog_acks_per_data_packet(list(obs.qlog))
     peer = evidence.qlog_parameters(list(obs.qlog), "remote")
-    rows.append(Row("client ACK frames per data packet (qlog)", "shown (see README)",
+    rows.append(Row("client ACK frames per data packet (qlog)", "shown (see docs/protocol-settings.md)",
                     f"{acks} for {data} = {acks / data if data else 0:.3f} "
                     f"(1 per {data / acks if acks else float('inf'):.1f}); client "
                     f"max_ack_delay {peer.get('max_ack_delay', '?')} ms", None))

@@ -16,7 +16,7 @@ Both transports get alike settings (settings()), the browser's TCP receive
 window opens like its QUIC windows (open_receive_window), Mahimahi's TUN
 queues hold a 10 MB flight (deepen_tun_queues), and what the path lost anyway
 is counted and shown (path_losses). Why each choice, and what it was measured
-against: README, "Server parity".
+against: docs/replay-and-h3server.md, "Server parity".
 """
 
 from __future__ import annotations
