@@ -125,8 +125,9 @@ def compare(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     One row per pair x network x metric x site: n and mean of each side,
     diff_ms = mean_a - mean_b, the p-value, p_adj (corrected across the sites
     of one pair, network and metric; equal to p without a correction) and the
-    outcome for a: 'win' (p_adj < alpha and a's mean smaller; its median for the
-    rank tests, which compare locations, not means), 'loss' (p_adj < alpha,
+    outcome for a: 'win' (p_adj < alpha and a's mean smaller; for the rank tests,
+    which compare locations, not means, the Hodges-Lehmann shift a - b negative),
+    'loss' (p_adj < alpha,
     larger), 'tie' (p_adj >= alpha, or both sides constant and
     equal), or 'untested' (fewer than two values on a side). `test` and
     `correction` are names from analysis.inference.TESTS and CORRECTIONS.
@@ -144,7 +145,8 @@ def compare(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
         else:
             p = np.full(len(keys), np.nan)
         ma, mb = xa.mean(axis=1), xb.mean(axis=1)
-        ca, cb = (ma, mb) if test == "anova" else (np.median(xa, axis=1), np.median(xb, axis=1))
+        ca, cb = ((inference.hodges_lehmann(xa, xb), np.zeros(len(keys)))
+                  if test in inference.RANK_TESTS else (ma, mb))
         for i, (site, network, metric) in enumerate(keys):
             rows.append((a, b, network, metric, site, na, nb, ma[i], mb[i], p[i], ca[i], cb[i]))
     out = pd.DataFrame(rows, columns=["a", "b", "network", "metric", "site", "n_a", "n_b",

@@ -21,7 +21,7 @@ SHOWN_DIFFS = 20
               help="Baseline setting (default: tcp when both have it, else their first).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance level of the per-site test.")
-@click.option("--test", "test", type=click.Choice(["anova", "mannwhitney", "kruskal"]),
+@click.option("--test", "test", type=click.Choice(["anova", "welch", "mannwhitney", "kruskal"]),
               default="anova", show_default=True, help="Per-site test.")
 @click.option("--correction", type=click.Choice(["none", "bh"]), default="none",
               show_default=True, help="Correction across the per-site tests.")

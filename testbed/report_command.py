@@ -29,7 +29,7 @@ def _pair(value: str) -> tuple[str, str]:
                    "the campaign has it, otherwise its first setting).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance level of the per-site test.")
-@click.option("--test", "test", type=click.Choice(["anova", "mannwhitney", "kruskal"]),
+@click.option("--test", "test", type=click.Choice(["anova", "welch", "mannwhitney", "kruskal"]),
               default="anova", show_default=True,
               help="Per-site test deciding wins and losses (anova: the paper's).")
 @click.option("--correction", type=click.Choice(["none", "bh"]), default="none",
