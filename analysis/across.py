@@ -203,3 +203,47 @@ def mixed_models(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
                          fit["p"], fit["site_slope_sd"], fit["block"], fit["converged"],
                          fit["note"]))
     return pd.DataFrame(rows, columns=MIXED_COLUMNS)
+
+
+# -- equivalence ----------------------------------------------------------------------
+
+DEFAULT_MARGIN = 0.02
+"""Equivalence margin: differences within ±2 % count as the same."""
+EQUIVALENCE = ("equivalent", "different", "inconclusive")
+EQUIVALENCE_COLUMNS = ["sites", "shift", "shift_low", "shift_high", "p_tost", "p_diff",
+                       "verdict"]
+
+
+def equivalence(d: np.ndarray, margin: float = DEFAULT_MARGIN,
+                alpha: float = 0.01) -> dict[str, np.ndarray]:
+    """Two one-sided tests (TOST, Schuirmann 1987; Lakens 2017) across sites on `d`, per
+    site log ratios, over the last axis: equivalent when the shift lies within
+    ±log(1 + margin), i.e. its (1 - 2 alpha) t interval does (p_tost < alpha);
+    otherwise different when the two-sided t test rejects 0 at alpha (p_diff);
+    otherwise inconclusive. shift and its interval are ratios - 1."""
+    bound = np.log1p(margin)
+    t = t_test(d, 1 - 2 * alpha)
+    df = t["sites"] - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_low = stats.t.sf((t["mean"] + bound) / t["se"], df)
+        p_high = stats.t.cdf((t["mean"] - bound) / t["se"], df)
+    p_tost = np.fmax(p_low, p_high)
+    eq = np.nan_to_num(p_tost, nan=1.0) < alpha
+    diff = np.nan_to_num(t["p"], nan=1.0) < alpha
+    return {"sites": t["sites"], "shift": np.expm1(t["mean"]), "shift_low": np.expm1(t["low"]),
+            "shift_high": np.expm1(t["high"]), "p_tost": p_tost, "p_diff": t["p"],
+            "verdict": np.where(eq, "equivalent", np.where(diff, "different", "inconclusive"))}
+
+
+def equivalence_table(d: pd.DataFrame, keys: Sequence[str], margin: float = DEFAULT_MARGIN,
+                      alpha: float = 0.01) -> pd.DataFrame:
+    """`equivalence` per group of `keys` of a table with one row per site and a column
+    d (per-site log ratio)."""
+    rows = []
+    for key, g in d.groupby(list(keys), sort=False, observed=True):
+        e = equivalence(g["d"].dropna().to_numpy(dtype=float), margin, alpha)
+        rows.append((*key, *(e[c].item() if hasattr(e[c], "item") else e[c]
+                             for c in EQUIVALENCE_COLUMNS)))
+    out = pd.DataFrame(rows, columns=[*keys, *EQUIVALENCE_COLUMNS])
+    out["margin"] = margin
+    return out
