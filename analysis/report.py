@@ -225,7 +225,7 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
     conns = connections if connections is not None else empty_connections()
     per_worker = {}
     if config.by_worker:
-        per_worker = {"workers": by_worker(trials), "worker_tests": worker_tests(trials),
+        per_worker = {"workers": by_worker(trials), "worker_tests": worker_tests(trials, config.alpha),
                       "worker_calibrations": calibrations(manifest)}
     return Analysis(
         trials=trials, config=config, pairs=pairs, overview=overview(trials),

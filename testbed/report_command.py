@@ -107,8 +107,9 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     if result.worker_tests is not None:
         for r in result.worker_tests.itertuples():
             click.echo(f"workers: {r.network} {r.protocol}: {r.workers} workers {r.verdict} "
-                       f"(Kruskal-Wallis p = {r.p:.3f}; medians {r.median_spread_ms:.0f} ms "
-                       "apart)")
+                       f"(ANOVA on log residuals within sites p = {r.p:.2g}; largest shift "
+                       f"{r.largest_shift:+.1%}, {r.equivalence} at ±{r.margin:.0%}; medians "
+                       f"{r.median_spread_ms:.0f} ms apart)")
         if result.worker_tests.empty:
             click.echo("workers: no network and setting was measured by two or more workers")
     click.echo(f"report: {index}")
