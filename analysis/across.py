@@ -165,7 +165,7 @@ def mixed_fit(df: pd.DataFrame, confidence: float = 0.95) -> dict:
             try:
                 model = smf.mixedlm("logv ~ x", data, groups=data["site"], re_formula="~x",
                                     **extra)
-                result = model.fit(reml=True, method=["lbfgs", "powell"])
+                result = model.fit(reml=True, method="lbfgs")
                 block, note = bool(extra), "" if extra else name
                 break
             except (ConvergenceWarning, np.linalg.LinAlgError, ValueError):

@@ -73,3 +73,26 @@ def test_the_mixed_model_finds_the_true_effect_with_the_block_term():
     assert out["converged"] and out["block"], out["note"]
     assert out["low"] < np.expm1(-0.05) < out["high"]
     assert out["p"] < ALPHA and out["site_slope_sd"] == pytest.approx(0.028, abs=0.015)  # 0.02 * sqrt(2)
+
+
+def test_the_report_shows_across_sites_paired_tests_diagnostics_and_planner(tmp_path):
+    import html
+
+    from analysis import Config, analyse, write_report
+
+    trials = synthetic.campaign(sites=6, networks=["dsl", "da2gc"],
+                                settings=["tcp", "tcp-plus", "quic"], runs=6, seed=8)
+    a = analyse(trials, Config(resamples=200))
+    page = html.unescape(write_report(a, tmp_path).read_text(encoding="utf-8"))
+    for section in ("across", "mixed-model", "paired", "diagnostics", "planner"):
+        assert f'id="{section}"' in page, section
+    across_part = page[page.index('id="across"'):page.index('id="paired"')]
+    assert "geometric-mean ratio − 1" in across_part and "RTTs" in across_part
+    assert "Wilcoxon signed-rank" in page and "runs for 1 RTT" in page
+    assert "Brown-Forsythe" in page and "drift per hour" in page
+    for name in ("across_sites", "mixed_model", "paired_tests", "paired_counts", "diagnostics",
+                 "block_position", "variances", "plan"):
+        assert (tmp_path / "tables" / f"{name}.csv").is_file(), name
+    plan = a.reviewer["plan"].set_index("network")
+    assert plan.loc["da2gc", "rtt_ms"] == 262 and plan["runs_rtt"].notna().all()
+    assert set(a.reviewer["mixed_model"]["metric"]) == {"plt"}
