@@ -137,6 +137,12 @@ def test_size_claims_test_across_sites():
     assert c.loc["large-files", "verdict"] == "holds", c.loc["large-files", "evidence"]
     c = bbr.claims(e, d, delivery_sites=per_site.iloc[:2]).set_index("claim")
     assert c.loc["large-files", "verdict"] == "inconclusive"
+    # BBR delivering small objects slower on a fast path: "hurts small files" holds
+    small = per_site.assign(network="dsl", bucket="< 100 kB", d=-per_site["d"])
+    fast = e[e["network"] == "dsl"]
+    c = bbr.claims(fast, d, delivery_sites=small).set_index("claim")
+    assert c.loc["small-files-fast-paths", "verdict"] == "holds", c.loc[
+        "small-files-fast-paths", "evidence"]
 
 
 def test_the_float_case_gives_one_verdict_however_the_claim_is_worded():
