@@ -119,6 +119,7 @@ def across_sites(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     (at the geometric mean of b over sites) and in RTTs of the network (`rtts`:
     network -> ms)."""
     sites = site_table(meas, pairs)
+    rtts = dict(rtts) if rtts is not None else {}
     rows = []
     for k, ((a, b, network, metric), g) in enumerate(
             sites.groupby(KEYS, sort=False, observed=True)):
@@ -126,7 +127,7 @@ def across_sites(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
         t = t_test(d, confidence)
         blo, bhi = bootstrap_ci(d, confidence, resamples, seed + k)
         scale = float(np.exp(np.log(g["gm_b"]).mean()))
-        rtt = float((rtts or {}).get(network, np.nan)) if rtts is not None else np.nan
+        rtt = float(rtts.get(network, np.nan))
         est, lo, hi = (float(np.expm1(x)) for x in (t["mean"], t["low"], t["high"]))
         ms = [x * scale for x in (est, lo, hi)]
         per_rtt = [x / rtt if rtt > 0 else np.nan for x in ms]

@@ -5,6 +5,7 @@ coverage, the mixed model."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis import across, synthetic
@@ -54,7 +55,8 @@ def test_the_site_bootstrap_interval_is_close_to_the_t_interval():
 def test_across_sites_table_in_percent_ms_and_rtts():
     v = synthetic.blocked(1, sites=20, runs=10, effects=(0.0, 0.03), seed=3)[0]
     meas = synthetic.blocked_measurements(v, ("tcp", "tcp-plus"))
-    out = across.across_sites(meas, [("tcp-plus", "tcp")], {"dsl": 24.0}, alpha=ALPHA)
+    out = across.across_sites(meas, [("tcp-plus", "tcp")], pd.Series({"dsl": 24.0}),
+                              alpha=ALPHA)
     row = out.iloc[0]
     d = across.site_log_ratio(v[:, 1], v[:, 0])
     assert row["sites"] == 20

@@ -132,7 +132,10 @@ def test_a_wider_margin_is_stated_and_used(tmp_path, halves):
     for name, t in (("a", a), ("b", b)):
         synthetic.write_folder(t[t["network"] == "dsl"], tmp_path / name)
     done = CliRunner().invoke(cli, ["compare", str(tmp_path / "a"), str(tmp_path / "b"),
-                                    "--margin", "0.05"])
+                                    "--margin", "0.05", "--out", str(tmp_path / "out")])
     assert done.exit_code == 0, done.output
     assert "margin ±5.0%, TOST at 0.05 (90% interval of the shift)" in done.output
     assert "equivalence: " in done.output and " equivalent " in done.output
+    eq = pd.read_csv(tmp_path / "out" / "equivalence.csv")
+    assert (eq["margin"] == 0.05).all() and set(eq["verdict"]) <= {"equivalent", "different",
+                                                                   "inconclusive"}
