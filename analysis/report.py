@@ -47,11 +47,13 @@ from analysis.stats import (
     default_pairs,
     effect_sizes,
     measurements,
+    rank_input,
     relative_difference,
     relative_summary,
     sort_pairs,
     sort_table,
     summarize,
+    timeouts,
     win_tie_loss,
 )
 from analysis.trial_page import examples
@@ -184,11 +186,15 @@ def pairs_of(settings, baseline: str, config: Config) -> tuple[tuple[str, str], 
     return tuple(default_pairs(settings, baseline))
 
 
-def verdicts(meas: pd.DataFrame, pairs, config: Config) -> tuple[pd.DataFrame, pd.DataFrame]:
+def verdicts(meas: pd.DataFrame, pairs, config: Config,
+             timed_out: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per pair x network x metric x site of `meas` (analysis.stats.measurements): the
-    per-site test's outcome (analysis.stats.compare) and the relative difference with
-    its bootstrap CI and power (analysis.stats.effect_sizes), as `config` says."""
-    comparisons = compare(meas, pairs, config.alpha, config.test, config.correction)
+    per-site test's outcome (analysis.stats.compare; a rank test counts the
+    `timed_out` trials, analysis.stats.timeouts, as its worst values) and the relative
+    difference with its bootstrap CI and power (analysis.stats.effect_sizes), as
+    `config` says."""
+    comparisons = compare(rank_input(meas, timed_out, config.test), pairs, config.alpha,
+                          config.test, config.correction)
     effects = effect_sizes(meas, pairs, config.alpha, config.mde, resamples=config.resamples)
     return comparisons, effects
 
@@ -222,7 +228,8 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
         rel = pd.DataFrame(columns=["network", "site", "protocol", "metric", "mean", "baseline",
                                     "baseline_mean", "rel"])
     pairs = pairs_of(set(trials["protocol"]), baseline, config)
-    comparisons, effects = verdicts(meas, pairs, config)
+    timed_out = timeouts(trials, config.metrics)
+    comparisons, effects = verdicts(meas, pairs, config, timed_out)
     design_metrics = [m for m in DESIGN_METRICS if m in config.metrics]
     design = design_impact(trials, summary, config.design_pairs, design_metrics)
     if design.empty:
@@ -239,7 +246,7 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
         health=health, failures=failures_by_reason(trials), summary=summary,
         relative=rel, relative_summary=relative_summary(rel), cdfs=relative_cdfs(rel),
         comparisons=comparisons, win_tie_loss=win_tie_loss(comparisons), design=design,
-        effects=effects, robustness=robustness(meas, pairs, effects, config),
+        effects=effects, robustness=robustness(meas, pairs, effects, config, timed_out),
         visits=visit_means(trials) if has_warm(trials) else visit_means(trials.iloc[:0]),
         resumption=resumption(trials) if has_warm(trials) else resumption(trials.iloc[:0]),
         baseline=baseline, baseline_why=why, notes=tuple(notes),
@@ -271,7 +278,8 @@ def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
     return out
 
 
-def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config) -> pd.DataFrame:
+def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config,
+               timed_out: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per pair x network x metric: the verdicts under each test and correction
     ('wins/ties/losses'), the median relative difference over sites, the share of
     sites whose bootstrap CI excludes 0, median power to see config.mde and the
@@ -281,7 +289,8 @@ def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config)
                 "mannwhitney_bh": ("mannwhitney", "bh")}
     out = None
     for name, (test, correction) in variants.items():
-        w = win_tie_loss(compare(meas, pairs, config.alpha, test, correction))
+        w = win_tie_loss(compare(rank_input(meas, timed_out, test), pairs, config.alpha, test,
+                                 correction))
         w[name] = [f"{x}/{y}/{z}" for x, y, z in zip(w["wins"], w["ties"], w["losses"])]
         w = w[keys + ([] if out is not None else ["sites"]) + [name]]
         out = w if out is None else out.merge(w, on=keys, how="outer")

@@ -65,3 +65,28 @@ def test_counts_per_test():
     c = paired_counts(t).iloc[0]
     assert c["sites"] == 6 and c["paired_t"].count("/") == 2
     assert int(c["paired_t"].split("/")[0]) == int((t["outcome_paired_t"] == "win").sum())
+
+
+def test_rank_tests_count_a_timeout_as_the_worst_value_instead_of_dropping_it():
+    from analysis.stats import measurements, rank_input, timeouts
+
+    rows = []
+    for run in range(12):
+        # quic's finished loads are faster, but 5 of its 12 loads time out
+        out = run < 5
+        rows += [{"site": "s", "network": "dsl", "protocol": "quic", "run": run,
+                  "plt_ms": None if out else 900.0 + run, "status": "failed" if out else "ok",
+                  "reason": "timeout: page load" if out else None},
+                 {"site": "s", "network": "dsl", "protocol": "tcp", "run": run,
+                  "plt_ms": 1000.0 + run}]
+    trials = synthetic.trials(rows)
+    meas = measurements(trials, ["plt"])
+    dropped = compare(meas, [("quic", "tcp")], 0.05, "mannwhitney")
+    assert dropped["outcome"].iloc[0] == "win"  # the slowest loads are gone
+    timed_out = timeouts(trials, ["plt"])
+    assert len(timed_out) == 5 and np.isinf(timed_out["value"]).all()
+    counted = compare(rank_input(meas, timed_out, "mannwhitney"), [("quic", "tcp")], 0.05,
+                      "mannwhitney").iloc[0]
+    assert counted["outcome"] == "tie" and counted["n_a"] == 12
+    assert np.isfinite(counted["mean_a"]) and counted["mean_a"] < 1000
+    assert rank_input(meas, timed_out, "anova") is meas  # means cannot take them
