@@ -20,11 +20,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.across import DEFAULT_MARGIN, equivalence_table, site_table
 from analysis.load import ResultsError, load
 from analysis.report import Config, choose_baseline, pairs_of, verdicts
 from analysis.stats import DEFAULT_ALPHA, measurements, sort_pairs
 
 KEYS = ["a", "b", "network", "metric", "site"]
+
+EQUIVALENCE_ALPHA = 0.05
+"""Level of the two one-sided tests: equivalent when the 90 % interval of the shift lies
+within the margin (the usual TOST, Lakens 2017)."""
 
 SUSPECTS = ("version", "calibration", "sysctl", "kernel", "chromium", "browsertime", "hash")
 """Manifest keys containing these words are listed first."""
@@ -44,9 +49,16 @@ class Agreement:
     """Share of the sites tested in both campaigns whose verdicts agree (NaN if none)."""
     baseline: str
     pairs: tuple[tuple[str, str], ...]
+    equivalence: pd.DataFrame | None = None
+    """Per pair x network x metric: TOST across sites on the difference of the two
+    campaigns' log ratios (`cell_equivalence`): equivalent / different / inconclusive."""
+    margin: float = DEFAULT_MARGIN
+    equivalence_alpha: float = EQUIVALENCE_ALPHA
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        return {"sites": self.sites, "summary": self.summary, "manifest_diff": self.manifest_diff}
+        extra = {} if self.equivalence is None else {"equivalence": self.equivalence}
+        return {"sites": self.sites, "summary": self.summary, "manifest_diff": self.manifest_diff,
+                **extra}
 
 
 def read_manifest(folder: Path) -> dict:
@@ -97,8 +109,11 @@ def _text(value) -> str:
 def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict | None = None,
               manifest_b: dict | None = None, baseline: str | None = None,
               pairs=None, alpha: float = DEFAULT_ALPHA, test: str = "anova",
-              correction: str = "none", metrics=None, resamples: int = 2000) -> Agreement:
-    """Compare two campaigns' verdicts on the settings, networks, sites and metrics they share."""
+              correction: str = "none", metrics=None, resamples: int = 2000,
+              margin: float = DEFAULT_MARGIN,
+              equivalence_alpha: float = EQUIVALENCE_ALPHA) -> Agreement:
+    """Compare two campaigns' verdicts on the settings, networks, sites and metrics they
+    share, and test per cell whether their effects are equivalent within ±margin."""
     common = set(trials_a["protocol"]) & set(trials_b["protocol"])
     if baseline is not None and baseline not in common:
         raise ValueError(f"no setting {baseline} in both campaigns; "
@@ -107,9 +122,10 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
     config = Config(baseline=baseline, alpha=alpha, test=test, correction=correction,
                     resamples=resamples, pairs=None if pairs is None else tuple(pairs))
     pairs = pairs_of(common, baseline, config)
-    parts = []
+    parts, logs = [], []
     for trials in (trials_a, trials_b):
         meas = measurements(trials, metrics) if metrics else measurements(trials)
+        logs.append(site_table(meas, pairs))
         outcomes, effects = verdicts(meas, pairs, config)
         parts.append(outcomes[KEYS + ["outcome"]].merge(
             effects[KEYS + ["rel", "rel_low", "rel_high"]], on=KEYS))
@@ -137,7 +153,23 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
     score = float(sites["agree"].sum()) / tested_total if tested_total else float("nan")
     return Agreement(sites=sites, summary=summary,
                      manifest_diff=manifest_diff(manifest_a or {}, manifest_b or {}),
-                     score=score, baseline=baseline, pairs=pairs)
+                     score=score, baseline=baseline, pairs=pairs,
+                     equivalence=cell_equivalence(*logs, pairs, margin, equivalence_alpha),
+                     margin=margin, equivalence_alpha=equivalence_alpha)
+
+
+def cell_equivalence(logs_a: pd.DataFrame, logs_b: pd.DataFrame, pairs,
+                     margin: float = DEFAULT_MARGIN,
+                     alpha: float = EQUIVALENCE_ALPHA) -> pd.DataFrame:
+    """Per pair x network x metric: do the two campaigns find the same effect? Per site,
+    the difference of their log ratios a/b (analysis.across.site_table), then two
+    one-sided tests across sites (analysis.across.equivalence, a random-effects shift:
+    the sites' spread is its error) at ±margin: shift (ratio - 1) with its
+    (1 - 2 alpha) interval, p_tost, p_diff and the verdict."""
+    both = logs_a.merge(logs_b, on=KEYS, suffixes=("_a", "_b"))
+    both["d"] = both["d_a"] - both["d_b"]
+    out = equivalence_table(both, KEYS[:4], margin, alpha)
+    return sort_pairs(out, list(pairs)) if len(out) else out
 
 
 def agreement_of(folder_a: Path, folder_b: Path, **options) -> Agreement:

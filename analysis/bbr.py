@@ -14,10 +14,12 @@ same stack (PAIRS: TCP+BBR vs TCP+, QUIC+BBR vs QUIC):
 
 `claims` checks them against what a CDN reported for BBR (SEED_CLAIMS): it
 helped lossy, long-RTT paths and large files, and hurt small files on low-RTT,
-low-loss paths. A claim holds only when the groups' own tests, combined, show
-its direction at the analysis's alpha (`directed`); a median on the right side
-alone is 'inconclusive'. `findings` says in sentences where BBR helped and where
-it hurt.
+low-loss paths. Every verdict is a test across sites on log(BBR / CUBIC), each
+site summarised first (its runs, or its connections per trial, then per site),
+two-sided at the analysis's alpha: the sites are the replicates, so "BBR helped
+on DA2GC" speaks of sites in general, not of "some site somewhere". The
+per-site tests stay as description. `findings` says in sentences where BBR
+helped and where it hurt.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, NullFormatter, PercentFormatter
 
+from analysis import across
 from analysis.connections import with_trials
 from analysis.load import ResultsError
 from analysis.schema import OK, label, networks_in
@@ -107,17 +110,22 @@ def path_losses(manifest: dict | None) -> dict[str, float]:
 def site_effects(trials: pd.DataFrame, sizes: pd.DataFrame, losses: dict[str, float],
                  metric: str = "plt", alpha: float = 0.01) -> pd.DataFrame:
     """Per stack, network and site: the BBR and CUBIC settings' mean `metric` (ms) and
-    ok runs, rel = (BBR - CUBIC) / CUBIC, the one-way ANOVA's p and verdict (helped:
-    p < alpha and BBR faster; hurt: p < alpha and slower; otherwise no difference),
-    the page's bytes and largest object, the path's RTT and loss (%)."""
+    ok runs, rel = (BBR - CUBIC) / CUBIC, d = mean log BBR - mean log CUBIC (what the
+    test across sites uses), the per-site one-way ANOVA's p and verdict (helped:
+    p < alpha and BBR faster; hurt: p < alpha and slower; otherwise no difference;
+    a description of each site, not the network's verdict), the page's bytes and
+    largest object, the path's RTT and loss (%)."""
     columns = ["stack", "bbr", "cubic", "network", "site", "metric", "n_bbr", "n_cubic",
-               "bbr_ms", "cubic_ms", "rel", "p", "verdict", "page_bytes", "largest_bytes",
+               "bbr_ms", "cubic_ms", "rel", "d", "p", "verdict", "page_bytes", "largest_bytes",
                "rtt_ms", "loss_percent"]
     pairs = pairs_in(trials["protocol"])
     meas = measurements(trials, [metric])
     if not pairs or meas.empty:
         return pd.DataFrame(columns=columns)
     tests = compare(meas, [(b, c) for _, b, c in pairs], alpha)
+    logs = across.site_table(meas, [(b, c) for _, b, c in pairs])
+    tests = tests.merge(logs[["a", "b", "network", "metric", "site", "d"]],
+                        on=["a", "b", "network", "metric", "site"], how="left")
     stack = {(b, c): s for s, b, c in pairs}
     t = tests.assign(stack=[stack[(a, b)] for a, b in zip(tests["a"], tests["b"])])
     t = t.rename(columns={"a": "bbr", "b": "cubic", "n_a": "n_bbr", "n_b": "n_cubic",
@@ -139,148 +147,192 @@ def bucket_of(size: pd.Series) -> pd.Series:
     return out
 
 
-def delivery_by_size(conns: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
-    """Per stack, network and object size bucket, over the connections of ok trials of
-    each pair's settings: how many with BBR and CUBIC, their median delivery rate
-    (Mbit/s), ratio = median_BBR / median_CUBIC - 1 (positive: BBR delivered faster)
-    and the Mann-Whitney U test's p."""
-    from scipy.stats import mannwhitneyu
+DELIVERY_SITE_COLUMNS = ["stack", "network", "bucket", "site", "n_bbr", "n_cubic", "log_bbr",
+                         "log_cubic", "d"]
 
-    columns = ["stack", "network", "bucket", "n_bbr", "n_cubic", "bbr_mbps", "cubic_mbps",
-               "ratio", "p"]
+
+def delivery_per_site(conns: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """Per stack, network, object size bucket and site: the connections' delivery rates
+    summarised per trial first (mean log rate of the trial's connections in the
+    bucket), then per site and setting (mean over its trials), so every site counts
+    once whatever its connections; n_bbr, n_cubic: connections; d = log_bbr -
+    log_cubic (NaN without both)."""
     pairs = pairs_in(trials["protocol"])
     c = with_trials(conns, trials)
-    c = c[c["delivery_rate_bps"].notna() & c["bytes_sent"].notna()]
+    c = c[c["delivery_rate_bps"].notna() & (c["delivery_rate_bps"] > 0)
+          & c["bytes_sent"].notna()]
     if c.empty or not pairs:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=DELIVERY_SITE_COLUMNS)
     per_request = c["bytes_sent"] / c["requests"].where(c["requests"] > 0)
     c = c.assign(bucket=bucket_of(per_request.fillna(c["bytes_sent"])),
-                 mbps=c["delivery_rate_bps"] / 1e6)
-    rows = []
+                 logr=np.log(c["delivery_rate_bps"] / 1e6))
+    keys = ["network", "bucket", "site", "protocol"]
+    per_trial = c.groupby(keys + ["trial_id"], observed=True).agg(
+        logr=("logr", "mean"), n=("logr", "size")).reset_index()
+    per_site = per_trial.groupby(keys, observed=True).agg(
+        logr=("logr", "mean"), n=("n", "sum")).reset_index()
+    parts = []
     for stack, bbr, cubic in pairs:
-        for network in networks_in(c["network"]):
+        sides = [per_site[per_site["protocol"] == s].drop(columns="protocol")
+                 .rename(columns={"logr": f"log_{n}", "n": f"n_{n}"})
+                 for s, n in ((bbr, "bbr"), (cubic, "cubic"))]
+        both = sides[0].merge(sides[1], on=keys[:3], how="outer").assign(stack=stack)
+        parts.append(both)
+    out = pd.concat(parts, ignore_index=True)
+    out[["n_bbr", "n_cubic"]] = out[["n_bbr", "n_cubic"]].fillna(0).astype(int)
+    out["d"] = out["log_bbr"] - out["log_cubic"]
+    return out[DELIVERY_SITE_COLUMNS]
+
+
+def delivery_by_size(conns: pd.DataFrame, trials: pd.DataFrame,
+                     per_site: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per stack, network and object size bucket, from `delivery_per_site` (connections
+    summarised per trial, then per site): connections with BBR and CUBIC, sites with
+    both, the geometric mean over sites of each setting's delivery rate (Mbit/s),
+    ratio = the geometric mean over sites of BBR / CUBIC - 1 (positive: BBR delivered
+    faster) and the two-sided p of the t test across sites on log(BBR / CUBIC)."""
+    columns = ["stack", "network", "bucket", "sites", "n_bbr", "n_cubic", "bbr_mbps",
+               "cubic_mbps", "ratio", "p"]
+    s = delivery_per_site(conns, trials) if per_site is None else per_site
+    rows = []
+    for stack in dict.fromkeys(s["stack"]):
+        for network in networks_in(s.loc[s["stack"] == stack, "network"]):
             for _, _, bucket in SIZE_BUCKETS:
-                here = c[(c["network"] == network) & (c["bucket"] == bucket)]
-                xb = here.loc[here["protocol"] == bbr, "mbps"].to_numpy()
-                xc = here.loc[here["protocol"] == cubic, "mbps"].to_numpy()
-                if not len(xb) and not len(xc):
+                g = s[(s["stack"] == stack) & (s["network"] == network) & (s["bucket"] == bucket)]
+                if g.empty:
                     continue
-                mb = float(np.median(xb)) if len(xb) else np.nan
-                mc = float(np.median(xc)) if len(xc) else np.nan
-                p = (float(mannwhitneyu(xb, xc).pvalue) if len(xb) >= 2 and len(xc) >= 2
-                     and not (np.all(xb == xb[0]) and np.all(xc == xb[0])) else np.nan)
+                t = across.t_test(g["d"].dropna().to_numpy(dtype=float))
                 rows.append({"stack": stack, "network": network, "bucket": bucket,
-                             "n_bbr": len(xb), "n_cubic": len(xc), "bbr_mbps": mb,
-                             "cubic_mbps": mc, "ratio": mb / mc - 1 if mc > 0 else np.nan,
-                             "p": p})
+                             "sites": int(t["sites"]), "n_bbr": int(g["n_bbr"].sum()),
+                             "n_cubic": int(g["n_cubic"].sum()),
+                             "bbr_mbps": _gmean(g["log_bbr"]), "cubic_mbps": _gmean(g["log_cubic"]),
+                             "ratio": float(np.expm1(t["mean"])) if t["sites"] else np.nan,
+                             "p": float(t["p"])})
     return pd.DataFrame(rows, columns=columns)
+
+
+def _gmean(logs: pd.Series) -> float:
+    logs = logs.dropna()
+    return float(np.exp(logs.mean())) if len(logs) else np.nan
+
+
+def signed_z(effect, p) -> np.ndarray:
+    """A two-sided p as a z score signed by its effect: sign(effect) * Φ⁻¹(1 - p/2),
+    computed with the inverse survival function (norm.isf), so p = 1e-20 gives 9.3,
+    not the infinity 1 - p/2 rounds to."""
+    from scipy.stats import norm
+
+    p = np.clip(np.nan_to_num(np.asarray(p, dtype=float), nan=1.0), 1e-300, 1.0)
+    return np.sign(np.asarray(effect, dtype=float)) * norm.isf(p / 2)
 
 
 def directed(groups: pd.DataFrame, effect: str, want_negative: bool,
              alpha: float) -> tuple[str, float]:
-    """Whether `groups` (one row per site × network × stack, or per size group: a signed
-    `effect` and its test's two-sided `p`) show the claimed direction as a whole: the
-    groups' one-sided p-values combined by Stouffer's method, once for the claimed
-    direction and once against it. 'holds' (combined p < alpha in the claimed
-    direction), 'contradicted' (p < alpha against it) or 'inconclusive', with the
-    smaller combined p."""
-    from scipy.stats import combine_pvalues
+    """Whether `groups` (rows with a signed `effect` and its test's two-sided `p`) show
+    the claimed direction: their signed z scores (`signed_z`) combined by Stouffer's
+    method into one two-sided test at `alpha`; 'holds' (p < alpha, in the claimed
+    direction), 'contradicted' (p < alpha, against it) or 'inconclusive', with that p.
+    Rewording the claim (its opposite, with the sign of the effects flipped) gives the
+    mirrored verdict with the same p. Claims pass one row, their test across sites."""
+    from scipy.stats import norm
 
     g = groups[groups[effect].notna()]
-    p = g["p"].fillna(1.0).clip(1e-300, 1.0).to_numpy()
-    towards = (g[effect] < 0) if want_negative else (g[effect] > 0)
-    one_sided = np.where(towards.to_numpy(), p / 2, 1 - p / 2).clip(1e-300, 1 - 1e-16)
-    p_for = float(combine_pvalues(one_sided, method="stouffer").pvalue)
-    p_against = float(combine_pvalues(1 - one_sided, method="stouffer").pvalue)
-    if p_for < alpha:
-        return "holds", p_for
-    if p_against < alpha:
-        return "contradicted", p_against
-    return "inconclusive", min(p_for, p_against)
+    if g.empty:
+        return "inconclusive", float("nan")
+    z = float(signed_z(g[effect], g["p"]).sum() / np.sqrt(len(g)))
+    p = float(2 * norm.sf(abs(z)))
+    if p >= alpha or z == 0:
+        return "inconclusive", p
+    return ("holds" if (z < 0) == want_negative else "contradicted"), p
 
 
-def claims(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:
+def across_site_test(rows: pd.DataFrame, value: str = "d") -> dict:
+    """The test across sites of rows holding a per-site log ratio `value` (several
+    rows a site, e.g. networks or stacks, are averaged first, so each site counts
+    once): t test of mean 0; estimate = exp(mean) - 1 with its 95 % interval."""
+    per_site = rows.groupby("site", observed=True)[value].mean().dropna()
+    t = across.t_test(per_site.to_numpy(dtype=float))
+    return {"sites": int(t["sites"]), "estimate": float(np.expm1(t["mean"])),
+            "low": float(np.expm1(t["low"])), "high": float(np.expm1(t["high"])),
+            "p": float(t["p"])}
+
+
+def _interval(t: dict) -> str:
+    return (f"geometric mean {t['estimate']:+.1%} [{t['low']:+.1%}, {t['high']:+.1%}] over "
+            f"{t['sites']} sites, t test across sites p = {t['p']:.2g}")
+
+
+def claims(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01,
+           delivery_sites: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each of SEED_CLAIMS with what these results say: 'holds' or 'contradicted' when
-    the groups' tests taken together (`directed`) show it or its opposite at alpha,
-    'inconclusive' when they do not (the median's direction alone is no verdict), or
-    'no data' (with why); the evidence gives the medians, counts and combined p."""
+    the test across sites (per site, the log ratio BBR / CUBIC averaged over the
+    claim's networks and stacks, or size groups) shows it or its opposite, two-sided
+    at alpha (`directed`), 'inconclusive' when it does not, or 'no data' (with why).
+    The lossy and long-RTT claims are one result when they select the same networks
+    (loss and RTT confounded in this campaign): the second says so."""
     rows = []
 
-    def add(key, text, verdict, evidence):
-        rows.append({"claim": key, "statement": text, "verdict": verdict, "evidence": evidence})
+    def add(key, text, verdict, evidence, networks=""):
+        rows.append({"claim": key, "statement": text, "verdict": verdict,
+                     "networks": networks, "evidence": evidence})
 
-    def trial_claim(key, text, where, want_negative=True):
-        sub = effects[where] if len(effects) else effects
-        sub = sub[sub["rel"].notna()] if len(sub) else sub
+    def test_claim(key, text, sub, want_negative, what):
+        sub = sub[sub["d"].notna()] if len(sub) else sub
         if sub.empty:
-            add(key, text, "no data", "no site × network with both settings of a pair here")
-            return
-        med = float(sub["rel"].median())
-        helped = int((sub["verdict"] == "helped").sum())
-        hurt = int((sub["verdict"] == "hurt").sum())
-        verdict, p = directed(sub, "rel", want_negative, alpha)
-        add(key, text, verdict,
-            f"median {label(str(sub['metric'].iloc[0]))} difference {med:+.1%} over "
-            f"{len(sub)} site × network × stack ({helped} helped, {hurt} hurt at the per-site "
-            f"test); the per-site tests combined: p = {p:.2g}")
-
-    def size_claim(key, text, mask, want_positive):
-        sub = delivery[mask] if len(delivery) else delivery
-        sub = sub[sub["ratio"].notna()] if len(sub) else sub
-        if sub.empty:
-            add(key, text, "no data", "no connection figures for these object sizes and paths"
-                if len(delivery) else "no per-connection figures (table connections) in "
-                "these results")
-            return
-        med = float(sub["ratio"].median())
-        verdict, p = directed(sub, "ratio", not want_positive, alpha)
-        add(key, text, verdict,
-            f"median delivery rate BBR vs CUBIC {med:+.1%} over {len(sub)} stack × network × "
-            f"size groups ({int(sub['n_bbr'].sum())} BBR, {int(sub['n_cubic'].sum())} CUBIC "
-            f"connections); the groups' tests combined: p = {p:.2g}")
+            add(key, text, "no data", f"no {what}")
+            return None
+        t = across_site_test(sub)
+        verdict, _ = directed(pd.DataFrame([t]), "estimate", want_negative, alpha)
+        nets = ", ".join(label(n) for n in networks_in(sub["network"]))
+        add(key, text, verdict, f"{_interval(t)} ({len(sub)} site × network × stack "
+            f"{'× size ' if 'bucket' in sub.columns else ''}values)", nets)
+        return frozenset(sub["network"])
 
     e = effects
-    trial_claim(*SEED_CLAIMS[0], (e["loss_percent"] > 0) if len(e) else None)
-    trial_claim(*SEED_CLAIMS[1], (e["rtt_ms"] >= LONG_RTT_MS) if len(e) else None)
-    d = delivery
-    size_claim(*SEED_CLAIMS[2], d["bucket"].isin([b[2] for b in SIZE_BUCKETS[1:]])
-               if len(d) else None, True)
+    lossy = test_claim(*SEED_CLAIMS[0], e[e["loss_percent"] > 0] if len(e) else e, True,
+                       "site × network with both settings of a pair on a lossy path")
+    long_rtt = test_claim(*SEED_CLAIMS[1], e[e["rtt_ms"] >= LONG_RTT_MS] if len(e) else e, True,
+                          "site × network with both settings of a pair on a long-RTT path")
+    if lossy is not None and lossy == long_rtt:
+        rows[-1]["verdict"] = rows[-2]["verdict"]
+        rows[-1]["evidence"] = ("the same networks as the lossy claim: one result, not two "
+                                "(loss and RTT go together in this campaign). "
+                                + rows[-1]["evidence"])
+    d = delivery_sites if delivery_sites is not None else pd.DataFrame(
+        columns=DELIVERY_SITE_COLUMNS)
+    no_conns = ("connection figures for these object sizes and paths" if len(delivery)
+                else "per-connection figures (table connections) in these results")
+    test_claim(*SEED_CLAIMS[2], d[d["bucket"].isin([b[2] for b in SIZE_BUCKETS[1:]])],
+               False, no_conns)  # helps: a higher delivery rate with BBR
     fast = set(e.loc[(e["rtt_ms"] < LOW_RTT_MS) & (e["loss_percent"] == 0), "network"]) \
         if len(e) else set()
-    size_claim(*SEED_CLAIMS[3], (d["bucket"] == SIZE_BUCKETS[0][2]) & d["network"].isin(fast)
-               if len(d) else None, False)
-    return pd.DataFrame(rows, columns=["claim", "statement", "verdict", "evidence"])
+    test_claim(*SEED_CLAIMS[3], d[(d["bucket"] == SIZE_BUCKETS[0][2]) & d["network"].isin(fast)],
+               True, no_conns)  # hurts: a lower delivery rate with BBR
+    return pd.DataFrame(rows, columns=["claim", "statement", "verdict", "networks", "evidence"])
 
 
 def findings(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01) -> list[str]:
-    """Sentences: where BBR helped and where it hurt, per stack and network: 'helped' or
-    'hurt' only when the sites' tests combined show it at alpha (`directed`)."""
-    out = []
+    """Sentences: per stack and network, 'helped' or 'hurt' only when the t test across
+    sites on log(BBR / CUBIC) shows it, two-sided at alpha; the per-site tests' counts
+    as description."""
     if effects.empty:
         return [("No campaign setting pairs BBR with CUBIC on one stack (TCP+BBR with TCP+, "
                 "QUIC+BBR with QUIC): nothing to compare.")]
-    for (stack, network), g in effects.groupby(["stack", "network"], sort=False):
-        g = g[g["rel"].notna()]
-        if g.empty:
+    out = []
+    for r in summary_by_path(effects, alpha).itertuples(index=False):
+        if r.sites == 0:
             continue
-        med = g["rel"].median()
-        verdict, p = directed(g, "rel", True, alpha)
-        word = {"holds": "helped", "contradicted": "hurt"}.get(
-            verdict, "made no clear difference" if abs(med) < CLEAR
+        word = {"helped": "helped", "hurt": "hurt"}.get(
+            r.verdict, "made no clear difference" if abs(r.estimate) < CLEAR
             else "made no significant difference")
-        helped = ", ".join(f"{s} ({r:+.0%})" for s, r in zip(g["site"], g["rel"])
-                           if r < 0)
-        hurt = ", ".join(f"{s} ({r:+.0%})" for s, r in zip(g["site"], g["rel"]) if r > 0)
-        loss = g["loss_percent"].iloc[0]
-        path = (f"RTT {g['rtt_ms'].iloc[0]:.0f} ms, "
-                + ("loss unknown" if pd.isna(loss) else f"loss {loss:g} %"))
+        g = effects[(effects["stack"] == r.stack) & (effects["network"] == r.network)]
+        loss = r.loss_percent
+        path = (f"RTT {r.rtt_ms:.0f} ms, " + ("loss unknown" if pd.isna(loss)
+                                               else f"loss {loss:g} %"))
         metric = label(str(g["metric"].iloc[0]))
-        out.append(f"{'TCP' if stack == 'tcp' else 'QUIC'} on {label(network)} "
-                   f"({path}): BBR {word} (median {metric} {med:+.1%} over {len(g)} sites, "
-                   f"combined p = {p:.2g}; "
-                   f"faster with BBR: {helped or 'none'}; slower: {hurt or 'none'}; "
-                   f"significant at the per-site test: "
-                   f"{int((g['verdict'] != 'no difference').sum())}).")
+        out.append(f"{'TCP' if r.stack == 'tcp' else 'QUIC'} on {label(r.network)} ({path}): "
+                   f"BBR {word} ({metric} {_interval(r._asdict())}; per-site tests: "
+                   f"{r.helped} helped, {r.hurt} hurt of {len(g)}).")
     if delivery.empty:
         out.append("Per connection: no delivery rates (no table connections in these "
                    "results), so nothing by object size.")
@@ -291,7 +343,8 @@ def findings(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01)
             out.append(f"Per connection, {'TCP' if r.stack == 'tcp' else 'QUIC'} on "
                        f"{label(r.network)}, objects {r.bucket}: BBR delivered "
                        f"{r.bbr_mbps:.2f} Mbit/s vs CUBIC {r.cubic_mbps:.2f} "
-                       f"({r.ratio:+.0%}; {r.n_bbr} vs {r.n_cubic} connections"
+                       f"({r.ratio:+.0%} over {r.sites} sites; {r.n_bbr} vs {r.n_cubic} "
+                       "connections, summarised per trial and site"
                        + ("" if pd.isna(r.p) else f"; p = {r.p:.2g}") + ").")
     return out
 
@@ -330,6 +383,8 @@ class BbrAnalysis:
     findings: tuple[str, ...]
     missing: tuple[str, ...]
     """What the results lack for this analysis, as sentences."""
+    delivery_sites: pd.DataFrame | None = None
+    """Delivery rates per stack, network, size bucket and site (`delivery_per_site`)."""
 
 
 def analyse_bbr(trials: pd.DataFrame, conns: pd.DataFrame, manifest: dict | None = None,
@@ -337,7 +392,8 @@ def analyse_bbr(trials: pd.DataFrame, conns: pd.DataFrame, manifest: dict | None
                 metric: str = "plt") -> BbrAnalysis:
     losses = path_losses(manifest)
     effects = site_effects(trials, page_sizes(trials, largest), losses, metric, alpha)
-    delivery = delivery_by_size(conns, trials)
+    per_site = delivery_per_site(conns, trials)
+    delivery = delivery_by_size(conns, trials, per_site)
     missing = []
     if not pairs_in(trials["protocol"]):
         missing.append("no pair of a BBR setting with its CUBIC twin (TCP+BBR and TCP+, "
@@ -353,9 +409,9 @@ def analyse_bbr(trials: pd.DataFrame, conns: pd.DataFrame, manifest: dict | None
         missing.append("no path loss (no manifest with the network profiles)")
     if len(effects) and effects["largest_bytes"].isna().all():
         missing.append("no largest object per site (no HAR kept)")
-    return BbrAnalysis(effects, summary_by_path(effects), delivery,
-                       claims(effects, delivery, alpha),
-                       tuple(findings(effects, delivery, alpha)), tuple(missing))
+    return BbrAnalysis(effects, summary_by_path(effects, alpha), delivery,
+                       claims(effects, delivery, alpha, per_site),
+                       tuple(findings(effects, delivery, alpha)), tuple(missing), per_site)
 
 
 # -- figures -------------------------------------------------------------------------
@@ -433,19 +489,31 @@ def delivery_figure(delivery: pd.DataFrame) -> Figure:
     return fig
 
 
-def summary_by_path(effects: pd.DataFrame) -> pd.DataFrame:
-    """Per stack and network: median relative difference, sites helped / no difference /
-    hurt, the path's RTT and loss."""
-    if effects.empty:
-        return pd.DataFrame(columns=["stack", "network", "rtt_ms", "loss_percent", "sites",
-                                     "median_rel", "helped", "no_difference", "hurt"])
-    g = effects.groupby(["stack", "network"], sort=False)
-    out = g.agg(rtt_ms=("rtt_ms", "first"), loss_percent=("loss_percent", "first"),
-                sites=("site", "nunique"), median_rel=("rel", "median"),
-                helped=("verdict", lambda v: int((v == "helped").sum())),
-                no_difference=("verdict", lambda v: int((v == "no difference").sum())),
-                hurt=("verdict", lambda v: int((v == "hurt").sum()))).reset_index()
-    return out
+BY_PATH_COLUMNS = ["stack", "network", "rtt_ms", "loss_percent", "sites", "median_rel",
+                   "estimate", "low", "high", "p", "z", "verdict", "helped", "no_difference",
+                   "hurt"]
+
+
+def summary_by_path(effects: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:
+    """Per stack and network: the test across sites on log(BBR / CUBIC) (estimate =
+    geometric-mean ratio - 1 with its 95 % t interval, two-sided p, z signed by the
+    estimate, verdict helped / hurt / no difference at alpha); as description the
+    median relative difference and the per-site tests' helped / no difference / hurt
+    counts; the path's RTT and loss."""
+    rows = []
+    for (stack, network), g in effects.groupby(["stack", "network"], sort=False):
+        t = across_site_test(g)
+        verdict = across.verdict(np.log1p(t["estimate"]), t["p"], alpha)
+        rows.append({"stack": stack, "network": network, "rtt_ms": g["rtt_ms"].iloc[0],
+                     "loss_percent": g["loss_percent"].iloc[0], "sites": t["sites"],
+                     "median_rel": g["rel"].median(), **{k: t[k] for k in
+                                                         ("estimate", "low", "high", "p")},
+                     "z": float(signed_z(t["estimate"], t["p"])),
+                     "verdict": {"faster": "helped", "slower": "hurt"}.get(str(verdict),
+                                                                             "no difference"),
+                     **{k.replace(" ", "_"): int((g["verdict"] == k).sum())
+                        for k in ("helped", "no difference", "hurt")}})
+    return pd.DataFrame(rows, columns=BY_PATH_COLUMNS)
 
 
 __all__ = [

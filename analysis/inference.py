@@ -24,6 +24,7 @@ TESTS = {
     "anova": "one-way ANOVA (F test)",
     "mannwhitney": "Mann-Whitney U (two-sided)",
     "kruskal": "Kruskal-Wallis H",
+    "welch": "Welch's t test (unequal variances)",
 }
 """Per-site test name -> what it is. 'anova' is the paper's."""
 
@@ -48,6 +49,8 @@ def pvalues(xa: np.ndarray, xb: np.ndarray, test: str = "anova") -> np.ndarray:
         warnings.simplefilter("ignore")
         if test == "anova":
             p = stats.f_oneway(xa, xb, axis=1).pvalue
+        elif test == "welch":
+            p = stats.ttest_ind(xa, xb, axis=1, equal_var=False).pvalue
         elif test == "mannwhitney":
             p = stats.mannwhitneyu(xa, xb, axis=1, alternative="two-sided").pvalue
         else:
@@ -58,6 +61,18 @@ def pvalues(xa: np.ndarray, xb: np.ndarray, test: str = "anova") -> np.ndarray:
     same = (np.ptp(xa, axis=1) == 0) & (np.ptp(xb, axis=1) == 0) & (xa[:, 0] == xb[:, 0])
     p[same] = np.nan
     return p
+
+
+RANK_TESTS = ("mannwhitney", "kruskal")
+"""Tests about a location shift, not the means: their direction is the Hodges-Lehmann shift."""
+
+
+def hodges_lehmann(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
+    """Per row: the median of all differences a_i - b_j, the shift Mann-Whitney's U is
+    about (Hodges & Lehmann 1963); NaN entries are ignored."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.nanmedian(xa[:, :, None] - xb[:, None, :], axis=(1, 2))
 
 
 def adjust(p: np.ndarray, correction: str = "none") -> np.ndarray:

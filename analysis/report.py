@@ -20,6 +20,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup, escape
 
+from analysis import report_stats
 from analysis.bbr import BbrAnalysis, analyse_bbr
 from analysis.cdf import relative_cdfs
 from analysis.connections import empty as empty_connections
@@ -46,11 +47,13 @@ from analysis.stats import (
     default_pairs,
     effect_sizes,
     measurements,
+    rank_input,
     relative_difference,
     relative_summary,
     sort_pairs,
     sort_table,
     summarize,
+    timeouts,
     win_tie_loss,
 )
 from analysis.trial_page import examples
@@ -86,6 +89,9 @@ class Config:
     """(TCP setting, QUIC setting) pairs of the 1-RTT table."""
     by_worker: bool = False
     """Also show results per worker (`testbed report --by-worker`, analysis.workers)."""
+    mixed_metrics: tuple[str, ...] = ("plt",)
+    """Metrics with a mixed model across sites (about 2 s a cell on 38 sites x 31 runs);
+    () for none."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,8 @@ class Analysis:
     """With config.by_worker: do the workers agree (analysis.workers.worker_tests)."""
     worker_calibrations: pd.DataFrame | None = None
     """With config.by_worker: the manifest's minimum RTT per worker and network."""
+    reviewer: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """Across sites, paired tests, diagnostics, planner (analysis.report_stats.TABLES)."""
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """name -> table, as written to tables/<name>.csv."""
@@ -145,6 +153,7 @@ class Analysis:
         if self.workers is not None:
             extra.update(by_worker=self.workers, worker_tests=self.worker_tests,
                          worker_calibrations=self.worker_calibrations)
+        extra.update(self.reviewer)
         return {**extra, "summary": self.summary, "relative": self.relative,
                 "relative_summary": self.relative_summary, "cdf": self.cdfs,
                 "tests": self.comparisons, "win_tie_loss": self.win_tie_loss,
@@ -177,11 +186,15 @@ def pairs_of(settings, baseline: str, config: Config) -> tuple[tuple[str, str], 
     return tuple(default_pairs(settings, baseline))
 
 
-def verdicts(meas: pd.DataFrame, pairs, config: Config) -> tuple[pd.DataFrame, pd.DataFrame]:
+def verdicts(meas: pd.DataFrame, pairs, config: Config,
+             timed_out: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per pair x network x metric x site of `meas` (analysis.stats.measurements): the
-    per-site test's outcome (analysis.stats.compare) and the relative difference with
-    its bootstrap CI and power (analysis.stats.effect_sizes), as `config` says."""
-    comparisons = compare(meas, pairs, config.alpha, config.test, config.correction)
+    per-site test's outcome (analysis.stats.compare; a rank test counts the
+    `timed_out` trials, analysis.stats.timeouts, as its worst values) and the relative
+    difference with its bootstrap CI and power (analysis.stats.effect_sizes), as
+    `config` says."""
+    comparisons = compare(rank_input(meas, timed_out, config.test), pairs, config.alpha,
+                          config.test, config.correction)
     effects = effect_sizes(meas, pairs, config.alpha, config.mde, resamples=config.resamples)
     return comparisons, effects
 
@@ -215,7 +228,8 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
         rel = pd.DataFrame(columns=["network", "site", "protocol", "metric", "mean", "baseline",
                                     "baseline_mean", "rel"])
     pairs = pairs_of(set(trials["protocol"]), baseline, config)
-    comparisons, effects = verdicts(meas, pairs, config)
+    timed_out = timeouts(trials, config.metrics)
+    comparisons, effects = verdicts(meas, pairs, config, timed_out)
     design_metrics = [m for m in DESIGN_METRICS if m in config.metrics]
     design = design_impact(trials, summary, config.design_pairs, design_metrics)
     if design.empty:
@@ -225,21 +239,23 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
     conns = connections if connections is not None else empty_connections()
     per_worker = {}
     if config.by_worker:
-        per_worker = {"workers": by_worker(trials), "worker_tests": worker_tests(trials),
+        per_worker = {"workers": by_worker(trials), "worker_tests": worker_tests(trials, config.alpha),
                       "worker_calibrations": calibrations(manifest)}
     return Analysis(
         trials=trials, config=config, pairs=pairs, overview=overview(trials),
         health=health, failures=failures_by_reason(trials), summary=summary,
         relative=rel, relative_summary=relative_summary(rel), cdfs=relative_cdfs(rel),
         comparisons=comparisons, win_tie_loss=win_tie_loss(comparisons), design=design,
-        effects=effects, robustness=robustness(meas, pairs, effects, config),
+        effects=effects, robustness=robustness(meas, pairs, effects, config, timed_out),
         visits=visit_means(trials) if has_warm(trials) else visit_means(trials.iloc[:0]),
         resumption=resumption(trials) if has_warm(trials) else resumption(trials.iloc[:0]),
         baseline=baseline, baseline_why=why, notes=tuple(notes),
         warnings=tuple(caution(summary, health)),
         bbr=analyse_bbr(trials, conns, manifest, largest, config.alpha),
         transport=transport_summary(conns, trials), connections=len(conns),
-        examples=examples(trials), **per_worker)
+        examples=examples(trials),
+        reviewer=report_stats.compute(trials, meas, pairs, config.alpha, config.resamples,
+                                      config.mixed_metrics), **per_worker)
 
 
 def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
@@ -262,7 +278,8 @@ def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
     return out
 
 
-def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config) -> pd.DataFrame:
+def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config,
+               timed_out: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per pair x network x metric: the verdicts under each test and correction
     ('wins/ties/losses'), the median relative difference over sites, the share of
     sites whose bootstrap CI excludes 0, median power to see config.mde and the
@@ -272,7 +289,8 @@ def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config)
                 "mannwhitney_bh": ("mannwhitney", "bh")}
     out = None
     for name, (test, correction) in variants.items():
-        w = win_tie_loss(compare(meas, pairs, config.alpha, test, correction))
+        w = win_tie_loss(compare(rank_input(meas, timed_out, test), pairs, config.alpha, test,
+                                 correction))
         w[name] = [f"{x}/{y}/{z}" for x, y, z in zip(w["wins"], w["ties"], w["losses"])]
         w = w[keys + ([] if out is not None else ["sites"]) + [name]]
         out = w if out is None else out.merge(w, on=keys, how="outer")
@@ -294,7 +312,8 @@ PCT = "{:+.1%}"
 
 FORMATS = {
     "rel": PCT, "rel_low": PCT, "rel_high": PCT, "median_rel": PCT, "faster": "{:.0%}",
-    "p": "{:.2g}", "p_adj": "{:.2g}", "diff_rtt": "{:+.3f}", "mean_diff_ms": "{:+.1f}",
+    "p": "{:.2g}", "p_adj": "{:.2g}", "diff_rtt": "{:+.2f}", "diff_rtt_low": "{:+.2f}",
+    "diff_rtt_high": "{:+.2f}", "lead_rtt_upper": "{:.2f}", "mean_diff_ms": "{:+.1f}",
     "diff_ms": "{:+.1f}", "hedges_g": "{:+.2f}", "power": "{:.0%}", "median_power": "{:.0%}",
     "detectable": "{:.1%}", "median_detectable": "{:.1%}", "ci_excludes_0": "{:.0%}",
 }
@@ -363,7 +382,8 @@ def _design_pivot(a: Analysis) -> pd.DataFrame:
     if d.empty:
         return pd.DataFrame()
     d = d.assign(pair=[f"{label(t)} − 1 RTT vs {label(q)}" for t, q in zip(d["tcp"], d["quic"])],
-                 cell=[f"{x:+.1f} ms ({y:+.3f})" for x, y in zip(d["diff_ms"], d["diff_rtt"])])
+                 cell=[f"{x:+.1f} ms ({y:+.2f} [{lo:+.2f}, {hi:+.2f}] RTT)" for x, y, lo, hi in
+                       zip(d["diff_ms"], d["diff_rtt"], d["diff_rtt_low"], d["diff_rtt_high"])])
     rank = {"pair": {p: i for i, p in enumerate(dict.fromkeys(d["pair"]))},
             "site": {s: i for i, s in enumerate(sorted(set(d["site"])))},
             "metric": {m: i for i, m in enumerate(DESIGN_METRICS)}}
@@ -434,12 +454,16 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
         design_table=_table_or_none(a.design, rename={
             "tcp_ms": "TCP mean (ms)", "tcp_minus_rtt_ms": "TCP − 1 RTT (ms)",
             "quic_ms": "QUIC mean (ms)", "diff_ms": "difference (ms)",
-            "diff_rtt": "difference / RTT", "rtt_ms": "RTT (ms)"}),
+            "diff_rtt": "difference / RTT", "rtt_ms": "RTT (ms)",
+            "diff_rtt_low": "95 % CI low (RTT)", "diff_rtt_high": "95 % CI high (RTT)",
+            "lead_rtt_upper": "QUIC's lead ≤ (RTT, one-sided 95 %)",
+            "lead_under_1rtt": "lead < 1 RTT shown"}),
         health_table=_table_or_none(a.health),
         failures_table=_table_or_none(a.failures),
         summary_table=_table_or_none(a.summary, rename=SUMMARY_HEADERS),
         manifest=json.dumps(manifest, indent=2, sort_keys=True) if manifest else None,
         inspect=inspect,
+        reviewer=report_stats.render(a.reviewer, _table_or_none),
         show_workers=a.workers is not None,
         by_worker=_table_or_none(a.workers) if a.workers is not None else None,
         worker_tests=_table_or_none(a.worker_tests) if a.worker_tests is not None else None,

@@ -6,6 +6,7 @@ filtered to status 'ok' and turned into one row per (trial, metric) value.
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -39,6 +40,30 @@ def measurements(trials: pd.DataFrame, metrics: Iterable[str] = ANALYSED_METRICS
                    value_vars=[METRICS[m] for m in metrics], var_name="metric", value_name="value")
     long["metric"] = long["metric"].map({METRICS[m]: m for m in metrics}).astype("string")
     return long.dropna(subset=["value"]).reset_index(drop=True)
+
+
+def timeouts(trials: pd.DataFrame, metrics: Iterable[str] = ANALYSED_METRICS) -> pd.DataFrame:
+    """Rows as `measurements` makes them for the failed trials whose reason is a timeout,
+    with value +inf: a load that never finished is slower than every one that did.
+    Rank tests take them as their worst value instead of losing them (dropping them
+    makes the setting that times out more look faster); tests on means cannot."""
+    metrics = list(metrics)
+    kind = trials["reason"].astype("string").str.split(":").str[0].str.strip()
+    t = trials[(trials["status"] != "ok") & (kind == "timeout").fillna(False)]
+    rows = t[["site", "network", "protocol", "run"]].merge(
+        pd.DataFrame({"metric": pd.array(metrics, dtype="string")}), how="cross")
+    return rows.assign(value=np.inf)
+
+
+def rank_input(meas: pd.DataFrame, timed_out: pd.DataFrame | None, test: str) -> pd.DataFrame:
+    """`meas` with the timeouts (`timeouts`) of its site x network x setting x metric
+    groups added when `test` is a rank test; `meas` otherwise."""
+    if test not in inference.RANK_TESTS or timed_out is None or timed_out.empty:
+        return meas
+    keys = ["site", "network", "protocol", "metric"]
+    present = meas[keys].drop_duplicates()
+    extra = timed_out.merge(present, on=keys, how="inner")
+    return pd.concat([meas, extra[meas.columns]], ignore_index=True)
 
 
 def sort_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -125,8 +150,9 @@ def compare(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     One row per pair x network x metric x site: n and mean of each side,
     diff_ms = mean_a - mean_b, the p-value, p_adj (corrected across the sites
     of one pair, network and metric; equal to p without a correction) and the
-    outcome for a: 'win' (p_adj < alpha and a's mean smaller; its median for the
-    rank tests, which compare locations, not means), 'loss' (p_adj < alpha,
+    outcome for a: 'win' (p_adj < alpha and a's mean smaller; for the rank tests,
+    which compare locations, not means, the Hodges-Lehmann shift a - b negative),
+    'loss' (p_adj < alpha,
     larger), 'tie' (p_adj >= alpha, or both sides constant and
     equal), or 'untested' (fewer than two values on a side). `test` and
     `correction` are names from analysis.inference.TESTS and CORRECTIONS.
@@ -143,8 +169,9 @@ def compare(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
             p = inference.pvalues(xa, xb, test)  # batched: one call per group size
         else:
             p = np.full(len(keys), np.nan)
-        ma, mb = xa.mean(axis=1), xb.mean(axis=1)
-        ca, cb = (ma, mb) if test == "anova" else (np.median(xa, axis=1), np.median(xb, axis=1))
+        ma, mb = _finite_mean(xa), _finite_mean(xb)  # timeouts (inf) count in rank tests only
+        ca, cb = ((inference.hodges_lehmann(xa, xb), np.zeros(len(keys)))
+                  if test in inference.RANK_TESTS else (ma, mb))
         for i, (site, network, metric) in enumerate(keys):
             rows.append((a, b, network, metric, site, na, nb, ma[i], mb[i], p[i], ca[i], cb[i]))
     out = pd.DataFrame(rows, columns=["a", "b", "network", "metric", "site", "n_a", "n_b",
@@ -208,6 +235,12 @@ def paired_groups(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]):
         for items in buckets.values():
             yield (a, b, [k for k, _, _ in items], np.stack([x for _, x, _ in items]),
                    np.stack([x for _, _, x in items]))
+
+
+def _finite_mean(x: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.nanmean(np.where(np.isfinite(x), x, np.nan), axis=1)
 
 
 def _value_arrays(meas: pd.DataFrame) -> dict[tuple, np.ndarray]:

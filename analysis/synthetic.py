@@ -352,3 +352,33 @@ def har(site: str, page_bytes: int, requests: int, seed: int = 0) -> dict:
                                .replace("+00:00", "Z"), "title": f"https://www.{site}/ run 1",
                                "pageTimings": {}}],
                     "entries": entries}}
+
+
+def blocked(campaigns: int, sites: int = 20, runs: int = 10, effects: Sequence[float] = (0.0, 0.0),
+            site_sd: float = 0.02, block_sd: float = 0.03, noise_sd: float = 0.05,
+            base_ms: float = 1500.0, seed: int = 0) -> np.ndarray:
+    """Many small campaigns at once, with a known truth: values (ms) of shape
+    (campaigns, sites, settings, runs). log(value) = log(site's base) + effects[k]
+    + the site's own reaction to setting k (normal, SD `site_sd`, so site-level
+    effects spread around effects[k]) + a shock shared by the settings of one run
+    block (SD `block_sd`) + noise (SD `noise_sd`). The true across-site effect of
+    setting k against setting 0 is effects[k] - effects[0] on the log scale."""
+    rng = np.random.default_rng(seed)
+    k = len(effects)
+    base = np.log(base_ms) + rng.normal(0, 0.5, (campaigns, sites, 1, 1))
+    react = rng.normal(0, site_sd, (campaigns, sites, k, 1))
+    block = rng.normal(0, block_sd, (campaigns, sites, 1, runs))
+    noise = rng.normal(0, noise_sd, (campaigns, sites, k, runs))
+    return np.exp(base + np.asarray(effects, dtype=float)[:, None] + react + block + noise)
+
+
+def blocked_measurements(values: np.ndarray, settings: Sequence[str] = ("tcp-plus", "tcp"),
+                         network: str = "dsl", metric: str = "plt") -> pd.DataFrame:
+    """One campaign of `blocked` (sites, settings, runs) as analysis.stats.measurements
+    rows: site, network, protocol, run, metric, value."""
+    sites, k, runs = values.shape
+    s, p, r = (a.ravel() for a in np.meshgrid(np.arange(sites), np.arange(k), np.arange(runs),
+                                              indexing="ij"))
+    return pd.DataFrame({"site": [f"site-{i:02d}.example" for i in s], "network": network,
+                         "protocol": np.asarray(settings)[p], "run": r, "metric": metric,
+                         "value": values.reshape(-1)})

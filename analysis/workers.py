@@ -7,14 +7,18 @@ CPU), the same setting can look faster on one of them; `testbed report
 --by-worker` shows it:
 
     by_worker(trials)            # network x setting x worker: n, PLT mean, median
-    worker_tests(trials)         # network x setting: Kruskal-Wallis across workers
+    worker_tests(trials)         # network x setting: do the workers agree (within sites)
+    worker_shifts(ok)            # each worker against the others, site by site: TOST
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from analysis.across import DEFAULT_MARGIN, EQUIVALENCE_COLUMNS, equivalence
 from analysis.schema import OK, networks_in, settings_in
+from analysis.stats import DEFAULT_ALPHA
 
 METRIC = "plt_ms"
 KEYS = ["network", "protocol", "worker"]
@@ -52,29 +56,72 @@ def by_worker(trials: pd.DataFrame) -> pd.DataFrame:
     return _sorted(out)[cols]
 
 
-def worker_tests(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per network x setting measured by two or more workers: the Kruskal-Wallis test of
-    PLT across workers (p < 0.05: the workers disagree), and the spread of their
-    medians (largest minus smallest, ms)."""
-    from scipy import stats
+def residuals(ok: pd.DataFrame) -> pd.Series:
+    """log PLT minus its site's mean log PLT for the same network and setting: what is
+    left once the site is accounted for (the test stratifies by site)."""
+    logv = np.log(ok[METRIC].astype(float))
+    return logv - logv.groupby([ok["site"], ok["network"], ok["protocol"]],
+                               observed=True).transform("mean")
 
-    cols = ["network", "protocol", "workers", "median_spread_ms", "p", "verdict"]
-    ok = _ok(trials)
+
+def worker_shifts(ok: pd.DataFrame, margin: float = DEFAULT_MARGIN,
+                  alpha: float = DEFAULT_ALPHA) -> pd.DataFrame:
+    """Per network x setting x worker: per site, the worker's mean log residual minus the
+    other workers' (sites both measured); across those sites the shift (ratio - 1)
+    and two one-sided tests at ±margin (analysis.across.equivalence)."""
+    cols = ["network", "protocol", "worker", *EQUIVALENCE_COLUMNS]
+    ok = ok.assign(res=residuals(ok))
     rows = []
     for (network, protocol), g in ok.groupby(["network", "protocol"], sort=False,
                                              observed=True):
-        samples = [s[METRIC].to_numpy() for _, s in g.groupby("worker", observed=True)]
-        samples = [s for s in samples if len(s) >= 2]
-        if len(samples) < 2:
+        means = g.groupby(["site", "worker"], observed=True)["res"].agg(["sum", "count"])
+        site_sum = means.groupby(level="site")["sum"].transform("sum")
+        site_n = means.groupby(level="site")["count"].transform("sum")
+        others = (site_sum - means["sum"]) / (site_n - means["count"])
+        d = (means["sum"] / means["count"] - others).dropna()
+        for worker, dw in d.groupby(level="worker"):
+            if dw.index.get_level_values("site").nunique() < 2:
+                continue
+            e = equivalence(dw.to_numpy(dtype=float), margin, alpha)
+            rows.append((network, protocol, worker, *(e[c].item() if hasattr(e[c], "item")
+                                                      else e[c] for c in EQUIVALENCE_COLUMNS)))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def worker_tests(trials: pd.DataFrame, alpha: float = DEFAULT_ALPHA,
+                 margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+    """Per network x setting measured by two or more workers: a one-way ANOVA across
+    workers of the log PLT residuals within sites (site-stratified: a worker that
+    measured slower sites is not called slower), p < alpha: 'differ', else 'agree';
+    the spread of the workers' medians (ms); the largest worker shift (ratio - 1) and
+    the equivalence verdict of the worst worker at ±margin (`worker_shifts`):
+    'different' if any is, else 'inconclusive' if any is, else 'equivalent'."""
+    from scipy import stats
+
+    cols = ["network", "protocol", "workers", "median_spread_ms", "p", "verdict",
+            "largest_shift", "equivalence", "margin"]
+    ok = _ok(trials)
+    shifts = worker_shifts(ok, margin, alpha)
+    ok = ok.assign(res=residuals(ok))
+    rows = []
+    for (network, protocol), g in ok.groupby(["network", "protocol"], sort=False,
+                                             observed=True):
+        groups = [s for _, s in g.groupby("worker", observed=True) if len(s) >= 2]
+        if len(groups) < 2:
             continue
-        medians = [float(pd.Series(s).median()) for s in samples]
-        try:
-            p = float(stats.kruskal(*samples).pvalue)
-        except ValueError:  # every value equal
-            p = 1.0
-        rows.append({"network": network, "protocol": protocol, "workers": len(samples),
-                     "median_spread_ms": max(medians) - min(medians), "p": p,
-                     "verdict": "differ" if p < 0.05 else "agree"})
+        medians = [float(s[METRIC].median()) for s in groups]
+        with np.errstate(all="ignore"):
+            p = float(stats.f_oneway(*[s["res"].to_numpy() for s in groups]).pvalue)
+        sh = shifts[(shifts["network"] == network) & (shifts["protocol"] == protocol)]
+        worst = next((v for v in ("different", "inconclusive", "equivalent")
+                      if (sh["verdict"] == v).any()), "inconclusive")
+        rows.append({"network": network, "protocol": protocol, "workers": len(groups),
+                     "median_spread_ms": max(medians) - min(medians),
+                     "p": p if np.isfinite(p) else 1.0,
+                     "verdict": "differ" if np.isfinite(p) and p < alpha else "agree",
+                     "largest_shift": (sh["shift"].iloc[sh["shift"].abs().argmax()]
+                                       if len(sh) else np.nan),
+                     "equivalence": worst, "margin": margin})
     if not rows:
         return pd.DataFrame(columns=cols)
     return _sorted(pd.DataFrame(rows))[cols]

@@ -21,12 +21,18 @@ SHOWN_DIFFS = 20
               help="Baseline setting (default: tcp when both have it, else their first).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance level of the per-site test.")
-@click.option("--test", "test", type=click.Choice(["anova", "mannwhitney", "kruskal"]),
+@click.option("--test", "test", type=click.Choice(["anova", "welch", "mannwhitney", "kruskal"]),
               default="anova", show_default=True, help="Per-site test.")
 @click.option("--correction", type=click.Choice(["none", "bh"]), default="none",
               show_default=True, help="Correction across the per-site tests.")
+@click.option("--margin", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.02, show_default=True,
+              help="Equivalence margin: effects within ±margin (0.02 = ±2 %) count as the same.")
+@click.option("--equivalence-alpha", type=click.FloatRange(0, 0.5, min_open=True, max_open=True),
+              default=0.05, show_default=True,
+              help="Level of the two one-sided tests (0.05: the 90 % interval within the margin).")
 def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: float, test: str,
-            correction: str):
+            correction: str, margin: float, equivalence_alpha: float):
     """Compare two campaigns' results (folders or exports): their manifests' differences
     first, then per pair, network and metric how many sites get the same verdict
     (win / tie / loss) in both, the median difference of relative differences, and
@@ -37,7 +43,8 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
 
     try:
         result = agreement_of(a, b, baseline=baseline, alpha=alpha, test=test,
-                              correction=correction)
+                              correction=correction, margin=margin,
+                              equivalence_alpha=equivalence_alpha)
     except ResultsError as e:
         raise InputError(str(e)) from e
     except ValueError as e:  # a baseline neither campaign has
@@ -62,9 +69,30 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
     tested = int(result.sites["agree"].notna().sum())
     score = "n/a (no site tested in both)" if tested == 0 else f"{result.score:.1%}"
     click.echo(f"agreement: {score} of {tested} site verdicts")
+    _echo_equivalence(result)
     if out is not None:
         for path in write(result, out):
             click.echo(f"wrote {path}")
+
+
+def _echo_equivalence(result) -> None:
+    """Per pair, network and metric: the TOST verdict on the campaigns' effects."""
+    from analysis.schema import label
+
+    eq = result.equivalence
+    if eq is None or eq.empty:
+        return
+    click.echo(f"equivalence of the effects across sites: margin ±{result.margin:.1%}, "
+               f"TOST at {result.equivalence_alpha:g} "
+               f"({1 - 2 * result.equivalence_alpha:.0%} interval of the shift)")
+    for r in eq.itertuples(index=False):
+        click.echo(f"  {label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
+                   f"{label(r.metric):<6} {r.verdict:<13} shift {r.shift:+.1%} "
+                   f"[{r.shift_low:+.1%}, {r.shift_high:+.1%}] over {r.sites} sites")
+    counts = eq["verdict"].value_counts()
+    click.echo("equivalence: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in
+                                            ("equivalent", "different", "inconclusive"))
+               + f" of {len(eq)} cells")
 
 
 def _short(value: str, width: int = 60) -> str:

@@ -29,7 +29,7 @@ def _pair(value: str) -> tuple[str, str]:
                    "the campaign has it, otherwise its first setting).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance level of the per-site test.")
-@click.option("--test", "test", type=click.Choice(["anova", "mannwhitney", "kruskal"]),
+@click.option("--test", "test", type=click.Choice(["anova", "welch", "mannwhitney", "kruskal"]),
               default="anova", show_default=True,
               help="Per-site test deciding wins and losses (anova: the paper's).")
 @click.option("--correction", type=click.Choice(["none", "bh"]), default="none",
@@ -107,8 +107,9 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     if result.worker_tests is not None:
         for r in result.worker_tests.itertuples():
             click.echo(f"workers: {r.network} {r.protocol}: {r.workers} workers {r.verdict} "
-                       f"(Kruskal-Wallis p = {r.p:.3f}; medians {r.median_spread_ms:.0f} ms "
-                       "apart)")
+                       f"(ANOVA on log residuals within sites p = {r.p:.2g}; largest shift "
+                       f"{r.largest_shift:+.1%}, {r.equivalence} at ±{r.margin:.0%}; medians "
+                       f"{r.median_spread_ms:.0f} ms apart)")
         if result.worker_tests.empty:
             click.echo("workers: no network and setting was measured by two or more workers")
     click.echo(f"report: {index}")

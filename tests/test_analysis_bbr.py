@@ -9,11 +9,12 @@ import re
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from analysis import ResultsError, bbr, load, schema, synthetic
+from analysis import ResultsError, across, bbr, load, schema, synthetic
 from analysis.connections import (
     COLUMNS,
     connections_of,
@@ -25,16 +26,22 @@ from testbed.cli import cli
 FIXTURE = Path(__file__).parent / "fixtures" / "results"
 
 
-def hand_made():
-    """One site on two paths: BBR 20 % faster on the lossy one, 10 % slower on the other."""
+def hand_made(sites: int = 1):
+    """`sites` sites on two paths: BBR about 20 % faster on the lossy one, 10 % slower on
+    the other (each site a point more or less than the one before)."""
     rows = []
-    for network, rtt, factor in (("dsl", 24.0, 1.10), ("da2gc", 262.0, 0.80)):
-        for run in range(4):
-            jitter = 1 + 0.001 * run
-            rows += [{"site": "s", "network": network, "protocol": "tcp-plus", "run": run,
-                      "plt_ms": 1000.0 * jitter, "rtt_ms": rtt, "bytes": 2_000_000},
-                     {"site": "s", "network": network, "protocol": "tcp-plus-bbr", "run": run,
-                      "plt_ms": 1000.0 * factor * jitter, "rtt_ms": rtt, "bytes": 2_000_000}]
+    for i in range(sites):
+        site = "s" if sites == 1 else f"s{i}"
+        for network, rtt, factor in (("dsl", 24.0, 1.10), ("da2gc", 262.0, 0.80)):
+            factor *= 1 + 0.01 * (i - (sites - 1) / 2)
+            for run in range(4):
+                jitter = 1 + 0.001 * run
+                rows += [{"site": site, "network": network, "protocol": "tcp-plus",
+                          "run": run, "plt_ms": 1000.0 * jitter, "rtt_ms": rtt,
+                          "bytes": 2_000_000},
+                         {"site": site, "network": network, "protocol": "tcp-plus-bbr",
+                          "run": run, "plt_ms": 1000.0 * factor * jitter, "rtt_ms": rtt,
+                          "bytes": 2_000_000}]
     return synthetic.trials(rows)
 
 
@@ -55,7 +62,7 @@ def test_site_effects_relative_difference_and_path():
 
 
 def test_claims_say_what_is_missing_without_connections():
-    trials = hand_made()
+    trials = hand_made(sites=5)
     a = bbr.analyse_bbr(trials, normalise(pd.DataFrame(columns=["trial_id"]), "x"), MANIFEST)
     claims = a.claims.set_index("claim")["verdict"]
     assert claims["lossy"] == "holds" and claims["long-rtt"] == "holds"
@@ -67,53 +74,124 @@ def test_claims_say_what_is_missing_without_connections():
     assert any("no path loss" in m for m in none.missing)
 
 
-def noisy(factors: dict[str, float], spread: float) -> pd.DataFrame:
-    """One site on each network of `factors` (BBR's mean PLT = factor × CUBIC's), 4 runs
-    whose PLT alternates ± spread around each mean."""
+def noisy(factors: dict[str, float], spread: float, sites: int = 5) -> pd.DataFrame:
+    """`sites` sites on each network of `factors` (BBR's mean PLT = factor × CUBIC's,
+    give or take 2 points a site), 4 runs whose PLT alternates ± spread around each
+    mean."""
     rows = []
     for network, factor in factors.items():
         rtt = {"dsl": 24.0, "da2gc": 262.0}[network]
-        for run in range(4):
-            jitter, other = 1 + spread * (1 if run % 2 else -1), 1 - spread * (1 if run % 2 else -1)
-            rows += [{"site": "s", "network": network, "protocol": "tcp-plus", "run": run,
-                      "plt_ms": 1000.0 * jitter, "rtt_ms": rtt, "bytes": 2_000_000},
-                     {"site": "s", "network": network, "protocol": "tcp-plus-bbr", "run": run,
-                      "plt_ms": 1000.0 * factor * other, "rtt_ms": rtt,
-                      "bytes": 2_000_000}]
+        for i in range(sites):
+            f = factor * (1 + 0.02 * (i - (sites - 1) / 2))
+            for run in range(4):
+                jitter = 1 + spread * (1 if run % 2 else -1)
+                other = 1 - spread * (1 if run % 2 else -1)
+                rows += [{"site": f"s{i}", "network": network, "protocol": "tcp-plus",
+                          "run": run, "plt_ms": 1000.0 * jitter, "rtt_ms": rtt,
+                          "bytes": 2_000_000},
+                         {"site": f"s{i}", "network": network, "protocol": "tcp-plus-bbr",
+                          "run": run, "plt_ms": 1000.0 * f * other, "rtt_ms": rtt,
+                          "bytes": 2_000_000}]
     return synthetic.trials(rows)
 
 
+NO_CONNECTIONS = normalise(pd.DataFrame(columns=["trial_id"]), "x")
+
+
 @pytest.mark.parametrize(("factor", "spread", "verdict"), [
-    (0.80, 0.001, "holds"),          # 20 % faster, every run: shown
-    (0.97, 0.20, "inconclusive"),    # 3 % faster in the median, runs ± 20 %: not shown
-    (1.20, 0.001, "contradicted"),   # 20 % slower, every run: the opposite is shown
+    (0.80, 0.001, "holds"),          # 20 % faster on every site: shown
+    (0.97, 0.20, "inconclusive"),    # 3 % faster on average, sites ± 3 %: not shown
+    (1.20, 0.001, "contradicted"),   # 20 % slower on every site: the opposite is shown
 ])
-def test_a_claim_needs_its_tests_not_only_the_median_sign(factor, spread, verdict):
+def test_a_claim_needs_the_test_across_sites_not_only_the_median_sign(factor, spread, verdict):
     trials = noisy({"da2gc": factor}, spread)
     e = bbr.site_effects(trials, bbr.page_sizes(trials), bbr.path_losses(MANIFEST))
-    assert (e["rel"].iloc[0] < 0) == (factor < 1)
-    c = bbr.claims(e, bbr.delivery_by_size(normalise(pd.DataFrame(columns=["trial_id"]),
-                                                     "x"), trials))
-    c = c.set_index("claim")
+    assert (e["rel"].median() < 0) == (factor < 1)
+    c = bbr.claims(e, bbr.delivery_by_size(NO_CONNECTIONS, trials)).set_index("claim")
     assert c.loc["lossy", "verdict"] == verdict, c.loc["lossy", "evidence"]
-    assert "combined: p = " in c.loc["lossy", "evidence"]
-    found = bbr.findings(e, bbr.delivery_by_size(normalise(pd.DataFrame(
-        columns=["trial_id"]), "x"), trials))
+    assert "t test across sites p = " in c.loc["lossy", "evidence"]
+    found = bbr.findings(e, bbr.delivery_by_size(NO_CONNECTIONS, trials))
     word = {"holds": "BBR helped", "contradicted": "BBR hurt",
             "inconclusive": "BBR made no significant difference"}[verdict]
     assert word in found[0], found
 
 
-def test_size_claims_combine_the_groups_tests():
-    d = pd.DataFrame([{"stack": "tcp", "network": "da2gc", "bucket": "> 1 MB", "n_bbr": 9,
-                       "n_cubic": 9, "bbr_mbps": 2.0, "cubic_mbps": 1.0, "ratio": 1.0,
-                       "p": p} for p in (0.02, 0.03, 0.04)])
+def test_lossy_and_long_rtt_select_the_same_networks_one_result_not_two():
+    trials = noisy({"da2gc": 0.8}, 0.001)
+    e = bbr.site_effects(trials, bbr.page_sizes(trials), bbr.path_losses(MANIFEST))
+    c = bbr.claims(e, bbr.delivery_by_size(NO_CONNECTIONS, trials)).set_index("claim")
+    assert c.loc["lossy", "networks"] == c.loc["long-rtt", "networks"] == "DA2GC"
+    assert "one result, not two" in c.loc["long-rtt", "evidence"]
+    assert "one result" not in c.loc["lossy", "evidence"]
+
+
+def test_size_claims_test_across_sites():
+    rows = [{"stack": "tcp", "network": "da2gc", "bucket": "> 1 MB", "site": f"s{i}",
+             "n_bbr": 9, "n_cubic": 9, "log_bbr": 0.0, "log_cubic": 0.0, "d": d}
+            for i, d in enumerate((0.30, 0.25, 0.35, 0.28, 0.32))]
+    per_site = pd.DataFrame(rows)
+    d = bbr.delivery_by_size(NO_CONNECTIONS, hand_made(), per_site)
+    assert d.loc[0, "sites"] == 5 and d.loc[0, "p"] < 0.01
     e = bbr.site_effects(hand_made(), bbr.page_sizes(hand_made()), bbr.path_losses(MANIFEST))
-    c = bbr.claims(e, d).set_index("claim")
-    # no group alone is significant at 0.01, the three together are
+    c = bbr.claims(e, d, delivery_sites=per_site).set_index("claim")
     assert c.loc["large-files", "verdict"] == "holds", c.loc["large-files", "evidence"]
-    c = bbr.claims(e, d.iloc[:1]).set_index("claim")
+    c = bbr.claims(e, d, delivery_sites=per_site.iloc[:2]).set_index("claim")
     assert c.loc["large-files", "verdict"] == "inconclusive"
+    # BBR delivering small objects slower on a fast path: "hurts small files" holds
+    small = per_site.assign(network="dsl", bucket="< 100 kB", d=-per_site["d"])
+    fast = e[e["network"] == "dsl"]
+    c = bbr.claims(fast, d, delivery_sites=small).set_index("claim")
+    assert c.loc["small-files-fast-paths", "verdict"] == "holds", c.loc[
+        "small-files-fast-paths", "evidence"]
+
+
+def test_the_float_case_gives_one_verdict_however_the_claim_is_worded():
+    # one group p = 1e-20 for the claim, five p = 1e-12 against it: 1 - p/2 rounds to 1.0
+    # and made z infinite on one side only
+    groups = pd.DataFrame({"effect": [-0.2] + [0.1] * 5, "p": [1e-20] + [1e-12] * 5})
+    helps, p_helps = bbr.directed(groups, "effect", True, 0.01)
+    hurts, p_hurts = bbr.directed(groups, "effect", False, 0.01)
+    flipped, p_flipped = bbr.directed(groups.assign(effect=-groups["effect"]), "effect",
+                                      False, 0.01)
+    assert (helps, hurts, flipped) == ("contradicted", "holds", "contradicted")
+    assert p_helps == p_hurts == p_flipped and 0 < p_helps < 1e-20
+    z = bbr.signed_z(groups["effect"], groups["p"])
+    assert np.isfinite(z).all() and z[0] == pytest.approx(-9.33, abs=0.01)
+
+
+def test_zero_effect_across_sites_gives_helped_or_hurt_at_most_alpha_plus_two_points():
+    campaigns, sites, alpha = 400, 20, 0.01
+    v = synthetic.blocked(campaigns, sites=sites, runs=10, effects=(0.0, 0.0), seed=21)
+    d = across.site_log_ratio(v[:, :, 1], v[:, :, 0]).ravel()
+    c = np.repeat(np.arange(campaigns), sites)
+    # one stack x network per campaign: its name tells the campaigns apart
+    effects = pd.DataFrame({"stack": [f"c{i}" for i in c], "network": "da2gc",
+                            "site": np.tile(np.arange(sites), campaigns), "d": d,
+                            "rel": np.expm1(d), "verdict": "no difference",
+                            "rtt_ms": 262.0, "loss_percent": 3.3})
+    by_path = bbr.summary_by_path(effects, alpha)
+    assert len(by_path) == campaigns
+    assert (by_path["verdict"] != "no difference").mean() <= alpha + 0.02
+    shifted = bbr.summary_by_path(effects.assign(d=effects["d"] - 0.05), alpha)
+    assert (shifted["verdict"] == "helped").mean() > 0.9
+
+
+def test_connections_count_once_per_trial_and_site_not_per_connection():
+    """A site with a hundred connections a trial weighs as much as a site with one."""
+    trials = hand_made(sites=3)
+    ids = trials.set_index(["site", "network", "protocol", "run"])["trial_id"]
+    rows = []
+    for site, many in (("s0", 100), ("s1", 1), ("s2", 1)):
+        for run in range(4):
+            for protocol, rate in (("tcp-plus", 1e6), ("tcp-plus-bbr",
+                                                       4e6 if site == "s0" else 0.5e6)):
+                rows += [{"trial_id": ids[(site, "da2gc", protocol, run)],
+                          "bytes_sent": 2_000_000, "requests": 1,
+                          "delivery_rate_bps": rate}] * many
+    d = bbr.delivery_by_size(normalise(pd.DataFrame(rows), "t"), trials).iloc[0]
+    assert d["sites"] == 3 and d["n_bbr"] == 408
+    # per site log ratios ln 4, ln 0.5, ln 0.5: geometric mean (4 * 0.25) ** (1/3) = 1
+    assert d["ratio"] == pytest.approx(0.0, abs=1e-12)
 
 
 def test_delivery_by_object_size_bucket():

@@ -6,7 +6,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from analysis import Config, analyse, synthetic, write_report
-from analysis.workers import by_worker, calibrations, worker_tests
+from analysis.workers import by_worker, calibrations, worker_shifts, worker_tests
 from testbed.cli import cli
 
 
@@ -77,3 +77,30 @@ def test_cli_by_worker_prints_whether_the_workers_agree(tmp_path):
     assert done.exit_code == 0, done.output
     lines = [x for x in done.output.splitlines() if x.startswith("workers: dsl ")]
     assert lines and all("2 workers differ" in x for x in lines), done.output
+
+
+def test_a_worker_3_percent_slower_on_every_trial_is_reported_as_different():
+    t = synthetic.campaign(sites=20, networks=["dsl"], runs=10, seed=5, failure_rate=0.0)
+    t["worker"] = np.where(np.arange(len(t)) % 2 == 0, "vm-a/0", "vm-b/0")
+    slow = t["worker"] == "vm-b/0"
+    same = worker_tests(t)
+    t.loc[slow, "plt_ms"] *= 1.03
+    tests = worker_tests(t)
+    assert (tests["verdict"] == "differ").all() and (tests["p"] < 1e-3).all(), tests
+    assert (tests["equivalence"] == "different").all(), tests
+    assert tests["largest_shift"].abs().between(0.02, 0.04).all()
+    shifts = worker_shifts(t[t["status"] == "ok"])
+    b = shifts[shifts["worker"] == "vm-b/0"]
+    assert (b["shift"] > 0.02).all() and (b["verdict"] == "different").all()
+    assert (same["verdict"] == "agree").mean() >= 0.8
+    assert (same["equivalence"] != "different").all()
+
+
+def test_a_worker_given_slower_sites_is_not_called_slower():
+    t = synthetic.campaign(sites=20, networks=["dsl"], runs=10, seed=6, failure_rate=0.0)
+    # vm-b measured the first half of the runs of the slow sites, the fast sites alike
+    slow_sites = t.groupby("site")["plt_ms"].transform("mean") > t["plt_ms"].median()
+    t["worker"] = np.where(slow_sites & (t["run"] < 8) | ~slow_sites & (t["run"] < 2),
+                           "vm-b/0", "vm-a/0")
+    tests = worker_tests(t)
+    assert (tests["verdict"] == "agree").mean() >= 0.8, tests

@@ -87,3 +87,55 @@ def test_cli_self_and_other(folder, tmp_path):
     sites = pd.read_csv(tmp_path / "cmp" / "sites.csv")
     assert set(sites["network"]) == {"dsl"} and len(sites) == 6 * 9 * 4
     assert json.loads((other / "manifest.json").read_text())["synthetic"] is True
+
+
+# -- equivalence (TOST across sites) on synthetic campaigns with a known truth ------------
+
+EQ_METRICS = ["plt", "si", "fvc", "vc85", "lvc", "fcp"]
+"""The metrics of the paper's figures (the model's DCL and LCP add 20-40 % noise of their
+own: at 31 runs their cells stay inconclusive at ±2 %, as they should)."""
+
+
+@pytest.fixture(scope="module")
+def halves():
+    """Two halves (even and odd runs) of one campaign of the paper's size on DSL and LTE."""
+    t = synthetic.campaign(sites=38, networks=["dsl", "lte"], runs=31, seed=3,
+                           failure_rate=0.0)
+    return t[t["run"] % 2 == 0].reset_index(drop=True), t[t["run"] % 2 == 1].reset_index(
+        drop=True)
+
+
+def test_two_halves_of_one_campaign_are_equivalent_in_at_least_90_percent_of_cells(halves):
+    result = agreement(*halves, metrics=EQ_METRICS, resamples=50)
+    eq = result.equivalence
+    assert len(eq) == 6 * 2 * len(EQ_METRICS) and (eq["margin"] == 0.02).all()
+    assert (eq["verdict"] == "equivalent").mean() >= 0.9, eq["verdict"].value_counts()
+    assert not (eq["verdict"] == "different").any()
+
+
+def test_one_setting_made_3_percent_slower_is_different_in_90_percent_of_its_cells(halves):
+    a, b = halves
+    b = b.copy()
+    slow = b["protocol"] == "quic"
+    for m in EQ_METRICS:
+        b.loc[slow, f"{m}_ms"] *= 1.03
+    eq = agreement(a, b, metrics=EQ_METRICS, resamples=50).equivalence
+    mine = eq[(eq["a"] == "quic") | (eq["b"] == "quic")]
+    assert len(mine) == 2 * 2 * len(EQ_METRICS)  # quic vs tcp, quic vs tcp-plus
+    assert (mine["verdict"] == "different").mean() >= 0.9, mine["verdict"].value_counts()
+    others = eq.drop(mine.index)
+    assert (others["verdict"] == "equivalent").mean() >= 0.9
+
+
+def test_a_wider_margin_is_stated_and_used(tmp_path, halves):
+    a, b = halves
+    for name, t in (("a", a), ("b", b)):
+        synthetic.write_folder(t[t["network"] == "dsl"], tmp_path / name)
+    done = CliRunner().invoke(cli, ["compare", str(tmp_path / "a"), str(tmp_path / "b"),
+                                    "--margin", "0.05", "--out", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    assert "margin ±5.0%, TOST at 0.05 (90% interval of the shift)" in done.output
+    assert "equivalence: " in done.output and " equivalent " in done.output
+    eq = pd.read_csv(tmp_path / "out" / "equivalence.csv")
+    assert (eq["margin"] == 0.05).all() and set(eq["verdict"]) <= {"equivalent", "different",
+                                                                   "inconclusive"}

@@ -32,4 +32,7 @@ def test_campaign_notebook_runs_on_the_fixture(tmp_path, monkeypatch):
     assert "HAR: " in text  # one trial, with its waterfall
     html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
     assert "data-request=" in html and "BBR helps on lossy paths" in html
+    # the answers across sites, the tests that use the design, diagnostics, planner
+    for column in ("estimate_rtt", "site_slope_sd", "wilcoxon", "drift_per_hour", "runs_rtt"):
+        assert column in html, column
     assert (tmp_path / "report" / "index.html").is_file()

@@ -1,0 +1,100 @@
+"""Estimates across sites (analysis.across), checked on many seeded synthetic campaigns
+with a known truth (analysis.synthetic.blocked): the test's error rate, the interval's
+coverage, the mixed model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import across, synthetic
+
+CAMPAIGNS = 1000
+"""Seeded campaigns per check: the binomial SD of a 95 % coverage is then 0.7 points."""
+ALPHA = 0.01
+
+
+def site_effects(effect: float, seed: int) -> np.ndarray:
+    """d per campaign x site for a setting with true across-site effect `effect` (log)."""
+    v = synthetic.blocked(CAMPAIGNS, sites=20, runs=10, effects=(0.0, effect), seed=seed)
+    return across.site_log_ratio(v[:, :, 1], v[:, :, 0])
+
+
+def test_zero_effect_across_sites_is_called_different_at_most_alpha_plus_two_points():
+    # site-level effects spread around 0 (SD 2 %): some sites are truly faster, some slower
+    t = across.t_test(site_effects(0.0, seed=11))
+    calls = across.verdict(t["mean"], t["p"], ALPHA) != "no difference"
+    assert calls.mean() <= ALPHA + 0.02, calls.mean()
+    t05 = across.t_test(site_effects(0.0, seed=12))
+    assert (t05["p"] < 0.05).mean() <= 0.05 + 0.02
+
+
+def test_the_across_site_interval_covers_the_true_effect_95_percent_of_campaigns():
+    truth = 0.03
+    t = across.t_test(site_effects(truth, seed=13))
+    covered = (t["low"] <= truth) & (truth <= t["high"])
+    assert abs(covered.mean() - 0.95) <= 0.02, covered.mean()
+
+
+def test_a_true_effect_is_found_and_its_direction_is_right():
+    t = across.t_test(site_effects(-0.03, seed=14))
+    v = across.verdict(t["mean"], t["p"], ALPHA)
+    assert (v == "faster").mean() > 0.75 and not (v == "slower").any()
+
+
+def test_the_site_bootstrap_interval_is_close_to_the_t_interval():
+    d = site_effects(0.03, seed=15)[:200]
+    low, high = across.bootstrap_ci(d, resamples=1000)
+    t = across.t_test(d)
+    # BCa on 20 sites is a little narrower than t (it covers about 93 %, see docs)
+    assert np.median((high - low) / (t["high"] - t["low"])) == pytest.approx(0.93, abs=0.06)
+    assert (((low <= 0.03) & (0.03 <= high)).mean()) >= 0.9
+
+
+def test_across_sites_table_in_percent_ms_and_rtts():
+    v = synthetic.blocked(1, sites=20, runs=10, effects=(0.0, 0.03), seed=3)[0]
+    meas = synthetic.blocked_measurements(v, ("tcp", "tcp-plus"))
+    out = across.across_sites(meas, [("tcp-plus", "tcp")], pd.Series({"dsl": 24.0}),
+                              alpha=ALPHA)
+    row = out.iloc[0]
+    d = across.site_log_ratio(v[:, 1], v[:, 0])
+    assert row["sites"] == 20
+    assert row["estimate"] == pytest.approx(np.expm1(d.mean()))
+    assert row["low"] < row["estimate"] < row["high"]
+    gm_b = np.exp(np.log(v[:, 0]).mean(axis=1).mean())
+    assert row["estimate_ms"] == pytest.approx(row["estimate"] * gm_b)
+    assert row["estimate_rtt"] == pytest.approx(row["estimate_ms"] / 24.0)
+    assert row["verdict"] in across.VERDICTS
+
+
+def test_the_mixed_model_finds_the_true_effect_with_the_block_term():
+    v = synthetic.blocked(1, sites=20, runs=10, effects=(0.0, -0.05), seed=4)[0]
+    meas = synthetic.blocked_measurements(v, ("tcp", "quic"))
+    out = across.mixed_models(meas, [("quic", "tcp")]).iloc[0]
+    assert out["converged"] and out["block"], out["note"]
+    assert out["low"] < np.expm1(-0.05) < out["high"]
+    assert out["p"] < ALPHA and out["site_slope_sd"] == pytest.approx(0.028, abs=0.015)  # 0.02 * sqrt(2)
+
+
+def test_the_report_shows_across_sites_paired_tests_diagnostics_and_planner(tmp_path):
+    import html
+
+    from analysis import Config, analyse, write_report
+
+    trials = synthetic.campaign(sites=6, networks=["dsl", "da2gc"],
+                                settings=["tcp", "tcp-plus", "quic"], runs=6, seed=8)
+    a = analyse(trials, Config(resamples=200))
+    page = html.unescape(write_report(a, tmp_path).read_text(encoding="utf-8"))
+    for section in ("across", "mixed-model", "paired", "diagnostics", "planner"):
+        assert f'id="{section}"' in page, section
+    across_part = page[page.index('id="across"'):page.index('id="paired"')]
+    assert "geometric-mean ratio − 1" in across_part and "RTTs" in across_part
+    assert "Wilcoxon signed-rank" in page and "runs for 1 RTT" in page
+    assert "Brown-Forsythe" in page and "drift per hour" in page
+    for name in ("across_sites", "mixed_model", "paired_tests", "paired_counts", "diagnostics",
+                 "block_position", "variances", "plan"):
+        assert (tmp_path / "tables" / f"{name}.csv").is_file(), name
+    plan = a.reviewer["plan"].set_index("network")
+    assert plan.loc["da2gc", "rtt_ms"] == 262 and plan["runs_rtt"].notna().all()
+    assert set(a.reviewer["mixed_model"]["metric"]) == {"plt"}
