@@ -20,8 +20,10 @@ STYLES = {"tcp-plus": "-", "tcp-plus-bbr": "--", "quic": "-", "quic-bbr": "--"}
 def plot_label(name: str) -> str:
     """A setting, network or metric's display label (analysis.schema.label) as a figure
     shows it: every `$` escaped, so that a name from someone's results ("$x^2$", an odd
-    "$") is drawn as written, never parsed as maths (mathtext) or failing to parse."""
-    return str(label(name)).replace("$", r"\$")
+    "$") is drawn as written, never parsed as maths (mathtext) or failing to parse; a
+    character no font draws (a control character) as U+FFFD."""
+    shown = "".join(c if c.isprintable() else "\ufffd" for c in str(label(name)))
+    return shown.replace("$", r"\$")
 
 
 SAVE_RC = {"svg.hashsalt": "testbed-report", "svg.fonttype": "none"}

@@ -363,3 +363,14 @@ RECORDING_CASES = [
 def test_hostile_recording_manifest(case, tmp_path):
     cp = run_case(case, tmp_path)
     assert cp.stdout == ""
+
+
+def test_report_prints_stored_names_without_escapes(tmp_path):
+    def prepare(d, host):
+        rows = [{"site": "s", "network": f"n{ESC}", "protocol": p, "run": i,
+                 "plt_ms": 100.0 + i, "status": "failed" if i == 0 else "ok", "reason": "x"}
+                for p in ("tcp", "quic") for i in range(3)]
+        synthetic.write_folder(synthetic.trials(rows), d / "r")
+    cp, _, _ = run_ok(tmp_path, ["report", "{dir}/r", "--out", "{dir}/rep"], prepare)
+    text = no_escapes(cp.stdout + cp.stderr)
+    assert f"n{SHOWN}/TCP" in text  # the banner naming the groups with failures
