@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pandas as pd
@@ -87,3 +88,15 @@ def test_cli_self_and_other(folder, tmp_path):
     sites = pd.read_csv(tmp_path / "cmp" / "sites.csv")
     assert set(sites["network"]) == {"dsl"} and len(sites) == 6 * 9 * 4
     assert json.loads((other / "manifest.json").read_text())["synthetic"] is True
+
+
+def test_csv_files_are_bytes_with_formulas_neutralised(folder, tmp_path):
+    from analysis.agreement import csv_files
+
+    other = tmp_path / "other"
+    synthetic.write_folder(synthetic.campaign(sites=4, networks=["dsl", "lte"], runs=10, seed=6),
+                           other, {"versions": {"chromium": "=HYPERLINK(\"x\")"}})
+    files = csv_files(agreement_of(folder, other, resamples=100))
+    assert sorted(files) == ["manifest_diff.csv", "sites.csv", "summary.csv"]
+    diff = pd.read_csv(io.BytesIO(files["manifest_diff.csv"]), dtype=str)
+    assert list(diff["b"]) == ["'=HYPERLINK(\"x\")"] and list(diff["a"]) == ["130.0"]
