@@ -1,40 +1,44 @@
-"""Tables written as CSV for people to open in a spreadsheet.
+"""Tables made safe to open in a spreadsheet: the one place CSV cells are neutralised.
 
-A spreadsheet runs a cell that begins with `=`, `+`, `-` or `@` (and, in some,
-a tab or CR before one) as a formula: `=HYPERLINK(...)` or `=cmd|...` in a site
-name, a failure reason or a manifest value someone else wrote would run on the
-reader's machine. So every text cell that begins with one of them gets a `'`
-in front (OWASP's advice; the spreadsheet shows the text as it was). A cell
-that is a plain number ("-0.5", "+3") is a number to a spreadsheet, not a
-formula, and stays as it is.
+A results folder comes from someone else, so its text (a site, a reason, a
+manifest value) may start with `=`, `+`, `-` or `@`, which Excel, LibreOffice
+and Google Sheets read as a formula (and `\\t`, `\\r`, which some of them strip
+before reading one). Every CSV the project writes goes through
+`spreadsheet_safe`, which prefixes such text cells with `'` (OWASP's advice:
+the spreadsheet shows the text, runs nothing). Numbers stay numbers: only text
+columns (object, string or category dtype) are touched.
 
-    spreadsheet_safe(table).to_csv(path, index=False)
+    spreadsheet_safe(df).to_csv(path, index=False)
 """
 
 from __future__ import annotations
 
-import re
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
-_FORMULA = re.compile(r"[=+\-@\t\r]")
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?%?")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What a cell may not start with: a spreadsheet would read it as a formula."""
+
+
+def safe_cell(value):
+    """`value` with `'` in front when it is text a spreadsheet would run; else itself."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
 
 
 def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of `df` whose text cells a spreadsheet would run as a formula begin with
-    `'`; numbers, missing values and other columns unchanged."""
+    """A copy of `df` whose text cells cannot be formulas (see safe_cell); numeric,
+    boolean and date columns unchanged, dtypes kept."""
+    import pandas as pd
+
     out = df.copy()
     for column in out.columns:
         values = out[column]
         if isinstance(values.dtype, pd.CategoricalDtype):
-            values = values.astype(object)
-        if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
-            out[column] = values.map(_cell, na_action="ignore")
+            out[column] = values.map(safe_cell)  # stays categorical while distinct
+        elif pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values):
+            out[column] = values.map(safe_cell, na_action="ignore").astype(values.dtype)
     return out
-
-
-def _cell(value):
-    if isinstance(value, str) and _FORMULA.match(value) and not _NUMBER.fullmatch(value):
-        return "'" + value
-    return value
