@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.across import DEFAULT_MARGIN, equivalence_table, site_table
+from analysis.cells import spreadsheet_safe
 from analysis.load import ResultsError, load
 from analysis.report import Config, choose_baseline, pairs_of, verdicts
 from analysis.stats import DEFAULT_ALPHA, measurements, sort_pairs
@@ -180,12 +181,8 @@ def agreement_of(folder_a: Path, folder_b: Path, **options) -> Agreement:
     return agreement(ta, tb, ma, mb, **options)
 
 
-def write(result: Agreement, out: Path) -> list[Path]:
-    """Each table as out/<name>.csv; returns the files."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
-    for name, table in result.tables().items():
-        table.to_csv(out / f"{name}.csv", index=False)
-        files.append(out / f"{name}.csv")
-    return files
+def csv_files(result: Agreement) -> dict[str, bytes]:
+    """Each table as the bytes of <name>.csv (cells a spreadsheet would run neutralised:
+    analysis.cells); the caller writes them where it checked it may."""
+    return {f"{name}.csv": spreadsheet_safe(table).to_csv(index=False).encode()
+            for name, table in result.tables().items()}

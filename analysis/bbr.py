@@ -34,6 +34,7 @@ from matplotlib.ticker import EngFormatter, NullFormatter, PercentFormatter
 from analysis import across
 from analysis.connections import with_trials
 from analysis.load import ResultsError
+from analysis.plots import plot_label
 from analysis.schema import OK, label, networks_in
 from analysis.stats import compare, measurements, sort_table
 
@@ -432,7 +433,7 @@ def effects_figure(effects: pd.DataFrame) -> Figure:
         for (stack, network), g in data.groupby(["stack", "network"], sort=False):
             ax.scatter(g[column], g["rel"], marker=MARKERS.get(stack, "o"),
                        color=colors.get(network), s=28, alpha=0.8,
-                       label=f"{'TCP' if stack == 'tcp' else 'QUIC'} · {label(network)}")
+                       label=f"{'TCP' if stack == 'tcp' else 'QUIC'} · {plot_label(network)}")
         if data.empty:
             ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", color="#888")
         elif log and (data[column] > 0).all():
@@ -475,11 +476,11 @@ def delivery_figure(delivery: pd.DataFrame) -> Figure:
             values = [g[f"{side}_mbps"].get(b, np.nan) for b in names]
             setting = {p[0]: p[1 if side == "bbr" else 2] for p in PAIRS}[stack]
             ax.bar(np.arange(len(names)) + (i - 1.5) * width, values, width,
-                   label=label(setting), hatch="//" if side == "bbr" else None,
+                   label=plot_label(setting), hatch="//" if side == "bbr" else None,
                    color="#1f77b4" if stack == "tcp" else "#d62728",
                    alpha=0.9 if side == "bbr" else 0.55)
         ax.set_xticks(np.arange(len(names)), names, fontsize=8)
-        ax.set_title(label(network), fontsize=10)
+        ax.set_title(plot_label(network), fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel("median delivery rate (Mbit/s)", fontsize=9)
     h, lab = axes[0].get_legend_handles_labels()

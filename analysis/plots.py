@@ -17,6 +17,15 @@ COLORS = {"tcp-plus": "#1f77b4", "tcp-plus-bbr": "#17becf", "quic": "#d62728",
           "quic-bbr": "#ff7f0e", "tcp": "#7f7f7f"}
 STYLES = {"tcp-plus": "-", "tcp-plus-bbr": "--", "quic": "-", "quic-bbr": "--"}
 
+def plot_label(name: str) -> str:
+    """A setting, network or metric's display label (analysis.schema.label) as a figure
+    shows it: every `$` escaped, so that a name from someone's results ("$x^2$", an odd
+    "$") is drawn as written, never parsed as maths (mathtext) or failing to parse; a
+    character no font draws (a control character) as U+FFFD."""
+    shown = "".join(c if c.isprintable() else "\ufffd" for c in str(label(name)))
+    return shown.replace("$", r"\$")
+
+
 SAVE_RC = {"svg.hashsalt": "testbed-report", "svg.fonttype": "none"}
 """Deterministic SVG ids (same data, same files); SVG text stays text, editable for a paper."""
 
@@ -36,15 +45,15 @@ def cdf_figure(rel: pd.DataFrame, network: str, metric: str, baseline: str = "tc
         # Start the step at p=0 so the first site shows as a jump.
         x = [points["x"].iloc[0], *points["x"]]
         p = [0.0, *points["p"]]
-        ax.step(x, p, where="post", label=f"{label(setting)} (n={len(data[data.protocol == setting])})",
+        ax.step(x, p, where="post", label=f"{plot_label(setting)} (n={len(data[data.protocol == setting])})",
                 color=COLORS.get(setting), linestyle=STYLES.get(setting, "-"), linewidth=1.6)
     ax.axvline(0, color="black", linewidth=0.8, alpha=0.6)
     ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    b = label(baseline)
-    ax.set_xlabel(f"(X − {b}) / {b} of mean {label(metric)} per site   (< 0: X faster)")
+    b = plot_label(baseline)
+    ax.set_xlabel(f"(X − {b}) / {b} of mean {plot_label(metric)} per site   (< 0: X faster)")
     ax.set_ylabel("CDF over sites")
     ax.set_ylim(0, 1.02)
-    ax.set_title(f"{label(network)} · {label(metric)}")
+    ax.set_title(f"{plot_label(network)} · {plot_label(metric)}")
     ax.grid(True, alpha=0.3)
     if ax.lines[:-1]:
         ax.legend(loc="lower right", fontsize="small")
@@ -76,11 +85,11 @@ def cdf_row_figure(rel: pd.DataFrame, metric: str, networks: list[str],
             values = here.loc[here["protocol"] == setting, "rel"]
             if values.notna().any():
                 _step(ax, values, color=COLORS.get(setting), linestyle=STYLES.get(setting, "-"),
-                      linewidth=1.6, label=label(setting))
+                      linewidth=1.6, label=plot_label(setting))
                 handles[setting] = ax.lines[-1]
         ax.axvline(0, color="black", linewidth=0.8, alpha=0.6)
         n = here['site'].nunique()
-        ax.set_title(f"{label(network)}  ({n} site{'' if n == 1 else 's'})", fontsize=11)
+        ax.set_title(f"{plot_label(network)}  ({n} site{'' if n == 1 else 's'})", fontsize=11)
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=9)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
@@ -91,12 +100,12 @@ def cdf_row_figure(rel: pd.DataFrame, metric: str, networks: list[str],
         pad = max((hi - lo) * 0.05, 0.005)
         axes[0].set_xlim(min(lo, 0) - pad, max(hi, 0) + pad)
     axes[0].set_ylabel("CDF over sites")
-    b = label(baseline)
+    b = plot_label(baseline)
     fig.supxlabel(f"(X − {b}) / {b}: relative difference of the mean {full_name(metric)} "
                   f"per site   (< 0 %: X faster)", fontsize=10)
     if handles:
         fig.legend([handles[s] for s in settings if s in handles],
-                   [label(s) for s in settings if s in handles],
+                   [plot_label(s) for s in settings if s in handles],
                    loc="upper center", ncol=len(handles), frameon=False, fontsize=10)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.8, wspace=0.08)
     return fig

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -23,6 +24,7 @@ from markupsafe import Markup, escape
 from analysis import report_stats
 from analysis.bbr import BbrAnalysis, analyse_bbr
 from analysis.cdf import relative_cdfs
+from analysis.cells import spreadsheet_safe
 from analysis.connections import empty as empty_connections
 from analysis.connections import transport_summary
 from analysis.design import DESIGN_METRICS, DESIGN_PAIRS, design_impact
@@ -417,7 +419,7 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
     (out / "plots").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     for name, table in a.tables().items():
-        table.to_csv(out / "tables" / f"{name}.csv", index=False)
+        spreadsheet_safe(table).to_csv(out / "tables" / f"{name}.csv", index=False)
 
     figures = []  # one row per metric: all networks side by side, one shared x-range
     rel = a.relative
@@ -495,7 +497,7 @@ def _trial_links(a: Analysis, out: Path, results_dir: Path | None) -> str | None
         # parts); an id that is not one name in trials/ links nothing
         inside = str(t.trial_id) not in ("", ".", "..") and "/" not in str(t.trial_id)
         for name, file in TRIAL_FILES.items():
-            if inside and (folder / file).is_file():
+            if inside and _regular(trials_dir, str(t.trial_id), file):
                 href = os.path.relpath(folder / file, out.resolve() if out.is_absolute()
                                        else out.absolute())
                 links.append(f'<a href="{escape(quote(Path(href).as_posix()))}">{name}</a>')
@@ -512,6 +514,20 @@ def _trial_links(a: Analysis, out: Path, results_dir: Path | None) -> str | None
             + "".join(rows) + "</table></body></html>")
     (out / "trials.html").write_text(page, encoding="utf-8")
     return "trials.html"
+
+
+def _regular(trials_dir: Path, trial_id: str, name: str) -> bool:
+    """Whether trials/<trial_id>/<name> is a regular file, no step of it a symlink
+    (lstat): the trials page links nothing that leads out of the results folder."""
+    kinds = (stat.S_ISDIR, stat.S_ISDIR, stat.S_ISREG)
+    for path, kind in zip((trials_dir, trials_dir / trial_id, trials_dir / trial_id / name),
+                          kinds):
+        try:
+            if not kind(os.lstat(path).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _table_or_none(df: pd.DataFrame, **kwargs) -> Markup | None:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import fcntl
 import math
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -41,6 +43,19 @@ FRAMES = 10
 """Most filmstrip frames."""
 FRAME_WIDTH = 200
 """Filmstrip frame width in pixels (JPEG)."""
+MAX_VIDEO = 256 << 20
+"""Most bytes of a kept video the filmstrip is taken from."""
+
+Runner = Callable[[list[str], tuple[int, ...], float], subprocess.CompletedProcess]
+"""Runs ffmpeg: (argv, fds it inherits, timeout in s) -> its exit status and bytes of
+output. The command line's runs it as an unprivileged user."""
+
+
+def run_here(argv: list[str], pass_fds: tuple[int, ...], timeout: float
+             ) -> subprocess.CompletedProcess:
+    """ffmpeg as this process's user (the default Runner)."""
+    return subprocess.run(argv, capture_output=True, timeout=timeout, pass_fds=pass_fds,
+                          check=False)
 
 SHOWN_CONNECTION_COLUMNS = (
     "transport", "origin", "server_ip", "server_port", "client_port", "cc", "requests",
@@ -147,9 +162,11 @@ def waterfall(har: dict) -> list[dict]:
 
 
 def trial_view(source: str | Path, trial_id: str, trials: pd.DataFrame | None = None,
-               conns: pd.DataFrame | None = None, filmstrip: bool = True) -> TrialView:
+               conns: pd.DataFrame | None = None, filmstrip: bool = True,
+               runner: Runner = run_here) -> TrialView:
     """Everything about trial `trial_id` of the results folder `source`; ResultsError
-    when the store has no such trial or a kept file is unsafe or broken."""
+    when the store has no such trial or a kept file is unsafe or broken. `runner`
+    runs ffmpeg for the filmstrip."""
     source = Path(source)
     trials = load(source) if trials is None else trials
     match = trials[trials["trial_id"] == trial_id]
@@ -177,7 +194,7 @@ def trial_view(source: str | Path, trial_id: str, trials: pd.DataFrame | None = 
             view.notes.append("no video kept (campaign key keep_video): no filmstrip")
             return view
         try:
-            view.frames = _frames(fd, view.visual, view.notes)
+            view.frames = _frames(fd, view.visual, view.notes, runner)
         finally:
             os.close(fd)
     return view
@@ -202,30 +219,67 @@ def frame_times(visual: dict | None, limit: int = FRAMES) -> list[float]:
     return [times[round(i * step)] for i in range(limit)]
 
 
-def _frames(fd: int, visual: dict | None, notes: list[str]) -> list[tuple[float, bytes]]:
+def _frames(fd: int, visual: dict | None, notes: list[str],
+            runner: Runner = run_here) -> list[tuple[float, bytes]]:
     ffmpeg = shutil.which("ffmpeg")
     if ffmpeg is None:
         notes.append("no ffmpeg on this machine: no filmstrip")
         return []
+    video = _sealed_copy(fd)
+    if video is None:
+        notes.append(f"the video has more than {MAX_VIDEO} bytes: no filmstrip")
+        return []
     offset = float((visual or {}).get("videoRecordingStart") or 0) / 1000
     frames = []
-    for t in frame_times(visual):
-        # the video as an fd already opened without following symlinks
-        argv = [ffmpeg, "-nostdin", "-loglevel", "error", "-ss", f"{offset + t / 1000:.3f}",
-                "-i", f"/dev/fd/{fd}", "-frames:v", "1", "-vf", f"scale={FRAME_WIDTH}:-2",
-                "-f", "image2", "-c:v", "mjpeg", "-q:v", "6", "pipe:1"]
-        try:
-            cp = subprocess.run(argv, capture_output=True, timeout=30, pass_fds=(fd,),
-                                check=False)
-        except subprocess.TimeoutExpired:
-            notes.append("ffmpeg took too long: filmstrip cut short")
-            break
-        if cp.returncode != 0 or not cp.stdout.startswith(b"\xff\xd8"):
-            notes.append("ffmpeg could not read the video: no filmstrip"
-                         if not frames else "ffmpeg stopped early: filmstrip cut short")
-            break
-        frames.append((t, cp.stdout))
+    try:
+        for t in frame_times(visual):
+            try:
+                cp = runner(_frame_argv(ffmpeg, video, offset + t / 1000), (video,), 30)
+            except subprocess.TimeoutExpired:
+                notes.append("ffmpeg took too long: filmstrip cut short")
+                break
+            if cp.returncode != 0 or not cp.stdout.startswith(b"\xff\xd8"):
+                notes.append("ffmpeg could not read the video: no filmstrip"
+                             if not frames else "ffmpeg stopped early: filmstrip cut short")
+                break
+            frames.append((t, cp.stdout))
+    finally:
+        os.close(video)
     return frames
+
+
+def _frame_argv(ffmpeg: str, video: int, at_s: float) -> list[str]:
+    """One JPEG frame at `at_s` of the mp4 in fd `video`. The format is pinned and only
+    the file protocol allowed: a playlist (HLS, ffconcat) or an mp4's external
+    references in its place make ffmpeg read nothing else."""
+    return [ffmpeg, "-nostdin", "-loglevel", "error", "-protocol_whitelist", "file",
+            "-f", "mp4", "-enable_drefs", "0", "-ss", f"{at_s:.3f}",
+            "-i", f"/proc/self/fd/{video}", "-frames:v", "1",
+            "-vf", f"scale={FRAME_WIDTH}:-2", "-f", "image2", "-c:v", "mjpeg", "-q:v", "6",
+            "pipe:1"]
+
+
+def _sealed_copy(fd: int) -> int | None:
+    """The video's bytes (at most MAX_VIDEO, else None) in a sealed memory file: what
+    ffmpeg reads, whoever it runs as, and nobody can change while it does."""
+    if os.fstat(fd).st_size > MAX_VIDEO:
+        return None
+    mem = os.memfd_create("video.mp4", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        copied = 0
+        with open(mem, "wb", closefd=False) as f:
+            while copied <= MAX_VIDEO and (chunk := os.read(fd, 1 << 20)):
+                f.write(chunk)
+                copied += len(chunk)
+        if copied > MAX_VIDEO:  # it grew while being read
+            os.close(mem)
+            return None
+        fcntl.fcntl(mem, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK
+                    | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
+    except BaseException:
+        os.close(mem)
+        raise
+    return mem
 
 
 # -- the page ----------------------------------------------------------------------

@@ -76,8 +76,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(2)
-    except TestbedError as e:
-        click.echo(f"testbed: error: {e}", err=True)
+    except TestbedError as e:  # its message may quote a stored string: cleaned
+        from testbed.console import clean
+
+        click.echo(f"testbed: error: {clean(e)}", err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("testbed: interrupted", err=True)

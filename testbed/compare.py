@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from testbed import safefs
+from testbed.console import clean
 from testbed.errors import InputError
 
 SHOWN_DIFFS = 20
@@ -37,10 +39,12 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
     first, then per pair, network and metric how many sites get the same verdict
     (win / tie / loss) in both, the median difference of relative differences, and
     the overall agreement score. Runs without root."""
-    from analysis.agreement import agreement_of, write
+    from analysis.agreement import agreement_of, csv_files
     from analysis.load import ResultsError
     from analysis.schema import label
 
+    if out is not None:  # root may write there: checked before anything is read
+        out = safefs.check_out_dir(out, "--out")
     try:
         result = agreement_of(a, b, baseline=baseline, alpha=alpha, test=test,
                               correction=correction, margin=margin,
@@ -53,26 +57,39 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
         raise InputError(f"{a} and {b}: no site, network and setting pair in common to compare")
 
     diff = result.manifest_diff
-    click.echo(f"manifests: {len(diff)} difference(s)" + (":" if len(diff) else ""))
+    _echo(f"manifests: {len(diff)} difference(s)" + (":" if len(diff) else ""))
     for row in diff.head(SHOWN_DIFFS).itertuples(index=False):
-        click.echo(f"  {row.key}: {_short(row.a)} | {_short(row.b)}")
+        _echo(f"  {row.key}: {_short(row.a)} | {_short(row.b)}")
     if len(diff) > SHOWN_DIFFS:
-        click.echo(f"  ... {len(diff) - SHOWN_DIFFS} more" + (" in manifest_diff.csv" if out
-                                                              else " (--out DIR lists all)"))
-    click.echo(f"baseline: {result.baseline}; per-site test: {test}, correction {correction}, "
-               f"p < {alpha}")
-    click.echo(f"{'pair':<22} {'network':<8} {'metric':<6} {'agree':>9} {'median Δrel':>12}")
+        _echo(f"  ... {len(diff) - SHOWN_DIFFS} more" + (" in manifest_diff.csv" if out
+                                                          else " (--out DIR lists all)"))
+    _echo(f"baseline: {result.baseline}; per-site test: {test}, correction {correction}, "
+          f"p < {alpha}")
+    _echo(f"{'pair':<22} {'network':<8} {'metric':<6} {'agree':>9} {'median Δrel':>12}")
     for r in result.summary.itertuples(index=False):
         share = "–" if r.tested == 0 else f"{r.agreeing}/{r.tested}"
-        click.echo(f"{label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
-                   f"{label(r.metric):<6} {share:>9} {r.median_diff_rel:>+11.1%}")
+        _echo(f"{label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
+              f"{label(r.metric):<6} {share:>9} {r.median_diff_rel:>+11.1%}")
     tested = int(result.sites["agree"].notna().sum())
     score = "n/a (no site tested in both)" if tested == 0 else f"{result.score:.1%}"
-    click.echo(f"agreement: {score} of {tested} site verdicts")
+    _echo(f"agreement: {score} of {tested} site verdicts")
     _echo_equivalence(result)
     if out is not None:
-        for path in write(result, out):
-            click.echo(f"wrote {path}")
+        for path in _write(out, csv_files(result)):
+            _echo(f"wrote {path}")
+
+
+def _write(out: Path, files: dict[str, bytes]) -> list[Path]:
+    """The files into the folder `out`, as every writer of results does (testbed.safefs:
+    the folder checked again, each file new and renamed into place)."""
+    folder = safefs.check_out_dir(out, "--out")
+    folder.mkdir(parents=True, exist_ok=True)
+    return [safefs.write_out_file(folder / name, data, "--out") for name, data in files.items()]
+
+
+def _echo(line: str) -> None:
+    """A line that may hold the campaigns' own strings: control sequences removed."""
+    click.echo(clean(line))
 
 
 def _echo_equivalence(result) -> None:
@@ -82,15 +99,15 @@ def _echo_equivalence(result) -> None:
     eq = result.equivalence
     if eq is None or eq.empty:
         return
-    click.echo(f"equivalence of the effects across sites: margin ±{result.margin:.1%}, "
+    _echo(f"equivalence of the effects across sites: margin ±{result.margin:.1%}, "
                f"TOST at {result.equivalence_alpha:g} "
                f"({1 - 2 * result.equivalence_alpha:.0%} interval of the shift)")
     for r in eq.itertuples(index=False):
-        click.echo(f"  {label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
+        _echo(f"  {label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
                    f"{label(r.metric):<6} {r.verdict:<13} shift {r.shift:+.1%} "
                    f"[{r.shift_low:+.1%}, {r.shift_high:+.1%}] over {r.sites} sites")
     counts = eq["verdict"].value_counts()
-    click.echo("equivalence: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in
+    _echo("equivalence: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in
                                             ("equivalent", "different", "inconclusive"))
                + f" of {len(eq)} cells")
 

@@ -18,7 +18,14 @@ the schema (schemas/recording.schema.json):
   with TLS and, for the TCP stack, 80 without on every recorded IP);
 - header names are lower-case tokens (RFC 9110) and no header value holds
   CR, LF or NUL (the schema has these as patterns too, for h3server);
-- no body where HTTP has none: 1xx, 204, 304 and responses to HEAD.
+- responses as the recorder normalises them (testbed.record.normalise): no
+  transfer-encoding, alt-svc or alternate-protocol, and content-length, if
+  there, once and equal to the body's size (where HTTP gives a length);
+- no body where HTTP has none: 1xx, 204, 304 and responses to HEAD;
+- each request (scheme, host, port, method, target) once: a replay serves one
+  response per request, so a second one (a copy, or another response) is
+  refused rather than silently never served;
+- `requests` and `bytes` are the exchanges' number and body sizes' sum.
 
 `check(data)` raises RuleError(key, message) for the first violation; the
 loader prefixes the manifest's path.
@@ -43,6 +50,9 @@ NOT_SERVABLE = (
     ipaddress.IPv4Network("240.0.0.0/4"),
 )
 BODILESS_STATUSES = "1xx, 204 and 304"
+REMOVED_HEADERS = frozenset({"transfer-encoding", "alt-svc", "alternate-protocol"})
+"""Response headers a recording never holds: the body is stored de-chunked, and a
+replayed page must not be told to switch protocol."""
 DEFAULT_LISTENERS = (("https", 443), ("http", 80))
 """Every replay listens on these ports of every recorded IP (testbed.replay.nginx)."""
 
@@ -66,6 +76,7 @@ def check(data: dict) -> None:
                                                  "expected each origin once, with one IP")
         origins[key] = o["ip"]
     _check_schemes(origins)
+    requests: dict[tuple, int] = {}
     for i, x in enumerate(data["exchanges"]):
         key = (x["scheme"], x["host"], x["port"])
         if key not in origins:
@@ -74,9 +85,12 @@ def check(data: dict) -> None:
             raise RuleError(f"exchanges/{i}/ip", f"expected {origins[key]}, the IP of origin "
                                                  f"{_origin(key)}, got {x['ip']!r}")
         _check_request(i, x)
+        _check_once(i, x, requests, data["exchanges"])
         for part in ("request_headers", "response_headers"):
             _check_headers(f"exchanges/{i}/{part}", x[part])
+        _check_response_headers(i, x)
         _check_body(i, x)
+    _check_totals(data)
 
 
 def _origin(key: tuple[str, str, int]) -> str:
@@ -161,6 +175,49 @@ def _check_headers(key: str, headers: list) -> None:
         if _CONTROL.search(value):
             raise RuleError(f"{key}/{j}/1", f"expected a header value without CR, LF or NUL, "
                                             f"got {short(value)}")
+
+
+def _check_once(i: int, x: dict, seen: dict[tuple, int], exchanges: list) -> None:
+    key = (x["scheme"], x["host"], x["port"], x["method"], x["target"])
+    j = seen.setdefault(key, i)
+    if j == i:
+        return
+    what = "a copy of" if exchanges[j] == x else "another response to the request of"
+    raise RuleError(f"exchanges/{i}", f"{what} exchanges/{j} ({x['method']} "
+                                      f"{_origin(key[:3])}{short(x['target'])[1:-1]}); "
+                                      "expected each request once (a replay serves one "
+                                      "response per request)")
+
+
+def _check_response_headers(i: int, x: dict) -> None:
+    key = f"exchanges/{i}/response_headers"
+    sized = x["status"] >= 200 and x["status"] not in (204, 304) and x["method"] != "HEAD"
+    length = str(x.get("body_size") or 0)
+    seen_length = False
+    for j, (name, value) in enumerate(x["response_headers"]):
+        if name in REMOVED_HEADERS:
+            raise RuleError(f"{key}/{j}/0", f"{name}: expected no "
+                                            f"{', '.join(sorted(REMOVED_HEADERS))} (a "
+                                            "recording stores responses without them)")
+        if name != "content-length":
+            continue
+        if seen_length:
+            raise RuleError(f"{key}/{j}/0", "content-length a second time; expected it once")
+        seen_length = True
+        if sized and value != length:
+            raise RuleError(f"{key}/{j}/1", f"content-length {short(value)}; expected "
+                                            f"{length}, the body's size")
+
+
+def _check_totals(data: dict) -> None:
+    exchanges = data["exchanges"]
+    if data["requests"] != len(exchanges):
+        raise RuleError("requests", f"{data['requests']}; expected {len(exchanges)}, the "
+                                    "number of exchanges")
+    total = sum(x.get("body_size") or 0 for x in exchanges)
+    if data["bytes"] != total:
+        raise RuleError("bytes", f"{data['bytes']}; expected {total}, the sum of the "
+                                 "exchanges' body_size")
 
 
 def _check_body(i: int, x: dict) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from testbed import safefs
+from testbed.console import clean
 from testbed.errors import InputError
 
 DEFAULT_REPORTS = Path("reports")
@@ -97,22 +98,27 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     index = write_report(result, out, source=str(source), manifest=manifest,
                          results_dir=folder if in_store else None)
     o = result.overview
-    click.echo(f"{o['trials']} trials ({o['ok']} ok, {o['failed']} failed), {o['sites']} sites, "
-               f"{o['networks']} networks, {o['settings']} settings")
-    click.echo(f"baseline: {result.baseline} ({result.baseline_why})")
+    _echo(f"{o['trials']} trials ({o['ok']} ok, {o['failed']} failed), {o['sites']} sites, "
+          f"{o['networks']} networks, {o['settings']} settings")
+    _echo(f"baseline: {result.baseline} ({result.baseline_why})")
     for warning in result.warnings:
-        click.echo(f"warning: {warning}")
+        _echo(f"warning: {warning}")
     for note in result.notes:
-        click.echo(f"note: {note}")
+        _echo(f"note: {note}")
     if result.worker_tests is not None:
         for r in result.worker_tests.itertuples():
-            click.echo(f"workers: {r.network} {r.protocol}: {r.workers} workers {r.verdict} "
-                       f"(ANOVA on log residuals within sites p = {r.p:.2g}; largest shift "
-                       f"{r.largest_shift:+.1%}, {r.equivalence} at ±{r.margin:.0%}; medians "
-                       f"{r.median_spread_ms:.0f} ms apart)")
+            _echo(f"workers: {r.network} {r.protocol}: {r.workers} workers {r.verdict} "
+                  f"(ANOVA on log residuals within sites p = {r.p:.2g}; largest shift "
+                  f"{r.largest_shift:+.1%}, {r.equivalence} at ±{r.margin:.0%}; medians "
+                  f"{r.median_spread_ms:.0f} ms apart)")
         if result.worker_tests.empty:
-            click.echo("workers: no network and setting was measured by two or more workers")
-    click.echo(f"report: {index}")
+            _echo("workers: no network and setting was measured by two or more workers")
+    _echo(f"report: {index}")
+
+
+def _echo(line: str) -> None:
+    """A line that may quote the campaign's own names: control sequences removed."""
+    click.echo(clean(line))
 
 
 def _manifest(path: Path) -> dict | None:

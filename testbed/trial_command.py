@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import click
 
-from testbed import safefs
+from testbed import paths, safefs
+from testbed.console import clean_lines
+from testbed.enter import SAFE_PATH
 from testbed.errors import InputError
 
 DEFAULT_REPORTS = Path("reports")
@@ -43,7 +47,7 @@ def trial(results: Path, trial_id: str, out: Path | None, no_filmstrip: bool):
     if not results.is_dir():
         raise InputError(f"{results}: expected a campaign results folder (with trials.sqlite)")
     try:
-        view = trial_view(results, trial_id, filmstrip=not no_filmstrip)
+        view = trial_view(results, trial_id, filmstrip=not no_filmstrip, runner=_unprivileged)
     except ResultsError as e:
         raise InputError(str(e)) from e
     if out is None:
@@ -51,5 +55,18 @@ def trial(results: Path, trial_id: str, out: Path | None, no_filmstrip: bool):
     folder = safefs.check_out_dir(out.parent, "--out")
     folder.mkdir(parents=True, exist_ok=True)
     written = safefs.write_out_file(folder / out.name, render(view), "--out")
-    click.echo(view.text())
-    click.echo(f"page: {written}")
+    click.echo(clean_lines(view.text()))  # the store's strings: no control sequence
+    click.echo(clean_lines(f"page: {written}"))
+
+
+def _unprivileged(argv: list[str], pass_fds: tuple[int, ...], timeout: float
+                  ) -> subprocess.CompletedProcess:
+    """Run ffmpeg on someone else's video: as the testbed user when root, with a bare
+    environment (analysis.trial_page.Runner)."""
+    drop = {}
+    if os.geteuid() == 0:
+        pw = paths.user()
+        drop = {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": [], "cwd": "/",
+                "env": {"PATH": SAFE_PATH, "HOME": pw.pw_dir, "LANG": "C.UTF-8"}}
+    return subprocess.run(argv, capture_output=True, timeout=timeout, pass_fds=pass_fds,
+                          check=False, **drop)

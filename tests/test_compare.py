@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pandas as pd
@@ -139,3 +140,15 @@ def test_a_wider_margin_is_stated_and_used(tmp_path, halves):
     eq = pd.read_csv(tmp_path / "out" / "equivalence.csv")
     assert (eq["margin"] == 0.05).all() and set(eq["verdict"]) <= {"equivalent", "different",
                                                                    "inconclusive"}
+
+
+def test_csv_files_are_bytes_with_formulas_neutralised(folder, tmp_path):
+    from analysis.agreement import csv_files
+
+    other = tmp_path / "other"
+    synthetic.write_folder(synthetic.campaign(sites=4, networks=["dsl", "lte"], runs=10, seed=6),
+                           other, {"versions": {"chromium": "=HYPERLINK(\"x\")"}})
+    files = csv_files(agreement_of(folder, other, resamples=100))
+    assert sorted(files) == ["equivalence.csv", "manifest_diff.csv", "sites.csv", "summary.csv"]
+    diff = pd.read_csv(io.BytesIO(files["manifest_diff.csv"]), dtype=str)
+    assert list(diff["b"]) == ["'=HYPERLINK(\"x\")"] and list(diff["a"]) == ["130.0"]

@@ -89,10 +89,13 @@ def test_unknown_recording_name():
 # --- a recording from someone else: every rule of the loader -------------------------------
 
 def _edited(tmp_path, change):
-    """The small recording of _write, its manifest edited by change(data)."""
+    """The small recording of _write, its manifest edited by change(data) (its totals
+    following the exchanges, which the rules check)."""
     path = _write(tmp_path)
     data = json.loads((path / "manifest.json").read_text())
     change(data)
+    data["requests"] = len(data["exchanges"])
+    data["bytes"] = sum(x.get("body_size") or 0 for x in data["exchanges"])
     (path / "manifest.json").write_text(json.dumps(data))
     return path
 

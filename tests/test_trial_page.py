@@ -160,3 +160,33 @@ def test_report_links_the_fastest_median_and_slowest_trial_to_their_pages(folder
 
     for href in hrefs:
         assert (tmp_path / "r" / unquote(href)).is_file()
+
+
+def test_ffmpeg_gets_a_pinned_mp4_of_the_kept_bytes_and_nothing_else(folder):
+    """The runner (the command line's runs it unprivileged) gets the mp4 demuxer, the
+    file protocol only, no external references, and a sealed memory copy of the video."""
+    import shutil
+
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("no ffmpeg")
+    out, _, trial_id, _ = folder
+    (out / "trials" / trial_id / "video.mp4").write_bytes(b"#EXTM3U\n/etc/hostname\n")
+    calls = []
+
+    def runner(argv, pass_fds, timeout):
+        (fd,) = pass_fds
+        with open(f"/proc/self/fd/{fd}", "rb") as f:
+            calls.append((argv, f.read(), timeout))
+        import subprocess
+        return subprocess.CompletedProcess(argv, 1, b"", b"moov atom not found")
+
+    view = trial_view(out, trial_id, runner=runner)
+    (argv, seen, timeout), = calls
+    assert seen == b"#EXTM3U\n/etc/hostname\n" and timeout == 30
+    before_input = argv[:argv.index("-i")]
+    def option(name):
+        return before_input[before_input.index(name) + 1]
+    assert (option("-protocol_whitelist"), option("-f"), option("-enable_drefs")) == (
+        "file", "mp4", "0")
+    assert argv[argv.index("-i") + 1].startswith("/proc/self/fd/")
+    assert view.frames == [] and "ffmpeg could not read the video: no filmstrip" in view.notes

@@ -170,7 +170,7 @@ def list_(folder):
             [r.name, "", "", "", "", "", f"invalid: {r.problem}"] for r in rows])
     pairs = listing.summary_pairs(listing.figures(rows))
     if console.is_terminal:
-        console.print("  ".join(f"{h}: {v}" for h, v in pairs), soft_wrap=True)
+        console.print("  ".join(f"{h}: {v}" for h, v in pairs), soft_wrap=True, markup=False)
     else:
         click.echo(plain([("summary", "all"), *pairs]))
     if not rows:
@@ -191,18 +191,21 @@ def show(name):
     """
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    from testbed.console import text
     from testbed.record.recording_summary import summarise
 
     rec = recording_mod.load(name)
     s = summarise(rec)
-    console = Console()
-    console.print(f"[bold]{rec.name}[/bold]  {rec.url}", soft_wrap=True)
-    console.print(f"recorded {rec.recorded_at}, {rec.loads} load(s), "
-                  f"Chromium {rec.chromium_version or '?'}, "
-                  f"mitmproxy {rec.mitmproxy_version or '?'}", soft_wrap=True)
-    console.print(f"{s.requests} requests, {_size(s.bytes)} ({s.bytes} bytes), "
-                  f"{len(s.origins)} origins on {len(s.ips)} IPs: {', '.join(s.ips)}",
+    console = Console(highlight=False)
+    # every recorded string as plain Text: no markup, no escape sequence (testbed.console)
+    console.print(Text.assemble(text(rec.name, "bold"), "  ", text(rec.url)), soft_wrap=True)
+    console.print(text(f"recorded {rec.recorded_at}, {rec.loads} load(s), "
+                       f"Chromium {rec.chromium_version or '?'}, "
+                       f"mitmproxy {rec.mitmproxy_version or '?'}"), soft_wrap=True)
+    console.print(text(f"{s.requests} requests, {_size(s.bytes)} ({s.bytes} bytes), "
+                       f"{len(s.origins)} origins on {len(s.ips)} IPs: {', '.join(s.ips)}"),
                   soft_wrap=True)
     origins = Table(title="Origins")
     for col in ("scheme", "host", "port", "IP"):
@@ -210,16 +213,17 @@ def show(name):
     origins.add_column("requests", justify="right")
     origins.add_column("bytes", justify="right")
     for o in s.origins:
-        origins.add_row(o.scheme, o.host, str(o.port), o.ip, str(o.requests), _size(o.bytes))
+        origins.add_row(*(text(v) for v in (o.scheme, o.host, o.port, o.ip, o.requests,
+                                             _size(o.bytes))))
     console.print(origins)
     types = Table(title="Requests by type")
     types.add_column("type")
     types.add_column("requests", justify="right")
     types.add_column("bytes", justify="right")
     for t, n, b in s.types:
-        types.add_row(t, str(n), _size(b))
+        types.add_row(text(t), text(n), text(_size(b)))
     console.print(types)
-    console.print("status codes: " + ", ".join(f"{st} x{n}" for st, n in s.statuses),
+    console.print(text("status codes: " + ", ".join(f"{st} x{n}" for st, n in s.statuses)),
                   soft_wrap=True)
 
 

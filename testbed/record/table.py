@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
+
+from testbed.console import clean, text
 
 RIGHT = {"origins", "IPs", "requests", "bytes", "line"}
 
@@ -23,15 +24,15 @@ def plain(pairs: Sequence[tuple[str, str]]) -> str:
 def render(console: Console, headers: Sequence[str], rows: Sequence[Sequence[str]],
            title: str = "") -> None:
     if console.is_terminal:
-        t = Table(title=Text(title) if title else None, title_justify="left")
+        t = Table(title=text(title) if title else None, title_justify="left")
         for h in headers:
             t.add_column(h, justify="right" if h in RIGHT else "left", overflow="fold")
         for r in rows:
-            t.add_row(*(Text(c) for c in r))
+            t.add_row(*(text(c) for c in r))
         console.print(t)
     else:
         console.file.write("".join(plain(list(zip(headers, r))) + "\n" for r in rows))
 
 
-def _one_line(text: str) -> str:
-    return text.replace("\t", " ").replace("\r", "\\r").replace("\n", "\\n")
+def _one_line(value: str) -> str:
+    return clean(value.replace("\t", " ").replace("\r", "\\r").replace("\n", "\\n"))

@@ -23,6 +23,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from testbed.console import clean, clean_lines
+
 
 @dataclass(frozen=True)
 class Row:
@@ -123,7 +125,7 @@ def table(rows: Sequence[Row], columns: Sequence[Column], title: str = "", *,
     for r in rows:
         if group and previous is not None and r.group != previous:
             t.add_section()
-        cells = [Text(r.group if r.group != previous else "")] if group else []
+        cells = [Text(clean(r.group) if r.group != previous else "")] if group else []
         cells += [_cell(r, c, words, styled=True) for c in columns]
         t.add_row(*cells)
         previous = r.group
@@ -144,8 +146,8 @@ def lines(rows: Sequence[Row], columns: Sequence[Column], title: str = "", *,
 def _cell(r: Row, c: Column, words: Words, styled: bool) -> Text:
     if c.cell is None:
         return Text(words.word(r.ok), style=words.style(r.ok) if styled else "")
-    return Text(c.cell(r))
+    return Text(clean_lines(c.cell(r)))
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return clean(" ".join(text.split()))

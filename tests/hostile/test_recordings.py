@@ -80,7 +80,7 @@ def symlinked_body_same_size(d: Path, host: Host) -> None:
     body.unlink()
     body.symlink_to(host.secret)
     data = json.loads((rec / "manifest.json").read_text())
-    data["exchanges"][0]["body_size"] = host.secret.stat().st_size
+    data["exchanges"][0]["body_size"] = data["bytes"] = host.secret.stat().st_size
     (rec / "manifest.json").write_text(json.dumps(data))
 
 
