@@ -192,10 +192,13 @@ def export(results_dir: Path, csv_out: str | None, parquet_out: str | None,
     for col in whole:  # whole numbers, also beside an empty cell
         df[col] = df[col].astype("Int64")
     if csv_out is not None:
+        from analysis.cells import spreadsheet_safe
+
+        text = spreadsheet_safe(df).to_csv(index=False)  # a spreadsheet runs no cell
         if csv_out == "-":
-            df.to_csv(sys.stdout, index=False)
+            sys.stdout.write(text)
         else:
-            safefs.write_out_file(Path(csv_out), df.to_csv(index=False), "--csv")
+            safefs.write_out_file(Path(csv_out), text, "--csv")
     else:
         if parquet_out == "-":
             df.to_parquet(sys.stdout.buffer, index=False)
