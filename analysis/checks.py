@@ -1,0 +1,80 @@
+"""What every value of a loaded table must be: the ranges the analysis relies on.
+
+analysis.load casts a source to the contract's dtypes, then these check it:
+each trial once, ids that can name a folder (analysis.trialfiles), only the
+values a column allows (status: ok or failed), every required value present,
+numbers finite and in range (times in ms from 0 to MAX_MS; counts whole and
+from 0). The first problem is a ResultsError naming the file,
+the column, what was expected and the first bad trial.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from analysis.results_io import ResultsError
+from analysis.schema import CONNECTIONS, REAL_KIND, TEXT_KIND, TRIALS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MAX_MS = 24 * 3600 * 1000.0
+"""Longest time a trial may report (a day, in ms); more is not a page load."""
+MAX_NUMBER = 1e15
+"""Largest count or rate (bytes, bits per second, packets)."""
+
+
+def _fail(df: pd.DataFrame, source: str, column: str, bad, expected: str) -> None:
+    first = bad[bad].index[0] if hasattr(bad, "index") else bad
+    trial = str(df.at[first, "trial_id"])[:80] if "trial_id" in df else first
+    value = str(df.at[first, column])[:40]
+    raise ResultsError(f"{source}: column {column}: expected {expected}, got {value!r} "
+                       f"(trial {trial!r})")
+
+
+def trials(df: pd.DataFrame, source: str) -> None:
+    """`df` (table trials, cast) as the contract says; ResultsError at the first problem."""
+    from analysis.trialfiles import folder_name_problem
+
+    ids = df["trial_id"]
+    dup = ids.duplicated() & ids.notna()
+    if dup.any():
+        _fail(df, source, "trial_id", dup, "each trial once")
+    bad = ids.map(lambda t: t is not None and t is not ids.dtype.na_value
+                  and folder_name_problem(str(t)) is not None)
+    if bad.any():
+        _fail(df, source, "trial_id", bad.astype(bool),
+              folder_name_problem(str(ids[bad.astype(bool)].iloc[0])))
+    _columns(df, source, TRIALS)
+
+
+def connections(df: pd.DataFrame, source: str) -> None:
+    """`df` (table connections, cast) as the contract says."""
+    _columns(df, source, CONNECTIONS)
+
+
+def _columns(df: pd.DataFrame, source: str, columns) -> None:
+    import numpy as np
+
+    for c in columns:
+        values = df[c.name]
+        if c.required and values.isna().any():
+            _fail(df, source, c.name, values.isna(), "a value in every row")
+        if c.allowed:
+            bad = values.notna() & ~values.isin(c.allowed)
+            if bad.any():
+                _fail(df, source, c.name, bad, f"one of {', '.join(c.allowed)}")
+        if c.kind == TEXT_KIND:
+            continue
+        numbers = values.astype("float64")
+        low, high, what = _range(c)
+        with np.errstate(invalid="ignore"):
+            bad = numbers.notna() & ~((numbers >= low) & (numbers <= high))
+        if bad.any():
+            _fail(df, source, c.name, bad, what)
+
+
+def _range(c) -> tuple[float, float, str]:
+    if c.kind == REAL_KIND and (c.name.endswith("_ms") or c.name == "wall_s"):
+        return 0, MAX_MS, f"a time from 0 to {MAX_MS:.0f} ms"
+    return 0, MAX_NUMBER, f"a number from 0 to {MAX_NUMBER:g}"

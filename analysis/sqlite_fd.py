@@ -1,0 +1,78 @@
+"""A table of a SQLite file read through the fd it was opened by, writing nothing.
+
+The path is never given to SQLite: it opens /proc/self/fd/N, the file this
+process already opened without following a symlink, read-only. SQLite turns
+that into the file's real path and opens it again, so the file it opened is
+checked to be the same one (a symlink put in its place meanwhile is refused).
+A store without a write-ahead log is opened immutable (no lock, no -wal or -shm
+file made beside it); a running campaign's store has one, which is read when
+it and its -shm are regular files.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analysis.results_io import Folder, ResultsError, open_regular
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def read_table(fd: int, path: Path, table: str, columns, added, cap: int) -> pd.DataFrame:
+    """`columns` of `table` (a column of `added` missing from it: all NULL; the table
+    missing: no rows), in rowid order; ResultsError if the file is not a store."""
+    import pandas as pd
+
+    size = os.fstat(fd).st_size
+    if size > cap:
+        raise ResultsError(f"{path}: {size} bytes; expected at most {cap}, not read")
+    try:
+        db = sqlite3.connect(_uri(fd, path), uri=True)
+    except sqlite3.Error as e:
+        raise ResultsError(f"{path}: cannot open as SQLite ({e})") from None
+    try:
+        _same_file(fd, path)
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if table not in tables:
+            if table == "trials":
+                raise ResultsError(f"{path}: cannot read table trials (no such table); "
+                                   "expected a campaign store")
+            return pd.DataFrame(columns=list(columns))
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        select = ", ".join(c if c in have or c not in added else f"NULL AS {c}"
+                           for c in columns if c in have or c in added)
+        return pd.read_sql_query(f"SELECT {select} FROM {table}", db)
+    except (sqlite3.Error, pd.errors.DatabaseError) as e:
+        raise ResultsError(f"{path}: cannot read table {table} ({str(e)[:80]})") from None
+    finally:
+        db.close()
+
+
+def _uri(fd: int, path: Path) -> str:
+    """The URI of the open file: immutable unless a write-ahead log is beside it."""
+    uri = Path(f"/proc/self/fd/{fd}").as_uri()
+    with Folder(path.parent) as folder:
+        found = [open_regular(folder.fd, path.name + end, path.with_name(path.name + end))
+                 for end in ("-wal", "-shm")]
+    for f in found:
+        if f is not None:
+            os.close(f)
+    return uri + ("?mode=ro" if found[0] is not None else "?immutable=1")
+
+
+def _same_file(fd: int, path: Path) -> None:
+    """SQLite opened the file `fd` is: another fd of this process refers to it (SQLite's;
+    it may reuse one it kept from an earlier connection to the same file)."""
+    st = os.fstat(fd)
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            other = os.stat(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if int(name) != fd and (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            return
+    raise ResultsError(f"{path}: replaced while being opened (a symlink?); not read")
