@@ -4,7 +4,7 @@ analysis.load casts a source to the contract's dtypes, then these check it:
 each trial once, ids that can name a folder (analysis.trialfiles), only the
 values a column allows (status: ok or failed), every required value present,
 numbers finite and in range (times in ms from 0 to MAX_MS; counts whole and
-from 0). The first problem is a ResultsError naming the file,
+from 0), JSON cells (protocols, max_in_flight) nested at most MAX_DEPTH deep. The first problem is a ResultsError naming the file,
 the column, what was expected and the first bad trial.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from analysis.results_io import ResultsError
+from analysis.results_io import MAX_DEPTH, ResultsError, depth
 from analysis.schema import CONNECTIONS, REAL_KIND, TEXT_KIND, TRIALS
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ def _fail(df: pd.DataFrame, source: str, column: str, bad, expected: str) -> Non
 
 def trials(df: pd.DataFrame, source: str) -> None:
     """`df` (table trials, cast) as the contract says; ResultsError at the first problem."""
+    import pandas as pd
+
     from analysis.trialfiles import folder_name_problem
 
     ids = df["trial_id"]
@@ -46,6 +48,30 @@ def trials(df: pd.DataFrame, source: str) -> None:
         _fail(df, source, "trial_id", bad.astype(bool),
               folder_name_problem(str(ids[bad.astype(bool)].iloc[0])))
     _columns(df, source, TRIALS)
+    for column in JSON_COLUMNS:
+        bad = pd.Series([isinstance(v, str) and _too_deep(v) for v in df[column]],
+                        index=df.index, dtype=bool)
+        if bad.any():
+            _fail(df, source, column, bad, f"JSON nested at most {MAX_DEPTH} deep")
+
+
+JSON_COLUMNS = ("protocols", "max_in_flight")
+"""Text columns holding JSON (an object of name -> count), parsed by the analysis."""
+
+
+def _too_deep(text: str) -> bool:
+    """Whether `text` is JSON nested deeper than MAX_DEPTH (the analysis's json.loads
+    would fail on it with a RecursionError)."""
+    import json
+
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    try:
+        return depth(json.loads(text)) > MAX_DEPTH
+    except ValueError:
+        return False  # not JSON: the analysis reads it as no counts
+    except RecursionError:
+        return True
 
 
 def connections(df: pd.DataFrame, source: str) -> None:
