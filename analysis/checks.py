@@ -45,8 +45,8 @@ def trials(df: pd.DataFrame, source: str) -> None:
     bad = ids.map(lambda t: t is not None and t is not ids.dtype.na_value
                   and folder_name_problem(str(t)) is not None)
     if bad.any():
-        _fail(df, source, "trial_id", bad.astype(bool),
-              folder_name_problem(str(ids[bad.astype(bool)].iloc[0])))
+        problem = folder_name_problem(str(ids[bad.astype(bool)].iloc[0]))
+        _fail(df, source, "trial_id", bad.astype(bool), problem.removeprefix("expected "))
     _columns(df, source, TRIALS)
     for column in JSON_COLUMNS:
         bad = pd.Series([isinstance(v, str) and _too_deep(v) for v in df[column]],

@@ -194,9 +194,24 @@ def _cast(raw, dtypes: dict[str, str], source) -> pd.DataFrame:
                 values = pd.to_numeric(values)
             out[column] = values.astype(dtype)
         except (ValueError, TypeError, OverflowError) as e:
-            raise ResultsError(f"{source}: column {column}: expected {dtype} values "
-                               f"({str(e)[:80]})") from None
+            raise ResultsError(f"{source}: column {column}: expected {dtype} values"
+                               f"{_first_bad(raw, column, dtype)} ({str(e)[:80]})") from None
     return pd.DataFrame(out, columns=list(dtypes))
+
+
+def _first_bad(raw, column: str, dtype: str) -> str:
+    """', got V (trial T)' for the first value of `column` that is not a `dtype`."""
+    import pandas as pd
+
+    values = raw[column]
+    numbers = pd.to_numeric(values, errors="coerce").astype("float64")
+    bad = values.notna() & (numbers.isna() | (numbers.abs() >= 2.0 ** 63 if dtype.lower()
+                                              == "int64" else numbers.isna()))
+    if not bad.any():
+        return ""
+    i = bad[bad].index[0]
+    trial = f" (trial {str(raw.at[i, 'trial_id'])[:80]!r})" if "trial_id" in raw else ""
+    return f", got {str(values[i])[:40]!r}{trial}"
 
 
 def ok_trials(trials: pd.DataFrame) -> pd.DataFrame:
