@@ -6,7 +6,10 @@ that into the file's real path and opens it again, so the file it opened is
 checked to be the same one (a symlink put in its place meanwhile is refused).
 A store without a write-ahead log is opened immutable (no lock, no -wal or -shm
 file made beside it); a running campaign's store has one, which is read when
-it and its -shm are regular files.
+it and its -shm are regular files. The store's own SQL (a generated column, a
+default) may call no function with side effects (trusted_schema off), no value
+may be longer than MAX_VALUE, and a read stops after MAX_STEPS steps of SQLite's
+machine.
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ from analysis.results_io import Folder, ResultsError, open_regular
 
 if TYPE_CHECKING:
     import pandas as pd
+
+MAX_VALUE = 16 << 20
+"""Longest text or blob read from one cell (a trial's longest, max_in_flight, is ~1 kB)."""
+MAX_STEPS = 10 ** 10
+"""Most SQLite virtual-machine steps one read may take (a million trials take ~10^9)."""
 
 
 def read_table(fd: int, path: Path, table: str, columns, added, cap: int) -> pd.DataFrame:
@@ -36,6 +44,7 @@ def read_table(fd: int, path: Path, table: str, columns, added, cap: int) -> pd.
         raise ResultsError(f"{path}: cannot open as SQLite ({e})") from None
     try:
         _same_file(fd, path)
+        _bounded(db)
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if table not in tables:
             if table == "trials":
@@ -47,9 +56,23 @@ def read_table(fd: int, path: Path, table: str, columns, added, cap: int) -> pd.
                            for c in columns if c in have or c in added)
         return pd.read_sql_query(f"SELECT {select} FROM {table}", db)
     except (sqlite3.Error, pd.errors.DatabaseError) as e:
-        raise ResultsError(f"{path}: cannot read table {table} ({str(e)[:80]})") from None
+        why = str(e.__cause__ or e)[:80]  # pandas wraps SQLite's error
+        raise ResultsError(f"{path}: cannot read table {table} ({why})") from None
     finally:
         db.close()
+
+
+def _bounded(db: sqlite3.Connection) -> None:
+    """No side effects from the store's own SQL, no huge cell, no endless query."""
+    db.execute("PRAGMA trusted_schema = OFF")
+    db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE)
+    steps = [0]
+
+    def tick() -> int:
+        steps[0] += 1
+        return int(steps[0] * 100_000 > MAX_STEPS)  # non-zero: SQLite interrupts
+
+    db.set_progress_handler(tick, 100_000)
 
 
 def _uri(fd: int, path: Path) -> str:

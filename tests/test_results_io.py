@@ -169,3 +169,14 @@ def test_reading_a_store_writes_nothing_beside_it(tmp_path):
     before = sorted(os.listdir(tmp_path / "r"))
     pd.testing.assert_frame_equal(load(tmp_path / "r"), load(tmp_path / "r" / "trials.sqlite"))
     assert sorted(os.listdir(tmp_path / "r")) == before
+
+
+def test_a_store_cell_longer_than_the_cap_is_refused(tmp_path):
+    import sqlite3
+
+    synthetic.write_folder(TRIALS, tmp_path / "r")
+    with sqlite3.connect(tmp_path / "r" / "trials.sqlite") as db:
+        db.execute("UPDATE trials SET reason = ? WHERE rowid = 1", ("x" * (17 << 20),))
+    db.close()
+    with pytest.raises(ResultsError, match="trials.sqlite: cannot read table trials .*too big"):
+        load(tmp_path / "r")
