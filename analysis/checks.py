@@ -3,9 +3,10 @@
 analysis.load casts a source to the contract's dtypes, then these check it:
 each trial once, ids that can name a folder (analysis.trialfiles), only the
 values a column allows (status: ok or failed), every required value present,
-numbers finite and in range (times in ms from 0 to MAX_MS; counts whole and
-from 0), JSON cells (protocols, max_in_flight) nested at most MAX_DEPTH deep. The first problem is a ResultsError naming the file,
-the column, what was expected and the first bad trial.
+numbers finite and in range (times from 0 to a day; counts from 0 to
+MAX_NUMBER), JSON cells (protocols, max_in_flight) nested at most MAX_DEPTH
+deep. The first problem is a ResultsError naming the file, the column, what
+was expected and the first bad trial.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ MAX_NUMBER = 1e15
 """Largest count or rate (bytes, bits per second, packets)."""
 
 
-def _fail(df: pd.DataFrame, source: str, column: str, bad, expected: str) -> None:
-    first = bad[bad].index[0] if hasattr(bad, "index") else bad
-    trial = str(df.at[first, "trial_id"])[:80] if "trial_id" in df else first
+def _fail(df: pd.DataFrame, source: str, column: str, bad: pd.Series, expected: str) -> None:
+    """Raise the ResultsError for the first row where `bad` is True."""
+    first = bad[bad].index[0]
+    trial = str(df.at[first, "trial_id"])[:80]
     value = str(df.at[first, column])[:40]
     raise ResultsError(f"{source}: column {column}: expected {expected}, got {value!r} "
                        f"(trial {trial!r})")
@@ -42,11 +44,11 @@ def trials(df: pd.DataFrame, source: str) -> None:
     dup = ids.duplicated() & ids.notna()
     if dup.any():
         _fail(df, source, "trial_id", dup, "each trial once")
-    bad = ids.map(lambda t: t is not None and t is not ids.dtype.na_value
-                  and folder_name_problem(str(t)) is not None)
-    if bad.any():
-        problem = folder_name_problem(str(ids[bad.astype(bool)].iloc[0]))
-        _fail(df, source, "trial_id", bad.astype(bool), problem.removeprefix("expected "))
+    problems = pd.Series([None if pd.isna(t) else folder_name_problem(t) for t in ids],
+                         index=df.index, dtype=object)
+    if problems.notna().any():
+        why = problems.dropna().iloc[0].removeprefix("expected ")
+        _fail(df, source, "trial_id", problems.notna(), why)
     _columns(df, source, TRIALS)
     for column in JSON_COLUMNS:
         bad = pd.Series([isinstance(v, str) and _too_deep(v) for v in df[column]],
@@ -101,6 +103,8 @@ def _columns(df: pd.DataFrame, source: str, columns) -> None:
 
 
 def _range(c) -> tuple[float, float, str]:
-    if c.kind == REAL_KIND and (c.name.endswith("_ms") or c.name == "wall_s"):
+    if c.kind == REAL_KIND and c.name.endswith("_ms"):
         return 0, MAX_MS, f"a time from 0 to {MAX_MS:.0f} ms"
+    if c.name == "wall_s":
+        return 0, MAX_MS / 1000, f"a time from 0 to {MAX_MS / 1000:.0f} s"
     return 0, MAX_NUMBER, f"a number from 0 to {MAX_NUMBER:g}"
