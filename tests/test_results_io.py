@@ -180,3 +180,22 @@ def test_a_store_cell_longer_than_the_cap_is_refused(tmp_path):
     db.close()
     with pytest.raises(ResultsError, match="trials.sqlite: cannot read table trials .*too big"):
         load(tmp_path / "r")
+
+
+def test_report_passes_over_kept_files_of_the_wrong_shape(tmp_path):
+    """A HAR or visual-metrics file of the wrong shape is a broken kept file: the report's
+    BBR sizes and example pages pass it over (as a symlink), and the report is whole."""
+    from click.testing import CliRunner
+
+    from testbed.cli import cli
+
+    synthetic.write_folder(TRIALS, tmp_path / "r")
+    for trial_id in TRIALS["trial_id"]:
+        folder = tmp_path / "r" / "trials" / trial_id
+        folder.mkdir(parents=True)
+        (folder / "browsertime.har.gz").write_bytes(gzip.compress(b'{"log": {"entries": 5}}'))
+        (folder / "visualmetrics.json").write_text("[]")
+    done = CliRunner().invoke(cli, ["report", str(tmp_path / "r"), "--out", str(tmp_path / "o")])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "o" / "index.html").is_file()
+    assert not (tmp_path / "o" / "trials").exists()  # no example page of a broken trial
