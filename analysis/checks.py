@@ -4,8 +4,8 @@ analysis.load casts a source to the contract's dtypes, then these check it:
 each trial once, ids that can name a folder (analysis.trialfiles), only the
 values a column allows (status: ok or failed), every required value present,
 numbers finite and in range (times from 0 to a day; counts from 0 to
-MAX_NUMBER), JSON cells (protocols, max_in_flight) nested at most MAX_DEPTH
-deep. The first problem is a ResultsError naming the file, the column, what
+MAX_NUMBER; rates to MAX_BPS), JSON cells (protocols, max_in_flight) nested
+at most MAX_DEPTH deep. The first problem is a ResultsError naming the file, the column, what
 was expected and the first bad trial.
 """
 
@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 MAX_MS = 24 * 3600 * 1000.0
 """Longest time a trial may report (a day, in ms); more is not a page load."""
 MAX_NUMBER = 1e15
-"""Largest count or rate (bytes, bits per second, packets)."""
+"""Largest count (bytes, packets, requests)."""
+MAX_BPS = 1e18
+"""Largest rate in bits per second (an exabit: a kernel's estimate may be huge, never
+unbounded; unlimited pacing is stored as NULL)."""
 
 
 def _fail(df: pd.DataFrame, source: str, column: str, bad: pd.Series, expected: str) -> None:
@@ -107,4 +110,6 @@ def _range(c) -> tuple[float, float, str]:
         return 0, MAX_MS, f"a time from 0 to {MAX_MS:.0f} ms"
     if c.name == "wall_s":
         return 0, MAX_MS / 1000, f"a time from 0 to {MAX_MS / 1000:.0f} s"
+    if c.name.endswith("_bps"):
+        return 0, MAX_BPS, f"a rate from 0 to {MAX_BPS:g} bit/s"
     return 0, MAX_NUMBER, f"a number from 0 to {MAX_NUMBER:g}"

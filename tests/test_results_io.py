@@ -199,3 +199,17 @@ def test_report_passes_over_kept_files_of_the_wrong_shape(tmp_path):
     assert done.exit_code == 0, done.output
     assert (tmp_path / "o" / "index.html").is_file()
     assert not (tmp_path / "o" / "trials").exists()  # no example page of a broken trial
+
+
+def test_connection_rows_are_checked_as_the_trials(tmp_path):
+    from analysis import load_connections
+
+    conns = synthetic.connections(TRIALS, seed=1)
+    conns.loc[0, "srtt_ms"] = -1.0
+    conns.to_csv(tmp_path / "connections.csv", index=False)
+    with pytest.raises(ResultsError, match="column srtt_ms: expected a time from 0"):
+        load_connections(tmp_path / "connections.csv")
+    conns.loc[0, ["srtt_ms", "transport"]] = [1.0, "sctp"]
+    conns.to_csv(tmp_path / "connections.csv", index=False)
+    with pytest.raises(ResultsError, match="column transport: expected one of tcp, quic"):
+        load_connections(tmp_path / "connections.csv")
