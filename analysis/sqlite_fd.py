@@ -52,8 +52,10 @@ def read_table(fd: int, path: Path, table: str, columns, added, cap: int) -> pd.
                                    "expected a campaign store")
             return pd.DataFrame(columns=list(columns))
         have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-        select = ", ".join(c if c in have or c not in added else f"NULL AS {c}"
+        select = ", ".join(c if c in have else f"NULL AS {c}"
                            for c in columns if c in have or c in added)
+        if not any(c in have for c in columns):  # then the loader names what is missing
+            return pd.DataFrame()
         return pd.read_sql_query(f"SELECT {select} FROM {table}", db)
     except (sqlite3.Error, pd.errors.DatabaseError) as e:
         why = str(e.__cause__ or e)[:80]  # pandas wraps SQLite's error
@@ -78,13 +80,14 @@ def _bounded(db: sqlite3.Connection) -> None:
 def _uri(fd: int, path: Path) -> str:
     """The URI of the open file: immutable unless a write-ahead log is beside it."""
     uri = Path(f"/proc/self/fd/{fd}").as_uri()
+    found = []
     with Folder(path.parent) as folder:
-        found = [open_regular(folder.fd, path.name + end, path.with_name(path.name + end))
-                 for end in ("-wal", "-shm")]
-    for f in found:
-        if f is not None:
-            os.close(f)
-    return uri + ("?mode=ro" if found[0] is not None else "?immutable=1")
+        for end in ("-wal", "-shm"):  # a symlink or FIFO here: refused
+            beside = open_regular(folder.fd, path.name + end, path.with_name(path.name + end))
+            if beside is not None:
+                os.close(beside)
+            found.append(beside is not None)
+    return uri + ("?mode=ro" if found[0] else "?immutable=1")
 
 
 def _same_file(fd: int, path: Path) -> None:
