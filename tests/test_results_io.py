@@ -213,3 +213,16 @@ def test_connection_rows_are_checked_as_the_trials(tmp_path):
     conns.to_csv(tmp_path / "connections.csv", index=False)
     with pytest.raises(ResultsError, match="column transport: expected one of tcp, quic"):
         load_connections(tmp_path / "connections.csv")
+
+
+def test_a_store_swapped_after_it_was_opened_is_refused(tmp_path, monkeypatch):
+    """SQLite opens the file's path again: if that is no longer the file opened without
+    following a symlink (swapped for a link meanwhile), nothing is read."""
+    from analysis import sqlite_fd
+
+    synthetic.write_folder(TRIALS, tmp_path / "r")
+    synthetic.write_folder(TRIALS.head(2), tmp_path / "elsewhere")
+    monkeypatch.setattr(sqlite_fd, "_uri", lambda fd, path: (
+        (tmp_path / "elsewhere" / "trials.sqlite").as_uri() + "?immutable=1"))
+    with pytest.raises(ResultsError, match="replaced while being opened"):
+        load(tmp_path / "r")
