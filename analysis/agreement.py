@@ -13,7 +13,6 @@ because they are the first suspects when verdicts differ.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import pandas as pd
 
 from analysis.across import DEFAULT_MARGIN, equivalence_table, site_table
 from analysis.cells import spreadsheet_safe
-from analysis.load import ResultsError, load
+from analysis.load import load, load_manifest
 from analysis.report import Config, choose_baseline, pairs_of, verdicts
 from analysis.stats import DEFAULT_ALPHA, measurements, sort_pairs
 
@@ -63,17 +62,9 @@ class Agreement:
 
 
 def read_manifest(folder: Path) -> dict:
-    """The folder's manifest.json ({} when there is none)."""
-    path = Path(folder) / "manifest.json"
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ResultsError(f"{path}: not JSON ({e}); fix or remove the manifest") from e
-    if not isinstance(data, dict):
-        raise ResultsError(f"{path}: expected a JSON object")
-    return data
+    """The folder's manifest.json ({} when there is none), by the results loader (never
+    through a symlink, only in a manifest's shape)."""
+    return load_manifest(folder) or {}
 
 
 def flatten(value, prefix: str = "") -> dict[str, object]:

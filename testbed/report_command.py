@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -82,7 +81,7 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     folder = source if source.is_dir() else source.parent
     name = folder.resolve().name if in_store else source.name.split(".")[0]
     out = safefs.check_out_dir(out or DEFAULT_REPORTS / name, "--out")
-    manifest = _manifest(folder / "manifest.json") if in_store else None
+    manifest = _manifest(folder) if in_store else None
     config = Config(baseline=baseline, alpha=alpha, test=test, correction=correction, mde=mde,
                     pairs=tuple(wanted) or None,
                     plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()),
@@ -121,10 +120,12 @@ def _echo(line: str) -> None:
     click.echo(clean(line))
 
 
-def _manifest(path: Path) -> dict | None:
-    if not path.is_file():
-        return None
+def _manifest(folder: Path) -> dict | None:
+    """The results folder's manifest (None if none) by the results loader: never through
+    a symlink, only in a manifest's shape."""
+    from analysis.load import ResultsError, load_manifest
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise InputError(f"{path}: not JSON ({e}); fix or remove the manifest") from e
+        return load_manifest(folder)
+    except ResultsError as e:
+        raise InputError(str(e)) from None

@@ -69,6 +69,9 @@ def load(path: Path, model: type[M], *, shown: str | None = None, what: str = "T
         raise InputError(f"{shown}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{shown}: not valid TOML: {e}") from None
+    except RecursionError:  # arrays or inline tables nested thousands deep
+        raise InputError(f"{shown}: not valid TOML: nested too deep; expected a "
+                         f"{what} file") from None
     for reserved in SET_BY_LOADER:
         if reserved in data:
             raise InputError(f"{shown}: key {reserved}: unknown key (set from the file, not in it)")

@@ -119,3 +119,15 @@ def test_deciles_and_the_origin_counts(tmp_path):
     pairs = dict(listing.summary_pairs(f))
     assert pairs["requests p10/p50/p90"] == "1/2/5" and pairs[">=5 origins"] == "2"
     assert rows[0].kind == "invalid" and rows[1].kind == "single-origin"
+
+
+def test_a_manifest_nested_thousands_deep_is_listed_invalid_and_the_list_goes_on(tmp_path):
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "manifest.json").write_text('{"format": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "manifest.json").write_text("{}")
+    rows = listing.found([tmp_path])
+    assert [r.name for r in rows] == ["deep", "other"]
+    assert "nested too deep" in rows[0].problem and rows[0].kind == "invalid"
+    assert rows[1].problem  # the next one was looked at too

@@ -96,3 +96,10 @@ def test_a_folder_or_missing_file_is_refused(tmp_path):
         tomlfile.load(tmp_path / "nothing.toml", Model, what="profile")
     with pytest.raises(InputError, match=": not a regular file"):
         tomlfile.load(tmp_path, Model, what="profile")
+
+
+@pytest.mark.parametrize("text", ["count = " + "[" * 100_000 + "]" * 100_000,
+                                  "count = " + "{a = " * 20_000 + "1" + "}" * 20_000])
+def test_nesting_thousands_deep_is_one_line_not_a_recursion_error(tmp_path, text):
+    with pytest.raises(InputError, match=r"^m.toml: not valid TOML: nested too deep"):
+        load(tmp_path, text)

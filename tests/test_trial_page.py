@@ -113,7 +113,7 @@ def test_a_gzip_bomb_is_not_inflated_past_the_cap(folder, monkeypatch):
     out, _, trial_id, _ = folder
     har = out / "trials" / trial_id / "browsertime.har.gz"
     har.write_bytes(gzip.compress(b" " * (MAX_JSON // 64 + 10)))
-    monkeypatch.setattr("analysis.trialfiles.MAX_JSON", MAX_JSON // 64)
+    monkeypatch.setattr("analysis.results_io.MAX_JSON", MAX_JSON // 64)
     with pytest.raises(ResultsError, match="inflates to more than"), \
             TrialFiles(out, trial_id) as f:
         f.json("browsertime.har.gz")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -165,10 +166,8 @@ def export(results_dir: Path, csv_out: str | None, parquet_out: str | None,
            table: str = "trials"):
     """Export a campaign's trials (or their connections) as CSV or Parquet, the store's
     columns."""
-    import pandas as pd
-
     from analysis import schema
-    from testbed.campaign.store import read_connections, read_rows
+    from analysis.load import ResultsError, load, load_connections
 
     if (csv_out is None) == (parquet_out is None):
         raise InputError("give exactly one of --csv FILE or --parquet FILE")
@@ -176,26 +175,24 @@ def export(results_dir: Path, csv_out: str | None, parquet_out: str | None,
     if target != "-":  # root may write it: checked before anything is read
         safefs.check_out_file(Path(target), option)
     db = results_dir / "trials.sqlite"
-    if not db.is_file():
+    if not os.path.lexists(db):
         raise InputError(f"{db}: no campaign store here (run `testbed run` first)")
-    if table == "trials":
-        df = pd.DataFrame(read_rows(db), columns=list(schema.COLUMNS))
-        whole = schema.INTEGER + schema.NULLABLE_INTEGER
-    else:
-        df = pd.DataFrame(read_connections(db), columns=list(schema.CONNECTION_COLUMNS))
-        whole = tuple(c.name for c in schema.CONNECTIONS if c.kind == schema.INTEGER_KIND)
-        for c in schema.CONNECTIONS:  # typed also when the table is empty
-            if c.kind == schema.REAL_KIND:
-                df[c.name] = df[c.name].astype("float64")
-            elif c.kind == schema.TEXT_KIND:
-                df[c.name] = df[c.name].astype("string")
-    for col in whole:  # whole numbers, also beside an empty cell
-        df[col] = df[col].astype("Int64")
+    try:  # the results loader: read-only by fd, never through a symlink, every value checked
+        df = load(db) if table == "trials" else load_connections(db)
+    except ResultsError as e:
+        raise InputError(str(e)) from None
+    columns = schema.TRIALS if table == "trials" else schema.CONNECTIONS
+    for c in columns:  # whole numbers, also beside an empty cell
+        if c.kind == schema.INTEGER_KIND:
+            df[c.name] = df[c.name].astype("Int64")
     if csv_out is not None:
+        from analysis.cells import spreadsheet_safe
+
+        text = spreadsheet_safe(df).to_csv(index=False)  # a spreadsheet runs no cell
         if csv_out == "-":
-            df.to_csv(sys.stdout, index=False)
+            sys.stdout.write(text)
         else:
-            safefs.write_out_file(Path(csv_out), df.to_csv(index=False), "--csv")
+            safefs.write_out_file(Path(csv_out), text, "--csv")
     else:
         if parquet_out == "-":
             df.to_parquet(sys.stdout.buffer, index=False)

@@ -70,6 +70,9 @@ def row(name: str, path: Path) -> Listed:
         rec = recording.load(path)
     except TestbedError as e:
         return Listed(name, path, problem=str(e))
+    except RecursionError:  # a manifest nested thousands deep: this one is invalid, go on
+        return Listed(name, path, problem=f"{path / 'manifest.json'}: nested too deep to "
+                                          "read; expected a recording manifest")
     s = summarise(rec)
     # Origins counted as the results store counts them (rows.py: host names), so that
     # single-origin here is single-origin in the analysis.

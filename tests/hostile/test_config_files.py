@@ -70,6 +70,11 @@ CASES = [
          files={"c.toml": CAMPAIGN.replace('["local-news"]', '"local-news"')}),
     Case("a number in a list of names", RUN, ["c.toml", "key networks.1", "expected a string"],
          files={"c.toml": CAMPAIGN.replace('["dsl"]', '["dsl", 7]')}),
+    Case("campaign nested 100000 deep", RUN, ["c.toml", "not valid TOML: nested too deep"],
+         files={"c.toml": CAMPAIGN + "x = " + "[" * 100_000 + "]" * 100_000 + "\n"}),
+    Case("network profile of inline tables nested 20000 deep", RUN,
+         ["net.toml", "not valid TOML: nested too deep"],
+         files=with_net(NET + "x = " + "{a = " * 20_000 + "1" + "}" * 20_000 + "\n")),
     Case("profile setting its own digest", RUN, ["p.toml", "key digest", "set from the file"],
          files=with_proto(PROTO + 'digest = "0"\n')),
 ]
