@@ -241,6 +241,8 @@ def _read_manifest(top: int, manifest: Path) -> dict:
         raise InputError(f"{manifest}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{manifest}: not valid JSON: {e.msg} at line {e.lineno}") from None
+    except RecursionError:
+        raise InputError(f"{manifest}: not valid JSON: nested too deep") from None
     return data
 
 

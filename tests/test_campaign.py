@@ -255,3 +255,13 @@ def test_forgetting_failed_trials_lets_them_run_again(tmp_path):
         assert s.finished() == {"s+dsl+tcp+0"}
         s.add(row("s+dsl+quic+0"))
         assert s.count() == {"ok": 2}
+
+
+@pytest.mark.parametrize("folder", ["a#b", "a?b", "a%20b"])
+def test_a_stores_folder_name_with_uri_characters_reads_its_own_store(tmp_path, folder):
+    db = tmp_path / folder / "trials.sqlite"
+    db.parent.mkdir()
+    with Store(db) as s:
+        s.add(row())
+    assert [r["trial_id"] for r in read_rows(db)] == ["s+dsl+tcp+0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [folder]  # nothing made beside it

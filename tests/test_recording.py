@@ -414,3 +414,11 @@ def test_a_folder_swapped_in_after_the_manifest_is_read_is_not_read(tmp_path, mo
     rec = recording.load(site)
     assert rec.url == "https://www.a.test/"
     assert rec.path == site
+
+
+def test_a_manifest_nested_thousands_deep_is_one_line(tmp_path):
+    folder = tmp_path / "deep"
+    folder.mkdir()
+    (folder / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match="manifest.json: not valid JSON: nested too deep"):
+        recording.load(folder)

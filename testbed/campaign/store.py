@@ -158,10 +158,16 @@ class Store:
         return dict(self.db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status"))
 
 
+def _read_only(path: Path) -> sqlite3.Connection:
+    """The store at `path`, opened read-only (a URI made from the path quoted, so a `#`,
+    `?` or `%` in a folder's name stays part of the path)."""
+    return sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
+
+
 def read_rows(path: Path) -> list[dict]:
     """Every stored trial as a dict of the contract's columns, in trial_id order; a
     column added to the contract after the store was made (ADDED) is None."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = _read_only(path)
     try:
         have = {r[1] for r in db.execute("PRAGMA table_info(trials)")}
         lacking = [c for c in COLUMNS if c not in have and c not in ADDED]
@@ -178,7 +184,7 @@ def read_rows(path: Path) -> list[dict]:
 def read_connections(path: Path) -> list[dict]:
     """Every stored connection as a dict of analysis.schema.CONNECTIONS, ordered by
     trial, transport, server and client; [] for a store made before the table."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = _read_only(path)
     try:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if schema.CONNECTIONS_TABLE not in tables:
