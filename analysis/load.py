@@ -65,7 +65,7 @@ def resolve(path: Path) -> Path:
         if (path / name).is_file():
             return path / name
     raise ResultsError(f"{path}: no {' / '.join(STORE_NAMES)} in this folder; "
-                       "pass a campaign results folder or an export made by `testbed results`")
+                       "pass a campaign results folder or an export made by `testbed export`")
 
 
 def _read_sqlite(path: Path) -> pd.DataFrame:

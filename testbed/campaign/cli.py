@@ -13,7 +13,7 @@ from testbed.errors import InputError
 
 @click.command()
 @click.argument("campaign_file", metavar="CAMPAIGN")
-@click.option("--out", "out", type=click.Path(path_type=Path),
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Results folder (default: results/<campaign name>/); one runner at a "
                    "time (its run.lock).")
 @click.option("--runs", metavar="N",

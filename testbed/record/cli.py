@@ -21,7 +21,7 @@ from testbed import recording as recording_mod
 @click.option("--name", help="Folder name of the recording [default: from the URL's host].")
 @click.option("--loads", default=3, show_default=True, type=click.IntRange(min=1),
               help="Page loads merged into the recording (catches resources picked at random).")
-@click.option("--out", type=click.Path(path_type=Path),
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               default=recording_mod.RECORDINGS_DIR, show_default="recordings/",
               help="Folder the recording is written into.")
 @click.option("--force", is_flag=True,
