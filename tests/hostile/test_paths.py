@@ -74,7 +74,7 @@ CASES = [
          ["record", "https://www.example.test/", "--out", "{dir}/tb"],
          ["--out", "{dir}/tb", "belongs to testbed"], prepare=their_folder),
     Case("report --out: a file", ["report", "{dir}/nothing", "--out", "{dir}/file"],
-         ["--out", "{dir}/file", "expected a folder"], files={"file": "not a folder\n"}),
+         ["--out", "{dir}/file", "is a file"], files={"file": "not a folder\n"}),
     Case("report --out: the testbed user's symlink to a root-only folder",
          ["report", "{dir}/nothing", "--out", "{dir}/rep"], ["--out", "{dir}/rep", "testbed"],
          prepare=link_to_secret_folder("rep")),
