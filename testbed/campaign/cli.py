@@ -81,9 +81,9 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
 
 def _dry_run(campaign, runs: int | None, out: Path, as_json: bool) -> None:
     """Print the plan (as text or JSON) with how many of its trials `out` holds."""
-    import json
     import sqlite3
 
+    from testbed import jsonout
     from testbed.campaign import estimate
     from testbed.campaign.store import read_rows
 
@@ -93,7 +93,7 @@ def _dry_run(campaign, runs: int | None, out: Path, as_json: bool) -> None:
     except sqlite3.DatabaseError as e:
         raise InputError(f"{db}: expected a campaign store ({e})") from None
     if as_json:
-        click.echo(json.dumps(estimate.plan(campaign, runs, stored), indent=1))
+        jsonout.echo(estimate.plan(campaign, runs, stored))
         return
     for line in estimate.plan_text(campaign, runs, stored=stored):
         click.echo(line)
