@@ -493,8 +493,8 @@ def _trial_links(a: Analysis, out: Path, results_dir: Path | None) -> str | None
     for t in a.trials.itertuples(index=False):
         folder = trials_dir / str(t.trial_id)
         links = []
-        # a trial's folder is trials/<trial_id> (`+` or, in older results, `|` between its
-        # parts); an id that is not one name in trials/ links nothing
+        # a trial's folder is trials/<trial_id>; an id that is not one name in trials/
+        # links nothing
         inside = str(t.trial_id) not in ("", ".", "..") and "/" not in str(t.trial_id)
         for name, file in TRIAL_FILES.items():
             if inside and _regular(trials_dir, str(t.trial_id), file):

@@ -18,17 +18,13 @@ A results folder:
                                  visualmetrics.json, trial.json (video.mp4 if kept,
                                  connections.json with telemetry, captures if asked)
 
-A trial's folder is named exactly by its trial_id, whatever its form. Today that
-is `<site>+<network>+<protocol>+<run>` (trial_id()): every label matches LABEL
+A trial's folder is named exactly by its trial_id,
+`<site>+<network>+<protocol>+<run>` (trial_id()): every label matches LABEL
 (letters, digits, `.`, `_`, `-`; at most 64 characters; starting with a letter
 or digit; no name Windows reserves), so `+` separates the four parts without
 ambiguity, no part can be `..` or hold a `/`, and the name needs no quoting in a
-shell and is valid on Windows. Results written before this form used
-`<site>|<network>|<protocol>|<run>` (OLD_SEPARATOR) for both; they stay readable
-as they are, and a campaign resumed into them adds new-form trials beside the
-old ones. A trial is therefore identified by its site, network, protocol and
-run columns (resume, compare and the analysis match on them), never by the
-literal id.
+shell and is valid on Windows. Compare and the analysis match trials on their
+site, network, protocol and run columns.
 """
 
 from __future__ import annotations
@@ -59,8 +55,6 @@ TEXT_KIND, INTEGER_KIND, REAL_KIND = "text", "integer", "real"
 
 SEPARATOR = "+"
 """Between the parts of a trial_id (not a character LABEL allows)."""
-OLD_SEPARATOR = "|"
-"""Between the parts of a trial_id in results written before SEPARATOR."""
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """What a site, network or protocol name must be (full match) to name trials."""
 WINDOWS_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
@@ -87,7 +81,7 @@ STATUSES = ("ok", "failed")
 
 TRIALS = (
     Column("trial_id", TEXT_KIND, True,
-           "`<site>+<network>+<protocol>+<run>` (before: `|` between them); also the name "
+           "`<site>+<network>+<protocol>+<run>`; also the name "
            "of the trial's folder, trials/<trial_id>/.", key=True),
     Column("campaign", TEXT_KIND, True, "The campaign file's name."),
     Column("site", TEXT_KIND, True, "The recording's name."),

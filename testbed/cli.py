@@ -13,25 +13,25 @@ from testbed.errors import TestbedError
 
 # name -> "module:attribute"; modules are imported only when their command runs,
 # so `testbed doctor` does not pay for mitmproxy or pandas.
-COMMANDS = {
-    "doctor": "testbed.doctor:doctor",
-    "cleanup": "testbed.cleanup:cleanup_command",
+COMMANDS = {  # in pipeline order: `testbed --help` lists them so
     "record": "testbed.record.cli:record",
     "recording": "testbed.record.cli:recording",
     "replay": "testbed.replay.cli:replay",
     "validate": "testbed.validate.cli:validate",
     "run": "testbed.campaign.cli:run",
     "worker": "testbed.campaign.cli:worker",
-    "export": "testbed.campaign.cli:export",
-    "results": "testbed.campaign.cli:results",
-    "report": "testbed.report_command:report",
+    "trials": "testbed.trial_command:trials",
     "trial": "testbed.trial_command:trial",
+    "export": "testbed.campaign.cli:export",
+    "report": "testbed.report_command:report",
     "compare": "testbed.compare:compare",
+    "doctor": "testbed.doctor:doctor",
+    "cleanup": "testbed.cleanup:cleanup_command",
 }
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="testbed")
+@click.version_option(None, "-V", "--version", package_name="testbed")
 @click.option("--recordings", "recordings", multiple=True, metavar="DIR",
               help="Look for recordings named by name in DIR first (repeatable; then "
                    "TESTBED_RECORDINGS, then recordings/).")
@@ -53,7 +53,7 @@ def _reads_only(args: list[str]) -> bool:
     """Whether the command only looks (`cleanup --check`, help, version): no sweep first."""
     while args[:1] == ["--recordings"]:
         args = args[2:]
-    return (bool({"-h", "--help", "--version"} & set(args))
+    return (bool({"-h", "--help", "-V", "--version"} & set(args))
             or (args[:1] == ["cleanup"] and "--check" in args[1:]))
 
 

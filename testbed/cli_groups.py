@@ -25,14 +25,15 @@ class Group(click.Group):
 
 
 class LazyGroup(Group):
-    """A group whose subcommands are "module:attribute" strings, imported on use."""
+    """A group whose subcommands are "module:attribute" strings, imported on use; its
+    help lists them in the order of `lazy` (the pipeline's)."""
 
     def __init__(self, *args, lazy: dict[str, str], **kwargs):
         super().__init__(*args, **kwargs)
         self.lazy = lazy
 
     def list_commands(self, ctx):
-        return sorted(self.lazy)
+        return list(self.lazy)
 
     def get_command(self, ctx, name):
         target = self.lazy.get(name)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from testbed import safefs
+from testbed import jsonout, safefs
 from testbed.console import clean
 from testbed.errors import InputError
 
@@ -18,6 +18,7 @@ SHOWN_DIFFS = 20
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR",
               help="Also write sites.csv, summary.csv and manifest_diff.csv into this folder.")
 @click.option("--baseline", default=None,
               help="Baseline setting (default: tcp when both have it, else their first).")
@@ -33,8 +34,11 @@ SHOWN_DIFFS = 20
 @click.option("--equivalence-alpha", type=click.FloatRange(0, 0.5, min_open=True, max_open=True),
               default=0.05, show_default=True,
               help="Level of the two one-sided tests (0.05: the 90 % interval within the margin).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the result (score, per-cell summary, per-site verdicts, manifest "
+                   "differences, equivalence) as JSON instead of text.")
 def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: float, test: str,
-            correction: str, margin: float, equivalence_alpha: float):
+            correction: str, margin: float, equivalence_alpha: float, as_json: bool = False):
     """Compare two campaigns' results (folders or exports): their manifests' differences
     first, then per pair, network and metric how many sites get the same verdict
     (win / tie / loss) in both, the median difference of relative differences, and
@@ -55,6 +59,10 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
         raise InputError(f"--baseline: {e}") from e
     if result.sites.empty:
         raise InputError(f"{a} and {b}: no site, network and setting pair in common to compare")
+    if as_json:
+        jsonout.echo(json_doc(result, a, b, _write(out, csv_files(result)) if out is not None
+                              else []))
+        return
 
     diff = result.manifest_diff
     _echo(f"manifests: {len(diff)} difference(s)" + (":" if len(diff) else ""))
@@ -90,6 +98,15 @@ def _write(out: Path, files: dict[str, bytes]) -> list[Path]:
 def _echo(line: str) -> None:
     """A line that may hold the campaigns' own strings: control sequences removed."""
     click.echo(clean(line))
+
+
+def json_doc(result, a: Path, b: Path, written) -> dict:
+    """What `testbed compare --json` prints: the agreement and its tables."""
+    tested = int(result.sites["agree"].notna().sum())
+    return {"a": a, "b": b, "baseline": result.baseline, "pairs": result.pairs,
+            "score": result.score, "tested": tested, "margin": result.margin,
+            "equivalence_alpha": result.equivalence_alpha, **result.tables(),
+            "written": written}
 
 
 def _echo_equivalence(result) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from testbed import safefs
+from testbed import jsonout, safefs
 from testbed.console import clean
 from testbed.errors import InputError
 
@@ -22,7 +22,8 @@ def _pair(value: str) -> tuple[str, str]:
 
 @click.command()
 @click.argument("source", type=click.Path(path_type=Path))
-@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR",
               help="Report folder (default: reports/<name of SOURCE>).")
 @click.option("--baseline", default=None,
               help="Setting the relative differences are taken against (default: tcp when "
@@ -45,9 +46,12 @@ def _pair(value: str) -> tuple[str, str]:
 @click.option("--by-worker", is_flag=True,
               help="Also show each worker's results and whether the workers agree "
                    "(campaigns run on several workers).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the summary (counts, baseline, warnings, notes, the workers' "
+                   "agreement, the page written) as JSON instead of text.")
 def report(source: Path, out: Path | None, baseline: str | None, alpha: float, test: str,
            correction: str, mde: float, pairs: tuple[str, ...], plot_lvc: bool,
-           by_worker: bool):
+           by_worker: bool, as_json: bool = False):
     """Analyse a campaign and write a report folder.
 
     SOURCE is a campaign results folder (with trials.sqlite) or an export
@@ -96,6 +100,9 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
 
     index = write_report(result, out, source=str(source), manifest=manifest,
                          results_dir=folder if in_store else None)
+    if as_json:
+        jsonout.echo(summary(result, index))
+        return
     o = result.overview
     _echo(f"{o['trials']} trials ({o['ok']} ok, {o['failed']} failed), {o['sites']} sites, "
           f"{o['networks']} networks, {o['settings']} settings")
@@ -113,6 +120,15 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
         if result.worker_tests.empty:
             _echo("workers: no network and setting was measured by two or more workers")
     _echo(f"report: {index}")
+
+
+def summary(result, index: Path) -> dict:
+    """What `testbed report --json` prints: the summary the text gives."""
+    o = result.overview
+    return {"trials": o["trials"], "ok": o["ok"], "failed": o["failed"], "sites": o["sites"],
+            "networks": o["networks"], "settings": o["settings"], "baseline": result.baseline,
+            "baseline_why": result.baseline_why, "warnings": list(result.warnings),
+            "notes": list(result.notes), "workers": result.worker_tests, "report": index}
 
 
 def _echo(line: str) -> None:

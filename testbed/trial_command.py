@@ -1,4 +1,5 @@
-"""`testbed trial RESULTS TRIAL_ID`: one trial, printed and as one self-contained page."""
+"""`testbed trials SOURCE` (every trial id with its status) and `testbed trial RESULTS
+TRIAL_ID` (one trial, printed and as one self-contained page)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from testbed import paths, safefs
+from testbed import jsonout, paths, safefs
 from testbed.console import clean_lines
 from testbed.enter import SAFE_PATH
 from testbed.errors import InputError
@@ -17,23 +18,60 @@ DEFAULT_REPORTS = Path("reports")
 
 
 @click.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the trials as JSON (a list of trial_id, status, reason).")
+def trials(source: Path, as_json: bool):
+    """List every trial of a campaign: its id (what `testbed trial` takes) and status
+    (ok, or failed with the reason), by site, network, setting and run.
+
+    SOURCE is what `testbed report` takes: a campaign results folder (with
+    trials.sqlite), its store (.sqlite) or an export (.csv, .csv.gz, .parquet).
+    """
+    from analysis import ResultsError, load
+
+    try:
+        df = load(source)
+    except ResultsError as e:
+        raise InputError(str(e)) from e
+    df = df.sort_values(["site", "network", "protocol", "run"], kind="stable")
+    rows = [{"trial_id": r.trial_id, "status": r.status, "reason": r.reason}
+            for r in df[["trial_id", "status", "reason"]].itertuples(index=False)]
+    if as_json:
+        jsonout.echo(rows)
+        return
+    for r in rows:
+        reason = jsonout.plain(r["reason"])
+        click.echo(clean_lines(f"{r['trial_id']}\t{r['status']}"
+                               + (f"\t{reason}" if reason else "")))
+    ok = sum(r["status"] == "ok" for r in rows)
+    click.echo(f"{len(rows)} trials: {ok} ok, {len(rows) - ok} failed", err=True)
+
+
+@click.command()
 @click.argument("results", type=click.Path(path_type=Path))
 @click.argument("trial_id")
-@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
+@click.option("--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, metavar="FILE",
               help="The HTML file to write (default: reports/<name of RESULTS>/trials/"
                    "<TRIAL_ID>.html).")
 @click.option("--no-filmstrip", is_flag=True,
               help="Leave out the filmstrip (frames of the kept video, made with ffmpeg).")
-def trial(results: Path, trial_id: str, out: Path | None, no_filmstrip: bool):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the trial as JSON (its row, waterfall, connections and notes) "
+                   "instead of text; the page is written all the same.")
+def trial(results: Path, trial_id: str, output: Path | None, no_filmstrip: bool,
+          as_json: bool):
     """Look at one trial: its metrics, status, protocols and connections, and an HTML
     page with a waterfall of its requests and a filmstrip of its video.
 
     RESULTS is a campaign results folder; TRIAL_ID a trial's id as the store has it
-    (site+network+protocol+run; `testbed results RESULTS` lists them). The results
-    are only read: the page goes to --out. It is one file with everything inline
-    (no network, no script): a waterfall row per HAR entry with its host,
-    protocol, connection and timing phases, the trial's connections (when the
-    store has per-connection figures) and, when the video was kept, a filmstrip.
+    (site+network+protocol+run; `testbed trials RESULTS` lists them with their
+    status). The results are only read: the page goes to --output. It is one file
+    with everything inline (no network, no script): a waterfall row per HAR entry
+    with its host, protocol, connection and timing phases, the trial's connections
+    (when the store has per-connection figures) and, when the video was kept, a
+    filmstrip.
     """
     from analysis import ResultsError
     from analysis.trial_page import page_name, render, trial_view
@@ -42,19 +80,24 @@ def trial(results: Path, trial_id: str, out: Path | None, no_filmstrip: bool):
     problem = folder_name_problem(trial_id)
     if problem:
         raise InputError(f"TRIAL_ID {trial_id!r}: {problem}")
-    if out is not None:  # root may write the page: checked before anything is read
-        safefs.check_out_dir(out.parent, "--out")
+    if output is not None:  # root may write the page: checked before anything is read
+        safefs.check_out_dir(output.parent, "--output")
     if not results.is_dir():
         raise InputError(f"{results}: expected a campaign results folder (with trials.sqlite)")
     try:
         view = trial_view(results, trial_id, filmstrip=not no_filmstrip, runner=_unprivileged)
     except ResultsError as e:
         raise InputError(str(e)) from e
-    if out is None:
-        out = DEFAULT_REPORTS / results.resolve().name / "trials" / page_name(trial_id)
-    folder = safefs.check_out_dir(out.parent, "--out")
+    if output is None:
+        output = DEFAULT_REPORTS / results.resolve().name / "trials" / page_name(trial_id)
+    folder = safefs.check_out_dir(output.parent, "--output")
     folder.mkdir(parents=True, exist_ok=True)
-    written = safefs.write_out_file(folder / out.name, render(view), "--out")
+    written = safefs.write_out_file(folder / output.name, render(view), "--output")
+    if as_json:
+        jsonout.echo({"trial_id": view.trial_id, "row": view.row, "waterfall": view.entries,
+                      "connections": view.connections, "notes": view.notes,
+                      "page": written})
+        return
     click.echo(clean_lines(view.text()))  # the store's strings: no control sequence
     click.echo(clean_lines(f"page: {written}"))
 

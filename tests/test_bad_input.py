@@ -131,7 +131,7 @@ CASES = [
          ["ftp://example.org/"]),
     Case("report: no results there", {}, ["report", "{dir}/nothing", "--out", "{dir}/out"],
          ["nothing"]),
-    Case("results: not a results folder", {}, ["results", "{dir}", "--csv", "{dir}/t.csv"],
+    Case("export: not a results folder", {}, ["export", "{dir}", "--csv", "{dir}/t.csv"],
          ["trials"]),
 ]
 

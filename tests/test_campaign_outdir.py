@@ -156,3 +156,26 @@ def test_a_disk_full_mid_campaign_stops_cleanly_and_resumes(tmp_path, small_fs):
     r = ScriptedRunner(campaign, out)
     assert r.run() == {"ok": 2, "failed": 0}
     assert assert_consistent(out) == PLANNED
+
+
+def test_a_narrowed_campaign_runs_only_its_trials_and_the_whole_one_resumes(tmp_path):
+    """`testbed run --protocol quic` (config.narrowed) measures only quic's trials; the
+    whole campaign run into the same folder afterwards measures only the rest."""
+    campaign = config.load(write_campaign(tmp_path, runs=1))
+    out = tmp_path / "out"
+    stats = ScriptedRunner(config.narrowed(campaign, protocols=("quic",)), out).run()
+    assert stats["ok"] == 1 and stored(out) == {"local-news+dsl+quic+0"}
+    stats = ScriptedRunner(campaign, out).run()
+    assert stats["ok"] == 1
+    assert stored(out) == {"local-news+dsl+quic+0", "local-news+dsl+tcp+0"}
+
+
+def test_narrowing_by_site_keeps_the_sites_a_glob_found(tmp_path, bundled_only):
+    p = tmp_path / "c.toml"
+    p.write_text('sites = ["*"]\nnetworks = ["dsl", "lte"]\nprotocols = ["tcp"]\nruns = 1\n')
+    campaign = config.load(p)
+    assert {e for e in config.resolve(campaign)["sites"]} == {"local-news", "gallery"}
+    part = config.narrowed(campaign, sites=("gallery",), networks=("lte",))
+    assert list(config.resolve(part)["sites"]) == ["gallery"]
+    assert part.networks == ("lte",) and part.protocols == ("tcp",)
+    assert list(config.resolve(campaign)["sites"]) == ["gallery", "local-news"]  # unchanged

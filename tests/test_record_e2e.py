@@ -155,7 +155,7 @@ def test_show_and_har_work_on_the_recording(recorded, tmp_path):
     assert show.returncode == 0, show.stderr
     assert all(h in show.stdout for h in SPEC.hosts)
     har_file = tmp_path / "site.har"
-    har = subprocess.run([str(TESTBED), "recording", "har", str(rec.path), "-o", str(har_file)],
+    har = subprocess.run([str(TESTBED), "recording", "har", str(rec.path), "--output", str(har_file)],
                          check=False, capture_output=True, text=True, timeout=60)
     assert har.returncode == 0, har.stderr
     from test_record_har import har_validator

@@ -147,7 +147,7 @@ def test_cli_show_and_har_on_a_path(rec, tmp_path):
     assert out.exit_code == 0, out.output
     assert "10.0.0.2" in out.output and "img.test" in out.output
     har_file = tmp_path / "out.har"
-    out = runner.invoke(recording_cli, ["har", str(rec.path), "-o", str(har_file)])
+    out = runner.invoke(recording_cli, ["har", str(rec.path), "--output", str(har_file)])
     assert out.exit_code == 0, out.output
     assert har_validator().is_valid(json.loads(har_file.read_text()))
 
@@ -160,7 +160,7 @@ def test_bundled_recording_show_and_har(tmp_path):
     for o in rec.origins:
         assert o.host in out.output and o.ip in out.output
     har_file = tmp_path / "news.har"
-    out = runner.invoke(recording_cli, ["har", "local-news", "-o", str(har_file)])
+    out = runner.invoke(recording_cli, ["har", "local-news", "--output", str(har_file)])
     assert out.exit_code == 0, out.output
     har = json.loads(har_file.read_text())
     errors = list(har_validator().iter_errors(har))

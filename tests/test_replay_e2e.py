@@ -226,7 +226,7 @@ def test_validate_servers_runs_through_both_stacks():
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "parity.json"
         cp = subprocess.run([TESTBED, "validate", "servers", "--runs", "2", "--size", "10000",
-                             "--max-gap", "1000", "--json", str(out)],
+                             "--max-gap", "1000", "--output", str(out)],
                             check=False, capture_output=True, text=True, timeout=300)
         assert cp.returncode == 0, cp.stdout + cp.stderr
         data = json.loads(out.read_text())

@@ -75,7 +75,7 @@ def test_smoke_campaign_five_settings_all_ok_with_protocol_proven(tmp_path):
     assert manifest["campaign"]["settings"]["video_fps"] == 60
     assert manifest["calibration"]["dsl"]["delay_ms"] >= 0
     assert set(manifest["server_sysctls"]) == {r["protocol"] for r in got}
-    csv = subprocess.run(check=False, args=[*TESTBED, "results", str(out), "--csv", "-"], cwd=ROOT,
+    csv = subprocess.run(check=False, args=[*TESTBED, "export", str(out), "--csv", "-"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert csv.returncode == 0 and len(csv.stdout.strip().splitlines()) == 6
 

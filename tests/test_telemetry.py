@@ -231,7 +231,7 @@ def test_a_failed_insert_stores_neither_the_trial_nor_its_connections(tmp_path):
     with Store(tmp_path / "trials.sqlite") as store:
         with pytest.raises(RuntimeError), store.adding(row("s+dsl+tcp+0"), [conn_row()]):
             raise RuntimeError("the files could not be placed")
-        assert store.folders() == set()
+        assert store.finished() == set()
     assert read_connections(tmp_path / "trials.sqlite") == []
 
 

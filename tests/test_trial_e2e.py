@@ -41,7 +41,7 @@ def test_trial_page_has_one_waterfall_row_per_request(tmp_path):
     assert entries >= requests > 0
 
     page = tmp_path / "pages" / "trial.html"
-    cp = subprocess.run([*TESTBED, "trial", str(out), trial_id, "--out", str(page)], cwd=ROOT,
+    cp = subprocess.run([*TESTBED, "trial", str(out), trial_id, "--output", str(page)], cwd=ROOT,
                         capture_output=True, text=True, timeout=300, check=False)
     assert cp.returncode == 0, cp.stderr[-3000:]
     assert f"HAR: {entries} requests" in cp.stdout

@@ -141,7 +141,7 @@ def test_examples_are_the_fastest_median_and_slowest_trial(folder):
 def test_cli_prints_the_trial_and_writes_the_page(folder, tmp_path):
     out, _, trial_id, _ = folder
     page = tmp_path / "pages" / "t.html"
-    done = CliRunner().invoke(cli, ["trial", str(out), trial_id, "--out", str(page)])
+    done = CliRunner().invoke(cli, ["trial", str(out), trial_id, "--output", str(page)])
     assert done.exit_code == 0, done.output
     assert f"trial {trial_id}: ok" in done.output and "HAR: 12 requests" in done.output
     assert "connections (" in done.output and f"page: {page}" in done.output

@@ -5,5 +5,5 @@
 - settings: protocol settings as the runner switches them
 - runner: replay topology, servers, shells and Browsertime per block of trials
 - store: the SQLite store (one transaction per trial); manifest: what ran
-- cli: `testbed run` and `testbed results`
+- cli: `testbed run`, `testbed worker` and `testbed export`
 """

@@ -1,9 +1,7 @@
-"""`testbed run CAMPAIGN`, `testbed worker SCHEDULER` and `testbed export DIR`
-(`testbed results`, its old name)."""
+"""`testbed run CAMPAIGN`, `testbed worker SCHEDULER` and `testbed export SOURCE`."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -15,7 +13,7 @@ from testbed.errors import InputError
 
 @click.command()
 @click.argument("campaign_file", metavar="CAMPAIGN")
-@click.option("--out", "out", type=click.Path(path_type=Path),
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Results folder (default: results/<campaign name>/); one runner at a "
                    "time (its run.lock).")
 @click.option("--runs", metavar="N",
@@ -23,9 +21,17 @@ from testbed.errors import InputError
                    "at most 10000).")
 @click.option("--retry-failed", is_flag=True,
               help="Run the trials stored as failed again (their rows are replaced).")
+@click.option("--site", "sites", multiple=True, metavar="NAME",
+              help="Run only this site of the campaign (a recording's name; repeatable).")
+@click.option("--network", "networks", multiple=True, metavar="NAME",
+              help="Run only this network profile of the campaign (repeatable).")
+@click.option("--protocol", "protocols", multiple=True, metavar="NAME",
+              help="Run only this protocol setting of the campaign (repeatable).")
 @click.option("--dry-run", is_flag=True,
-              help="Print the plan (matrix, trial count, order) and the estimated duration; "
-                   "start nothing (no root needed).")
+              help="Print the plan (matrix, trial count, how many are stored, order) and the "
+                   "estimated duration; start nothing (no root needed).")
+@click.option("--json", "as_json", is_flag=True,
+              help="With --dry-run: print the plan as JSON (every trial in its order).")
 @click.option("--scheduler", metavar="ADDRESS",
               help="Run the blocks on the workers of this Dask scheduler (tcp://host:8786; "
                    "workers join with `testbed worker ADDRESS`); the results are stored here.")
@@ -33,17 +39,21 @@ from testbed.errors import InputError
               help="Run the blocks on a local Dask cluster of N workers on this machine "
                    "(default 1: in this process, no cluster).")
 def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool,
-        dry_run: bool, scheduler: str | None, workers: str | None):
+        sites: tuple[str, ...], networks: tuple[str, ...], protocols: tuple[str, ...],
+        dry_run: bool, as_json: bool, scheduler: str | None, workers: str | None):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
-    command again to resume."""
+    command again to resume. --site, --network and --protocol narrow the campaign to
+    the trials they name."""
     import os
 
     from testbed.campaign import config
 
     if os.geteuid() != 0 and not dry_run:
         raise InputError("testbed run: needs root (namespaces, Mahimahi); run it as root")
-    campaign = config.load(campaign_file)
+    if as_json and not dry_run:
+        raise InputError("--json: only with --dry-run (a campaign's results are in its store)")
+    campaign = config.narrowed(config.load(campaign_file), sites, networks, protocols)
     n = None
     if runs is not None:
         try:
@@ -53,14 +63,12 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
                              f"got {runs!r}") from None
         config.check_size(campaign, n)
     cluster = _cluster_options(scheduler, workers)
-    if dry_run:
-        from testbed.campaign.estimate import plan_text
-
-        config.check_size(campaign, n or campaign.runs)
-        for line in plan_text(campaign, n):
-            click.echo(line)
-        return
     from testbed.campaign import runner
+
+    if dry_run:
+        config.check_size(campaign, n or campaign.runs)
+        _dry_run(campaign, n, out or runner.default_out(campaign), as_json)
+        return
 
     runner.owner_check()
     out = out or runner.default_out(campaign)
@@ -69,6 +77,26 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
                                                                   retry_failed=retry_failed)
     click.echo(f"testbed: {stats['ok']} ok, {stats['failed']} failed this session; "
                f"results in {out}", err=True)
+
+
+def _dry_run(campaign, runs: int | None, out: Path, as_json: bool) -> None:
+    """Print the plan (as text or JSON) with how many of its trials `out` holds."""
+    import sqlite3
+
+    from testbed import jsonout
+    from testbed.campaign import estimate
+    from testbed.campaign.store import read_rows
+
+    db = out / "trials.sqlite"
+    try:
+        stored = {r["trial_id"] for r in read_rows(db)} if db.is_file() else None
+    except sqlite3.DatabaseError as e:
+        raise InputError(f"{db}: expected a campaign store ({e})") from None
+    if as_json:
+        jsonout.echo(estimate.plan(campaign, runs, stored))
+        return
+    for line in estimate.plan_text(campaign, runs, stored=stored):
+        click.echo(line)
 
 
 MAX_WORKERS = 64
@@ -153,8 +181,7 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...]):
 
 
 @click.command()
-@click.argument("results_dir", metavar="DIR",
-                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("source", metavar="SOURCE", type=click.Path(path_type=Path))
 @click.option("--csv", "csv_out", metavar="FILE", help="Write the table as CSV ('-': stdout).")
 @click.option("--parquet", "parquet_out", metavar="FILE",
               help="Write the table as Parquet ('-': stdout).")
@@ -162,10 +189,14 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...]):
               show_default=True,
               help="trials: one row per trial; connections: one row per transport "
                    "connection per trial (telemetry).")
-def export(results_dir: Path, csv_out: str | None, parquet_out: str | None,
+def export(source: Path, csv_out: str | None, parquet_out: str | None,
            table: str = "trials"):
     """Export a campaign's trials (or their connections) as CSV or Parquet, the store's
-    columns."""
+    columns.
+
+    SOURCE is what `testbed report` takes: a campaign results folder (with
+    trials.sqlite), its store (.sqlite) or an export (.csv, .csv.gz, .parquet).
+    """
     from analysis import schema
     from analysis.load import ResultsError, load, load_connections
 
@@ -174,11 +205,8 @@ def export(results_dir: Path, csv_out: str | None, parquet_out: str | None,
     option, target = ("--csv", csv_out) if csv_out is not None else ("--parquet", parquet_out)
     if target != "-":  # root may write it: checked before anything is read
         safefs.check_out_file(Path(target), option)
-    db = results_dir / "trials.sqlite"
-    if not os.path.lexists(db):
-        raise InputError(f"{db}: no campaign store here (run `testbed run` first)")
     try:  # the results loader: read-only by fd, never through a symlink, every value checked
-        df = load(db) if table == "trials" else load_connections(db)
+        df = load(source) if table == "trials" else load_connections(source)
     except ResultsError as e:
         raise InputError(str(e)) from None
     columns = schema.TRIALS if table == "trials" else schema.CONNECTIONS
@@ -199,14 +227,3 @@ def export(results_dir: Path, csv_out: str | None, parquet_out: str | None,
         else:
             safefs.write_out_file(Path(parquet_out), df.to_parquet(index=False),
                                   "--parquet")
-
-
-def _results(**kwargs):
-    export.callback(**kwargs)
-    click.echo("testbed: note: `testbed results` is now `testbed export`; the old name goes "
-               "in the next release", err=True)
-
-
-results = click.Command(
-    "results", params=export.params, callback=_results, hidden=True,
-    help="Deprecated name of `testbed export` (kept for one release).")

@@ -189,6 +189,30 @@ def check_size(c: Campaign, runs: int, what: str = "--runs") -> None:
                          f"trials; expected at most {MAX_TRIALS}")
 
 
+def narrowed(c: Campaign, sites: tuple[str, ...] = (), networks: tuple[str, ...] = (),
+             protocols: tuple[str, ...] = ()) -> Campaign:
+    """The campaign with only the sites, networks and protocol settings named (by the
+    label their trials are stored under; none named: all of that kind), as `testbed
+    run --site/--network/--protocol` asks; a name the campaign lacks is an InputError."""
+    if not (sites or networks or protocols):
+        return c
+    entries = resolve(c)
+    kept = {}
+    for key, option, wanted in (("sites", "--site", sites), ("networks", "--network", networks),
+                                ("protocols", "--protocol", protocols)):
+        have = entries[key]
+        unknown = [w for w in wanted if w not in have]
+        if unknown:
+            raise InputError(f"{option} {unknown[0]}: expected one of the campaign's {key} "
+                             f"({', '.join(have)})")
+        kept[key] = {listed for w in (wanted or have) for listed in have[w].listed}
+    out = c.model_copy(update={"networks": tuple(n for n in c.networks if n in kept["networks"]),
+                               "protocols": tuple(p for p in c.protocols
+                                                  if p in kept["protocols"])})
+    out._found = tuple(f for f in sites_of(c) if f[1] in kept["sites"])
+    return out
+
+
 @dataclass(frozen=True)
 class Entry:
     """What a label of the campaign (a site, network or protocol name) stands for."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 FIXED_S = 2.5
 """Per-trial cost beyond the page load, measured (MEASURED): DSL's and LTE's trials
@@ -140,9 +140,10 @@ def duration(seconds: float) -> str:
     return f"{s // 60} min {s % 60:02d} s"
 
 
-def plan_text(campaign, runs: int | None = None, sample: int = 8) -> list[str]:
-    """The lines `testbed run --dry-run` prints: the matrix, the trial count, the first
-    trials in their order and the estimated duration per network and in all."""
+def plan(campaign, runs: int | None = None, stored: set[str] | None = None) -> dict:
+    """What `testbed run --dry-run` shows, as data (`--json` prints it): the matrix, the
+    trials in their order, how many of them the store already holds (`stored`: its
+    trial ids; None: no store yet) and the estimated duration per network and in all."""
     from testbed import recording as rec
     from testbed.campaign import config as config_mod
     from testbed.campaign import plan as plan_mod
@@ -151,8 +152,7 @@ def plan_text(campaign, runs: int | None = None, sample: int = 8) -> list[str]:
 
     runs = campaign.runs if runs is None else runs
     entries = config_mod.resolve(campaign)
-    recordings = {label: rec.load(e.file)
-                  for label, e in entries["sites"].items()}
+    recordings = {label: rec.load(e.file) for label, e in entries["sites"].items()}
     networks = {label: load_network(e.found) for label, e in entries["networks"].items()}
     settings = {label: settings_mod.load(e.found)
                 for label, e in entries["protocols"].items()}
@@ -164,26 +164,48 @@ def plan_text(campaign, runs: int | None = None, sample: int = 8) -> list[str]:
                   for n, s in settings.items()}
     blocks = plan_mod.blocks(list(recordings), list(networks), list(settings), runs,
                              campaign.seed, groups={n: s.server_key for n, s in settings.items()})
-    trials = plan_mod.trials(blocks)
-    lines = [f"campaign {campaign.name} ({campaign.source}): dry run, nothing started",
-             f"  sites     {len(recordings)}: " + ", ".join(
-                 f"{n} ({p.bytes / 1e6:.2f} MB, {p.requests} requests, {p.origins} origins)"
-                 for n, p in pages.items()),
-             f"  networks  {len(networks)}: " + ", ".join(
-                 f"{n} ({x.rtt_ms:g} ms RTT, {x.downlink_mbit or 'unshaped'} Mbit/s down, "
-                 f"{x.loss_percent:g} % loss)" for n, x in links.items()),
-             f"  settings  {len(settings)}: " + ", ".join(
-                 n + (" (warm visits)" if campaign.visit_of_label(n) == "warm" else "")
-                 for n in settings),
-             f"  runs      {runs}",
-             (f"trials: {len(recordings)} x {len(networks)} x {len(settings)} x {runs} = "
-              f"{len(trials)}"),
-             f"order (first {min(sample, len(trials))} of {len(trials)}, seed {campaign.seed}):"]
-    lines += [f"  {t.id}" for t in trials[:sample]]
-    total = campaign_s(pages, links, transports, runs)
-    lines.append(f"estimated duration: {duration(total)} ({total / max(len(trials), 1):.1f} s "
-                 "a trial)")
-    for name, secs in per_network_s(pages, links, transports, runs).items():
+    ids = [t.id for t in plan_mod.trials(blocks)]
+    return {
+        "campaign": campaign.name, "source": campaign.source,
+        "sites": [{"name": n, **asdict(p)} for n, p in pages.items()],
+        "networks": [{"name": n, **asdict(x)} for n, x in links.items()],
+        "settings": [{"name": n, "visit": campaign.visit_of_label(n)} for n in settings],
+        "runs": runs, "seed": campaign.seed, "trials": len(ids), "order": ids,
+        "stored": None if stored is None else len(stored & set(ids)),
+        "estimated_s": campaign_s(pages, links, transports, runs),
+        "per_network_s": per_network_s(pages, links, transports, runs),
+        "basis": BASIS.format(fixed=FIXED_S, factor=1 + LOAD_SHARE, what=MEASURED["what"]),
+    }
+
+
+def plan_text(campaign, runs: int | None = None, sample: int = 8,
+              stored: set[str] | None = None) -> list[str]:
+    """The lines `testbed run --dry-run` prints (plan() as text): the matrix, the trial
+    count, what the store holds, the first trials in their order and the estimate."""
+    d = plan(campaign, runs, stored)
+    ids = d["order"]
+    n = len(ids)
+    lines = [f"campaign {d['campaign']} ({d['source']}): dry run, nothing started",
+             f"  sites     {len(d['sites'])}: " + ", ".join(
+                 f"{p['name']} ({p['bytes'] / 1e6:.2f} MB, {p['requests']} requests, "
+                 f"{p['origins']} origins)" for p in d["sites"]),
+             f"  networks  {len(d['networks'])}: " + ", ".join(
+                 f"{x['name']} ({x['rtt_ms']:g} ms RTT, {x['downlink_mbit'] or 'unshaped'} "
+                 f"Mbit/s down, {x['loss_percent']:g} % loss)" for x in d["networks"]),
+             f"  settings  {len(d['settings'])}: " + ", ".join(
+                 s["name"] + (" (warm visits)" if s["visit"] == "warm" else "")
+                 for s in d["settings"]),
+             f"  runs      {d['runs']}",
+             (f"trials: {len(d['sites'])} x {len(d['networks'])} x {len(d['settings'])} x "
+              f"{d['runs']} = {n}"),
+             ("stored: none (no results yet)" if d["stored"] is None else
+              f"stored: {d['stored']} of these {n} trials are in the results; "
+              f"{n - d['stored']} to run"),
+             f"order (first {min(sample, n)} of {n}, seed {d['seed']}):"]
+    lines += [f"  {t}" for t in ids[:sample]]
+    lines.append(f"estimated duration: {duration(d['estimated_s'])} "
+                 f"({d['estimated_s'] / max(n, 1):.1f} s a trial)")
+    for name, secs in d["per_network_s"].items():
         lines.append(f"  {name}: {duration(secs)}")
-    lines.append("  " + BASIS.format(fixed=FIXED_S, factor=1 + LOAD_SHARE, what=MEASURED["what"]))
+    lines.append("  " + d["basis"])
     return lines

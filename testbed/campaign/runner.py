@@ -147,7 +147,7 @@ class Runner:
         with Store(self.out / "trials.sqlite") as store:
             if retry_failed:  # rows first: a folder without a row is removed below
                 store.forget_failed()
-            removed = outdir.reconcile(self.out / "trials", store.folders())
+            removed = outdir.reconcile(self.out / "trials", store.finished())
             if removed:
                 log.info("removed %d trial folders without a stored row", len(removed))
             self.calibrate(work)

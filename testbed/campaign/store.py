@@ -1,18 +1,15 @@
 """The campaign store: one SQLite row per finished trial (see the results contract).
 
     with Store(results / "trials.sqlite") as store:
-        store.finished()               # trials already stored (resume skips them)
-        store.folders()                # their trial_ids as stored: trials/<trial_id>/
+        store.finished()               # trials already stored (resume skips them);
+                                       # their folders are trials/<trial_id>/
         store.add(row)                 # one transaction: the whole row or nothing
         with store.adding(row, conns): ...  # ... its connections (analysis.schema.CONNECTIONS)
                                        # and what the block does (the trial's files)
 
-WAL journal, so a reader (the analysis, `testbed results`) never blocks the
+WAL journal, so a reader (the analysis, `testbed export`) never blocks the
 runner and a killed runner never leaves a half-written row. The trial id is
-the primary key: a trial is stored once. Stores written before trial ids
-used `+` hold ids with `|` (analysis.schema.OLD_SEPARATOR): finished() reads a
-trial's site, network, protocol and run, so resuming into such a store skips
-its trials all the same.
+the primary key: a trial is stored once.
 """
 
 from __future__ import annotations
@@ -95,14 +92,7 @@ class Store:
             self.db = None
 
     def finished(self) -> set[str]:
-        """The stored trials, each as the id it has today (schema.trial_id of its site,
-        network, protocol and run), whatever form its stored trial_id has."""
-        assert self.db is not None
-        return {schema.trial_id(*r) for r in self.db.execute(
-            "SELECT site, network, protocol, run FROM trials")}
-
-    def folders(self) -> set[str]:
-        """The stored trial_ids as they are: the names of their folders in trials/."""
+        """The stored trial_ids (also the names of their folders in trials/)."""
         assert self.db is not None
         return {r[0] for r in self.db.execute("SELECT trial_id FROM trials")}
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
+from testbed import jsonout, safefs
 from testbed import recording as recording_mod
-from testbed import safefs
 
 
 @click.command()
@@ -20,7 +21,7 @@ from testbed import safefs
 @click.option("--name", help="Folder name of the recording [default: from the URL's host].")
 @click.option("--loads", default=3, show_default=True, type=click.IntRange(min=1),
               help="Page loads merged into the recording (catches resources picked at random).")
-@click.option("--out", type=click.Path(path_type=Path),
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               default=recording_mod.RECORDINGS_DIR, show_default="recordings/",
               help="Folder the recording is written into.")
 @click.option("--force", is_flag=True,
@@ -142,7 +143,9 @@ def recording():
 @recording.command(name="list")
 @click.argument("folder", required=False, metavar="[DIR]",
                 type=click.Path(file_okay=False, path_type=Path))
-def list_(folder):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the recordings and the figures of the set as JSON.")
+def list_(folder, as_json):
     """Every recording in DIR (or in the search path) and figures of the set.
 
     Per recording: name, URL, date recorded, origins, requests, bytes, single-
@@ -151,18 +154,35 @@ def list_(folder):
     up to four folders deep (recordings/corpus/NAME). A recording that does
     not load is listed as invalid with the reason, and the exit status is 1.
     """
-    from rich.console import Console
-
     from testbed import recording_search
     from testbed.errors import InputError
     from testbed.record import listing
-    from testbed.record.table import plain, render
 
     if folder is not None and not folder.is_dir():
         raise InputError(f"{folder}: no such folder (expected a folder of recordings)"
                          f"{recording_search.corpus_hint(folder)}")
     folders = [folder] if folder is not None else recording_search.search_dirs()
     rows = listing.found(folders)
+    if as_json:
+        jsonout.echo({"recordings": [{**asdict(r), "kind": r.kind} for r in rows],
+                      "figures": listing.figures(rows)})
+    else:
+        _print_list(rows)
+    if not rows:
+        where = ", ".join(str(f) for f in folders)
+        hint = recording_search.corpus_hint(folder) if folder is not None else ""
+        click.echo(f"no recordings found in {where}{hint}", err=True)
+    if any(r.problem for r in rows):
+        sys.exit(1)
+
+
+def _print_list(rows) -> None:
+    """The table of `recording list` and its summary line."""
+    from rich.console import Console
+
+    from testbed.record import listing
+    from testbed.record.table import plain, render
+
     console = Console(highlight=False)
     render(console, ["name", "URL", "recorded", "origins", "requests", "bytes", "origin"],
            [[r.name, r.url, r.recorded_at[:10], str(r.origins), str(r.requests),
@@ -173,17 +193,14 @@ def list_(folder):
         console.print("  ".join(f"{h}: {v}" for h, v in pairs), soft_wrap=True, markup=False)
     else:
         click.echo(plain([("summary", "all"), *pairs]))
-    if not rows:
-        where = ", ".join(str(f) for f in folders)
-        hint = recording_search.corpus_hint(folder) if folder is not None else ""
-        click.echo(f"no recordings found in {where}{hint}", err=True)
-    if any(r.problem for r in rows):
-        sys.exit(1)
 
 
 @recording.command()
 @click.argument("name")
-def show(name):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the recording's facts, origins, request types and status codes "
+                   "as JSON.")
+def show(name, as_json):
     """Origins, IPs, request types and bytes of recording NAME.
 
     NAME is a recording's name (found in the search path: --recordings,
@@ -198,6 +215,14 @@ def show(name):
 
     rec = recording_mod.load(name)
     s = summarise(rec)
+    if as_json:
+        jsonout.echo({"name": rec.name, "url": rec.url, "recorded_at": rec.recorded_at,
+                      "loads": rec.loads, "chromium_version": rec.chromium_version,
+                      "mitmproxy_version": rec.mitmproxy_version, "requests": s.requests,
+                      "bytes": s.bytes, "ips": s.ips, "origins": s.origins,
+                      "types": [{"type": t, "requests": n, "bytes": b} for t, n, b in s.types],
+                      "statuses": [{"status": st, "count": n} for st, n in s.statuses]})
+        return
     console = Console(highlight=False)
     # every recorded string as plain Text: no markup, no escape sequence (testbed.console)
     console.print(Text.assemble(text(rec.name, "bold"), "  ", text(rec.url)), soft_wrap=True)
@@ -229,7 +254,7 @@ def show(name):
 
 @recording.command()
 @click.argument("name")
-@click.option("--out", "-o", "--output", "output",
+@click.option("--output", "output", metavar="FILE",
               type=click.Path(dir_okay=False, path_type=Path),
               help="Write the HAR here [default: standard output].")
 @click.option("--bodies/--no-bodies", default=True, show_default=True,

@@ -38,7 +38,7 @@ import click
 import numpy as np
 from rich.console import Console
 
-from testbed import safefs
+from testbed import jsonout, safefs
 from testbed.emulate import calibrate, figures
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import ShellChain, build_chain, link_traces
@@ -242,6 +242,14 @@ def title(report: Report) -> str:
             + f"; {report.seconds:.0f} s")
 
 
+def json_doc(reports: list[Report]) -> dict:
+    """What `testbed validate network --json` prints: per profile its verdict and rows."""
+    return {"ok": all(r.ok for r in reports),
+            "profiles": [{"profile": r.profile.name, "title": title(r), "ok": r.ok,
+                          "seconds": r.seconds, "rows": [verdict.json_row(x) for x in r.rows]}
+                         for r in reports]}
+
+
 @click.command("network")
 @click.argument("profiles", nargs=-1)
 @click.option("--probes", default=PROBES, show_default=True,
@@ -250,7 +258,9 @@ def title(report: Report) -> str:
               help="Shell starts the probes are spread over.")
 @click.option("--recalibrate", is_flag=True,
               help="Measure the chain's own delay again instead of using the stored calibration.")
-def validate_network(profiles, probes, starts, recalibrate):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the rows of every profile as JSON (progress goes to standard error).")
+def validate_network(profiles, probes, starts, recalibrate, as_json):
     """Measure each network PROFILE (a name from profiles/networks/ or a TOML file;
     default: dsl lte da2gc mss) through its real Mahimahi shells: RTT, loss, link
     rates and TCP goodput against the profile; exit 1 if any is out of tolerance."""
@@ -259,14 +269,17 @@ def validate_network(profiles, probes, starts, recalibrate):
         raise InputError(f"--probes: expected at least 100, got {probes}")
     if starts < 1:
         raise InputError(f"--starts: expected at least 1, got {starts}")
-    console = Console()
+    console = Console(stderr=as_json)
     console.print(f"profiles available: {', '.join(available(NETWORKS_DIR))}")
     reports = []
     with ProbeSite() as site, console.status("starting") as status:
         for p in loaded:
             rep = validate_profile(site, p, probes, starts, recalibrate, status.update)
             reports.append(rep)
-            verdict.render(console, rep.rows, COLUMNS, title(rep))
+            if not as_json:
+                verdict.render(console, rep.rows, COLUMNS, title(rep))
+    if as_json:
+        jsonout.echo(json_doc(reports))
     bad = [f"{r.profile.name} ({', '.join(r.failed())})" for r in reports if not r.ok]
     if bad:
         raise TestbedError(f"network validation failed: {'; '.join(bad)}")

@@ -49,7 +49,7 @@ from typing import Self
 import click
 from rich.console import Console
 
-from testbed import proc, safefs
+from testbed import jsonout, proc, safefs
 from testbed import recording as rec
 from testbed.chromium import CDPError, Chromium
 from testbed.emulate import calibrate
@@ -530,22 +530,37 @@ COLUMNS = (verdict.column("property", "name"), verdict.column("expected", "expec
            verdict.column("observed", "observed"), verdict.verdict(justify="left"))
 
 
+def all_rows(results: list[Result], extra: Sequence[Row] = ()) -> list[Row]:
+    """Every setting's rows (their group: the setting), then the rows across settings."""
+    return [replace(row, group=r.setting.name) for r in results for row in r.rows] + list(extra)
+
+
 def render(console: Console, results: list[Result], profile: NetworkProfile,
            delay_ms: int, extra: Sequence[Row] = ()) -> None:
-    rows = [replace(row, group=r.setting.name) for r in results for row in r.rows]
-    rows += list(extra)
-    verdict.render(console, rows, COLUMNS,
+    verdict.render(console, all_rows(results, extra), COLUMNS,
                    f"Protocol settings proven during a replay under {profile.name} "
                    f"({profile.description}; mm-delay {delay_ms} ms each way)", group="setting")
+
+
+def json_doc(results: list[Result], profile: NetworkProfile, delay_ms: int,
+             extra: Sequence[Row] = ()) -> dict:
+    """What `testbed validate protocols --json` prints: the network, each setting's
+    verdict, and every row (its group: the setting)."""
+    rows = all_rows(results, extra)
+    return {"network": profile.name, "delay_ms": delay_ms, "ok": not verdict.failed(rows),
+            "settings": {r.setting.name: r.ok for r in results},
+            "rows": [verdict.json_row(x) for x in rows]}
 
 
 @click.command("protocols")
 @click.argument("settings", nargs=-1)
 @click.option("--network", default=DEFAULT_NETWORK, show_default=True,
               help="Network profile the replay runs under (a name or a TOML file).")
-@click.option("--keep", type=click.Path(path_type=Path),
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Keep the captures (pcap), qlogs and server logs in this folder.")
-def validate_protocols(settings, network, keep):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the rows as JSON (progress goes to standard error).")
+def validate_protocols(settings, network, keep, as_json):
     """Prove that each protocol SETTING (a name from profiles/protocols/ or a TOML file;
     default: the paper's five and quic-bbr2) is in force during a real replay: congestion
     control and BBR generation (tcp-plus-bbr and quic-bbr must run the same), initial window, pacing, slow start after idle, buffers, QUIC options and
@@ -554,7 +569,7 @@ def validate_protocols(settings, network, keep):
     profile = load_network(network)
     if keep:
         keep = safefs.check_out_dir(keep, "--keep")
-    console = Console()
+    console = Console(stderr=as_json)
     cal = calibrate.for_profile(profile)
     work = Path(tempfile.mkdtemp(prefix="protocols-", dir=current().dir))
     work.chmod(0o755)
@@ -578,7 +593,10 @@ def validate_protocols(settings, network, keep):
             console.print(f"captures and qlogs kept in {keep}")
         shutil.rmtree(work, ignore_errors=True)
     agree = one_generation(results)
-    render(console, results, profile, cal.delay_ms, [agree] if agree else [])
+    if as_json:
+        jsonout.echo(json_doc(results, profile, cal.delay_ms, [agree] if agree else []))
+    else:
+        render(console, results, profile, cal.delay_ms, [agree] if agree else [])
     bad = [r.setting.name for r in results if not r.ok]
     if agree is not None and not agree.ok:
         bad.append(f"{agree.name} ({agree.observed})")

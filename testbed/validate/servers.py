@@ -33,7 +33,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from testbed import proc, safefs
+from testbed import jsonout, proc, safefs
 from testbed import recording as rec
 from testbed.chromium import CDPError, Chromium
 from testbed.errors import InputError, TestbedError
@@ -419,6 +419,14 @@ def runs_label(results) -> str:
     return f"{'/'.join(map(str, sorted(n)))} downloads per size and stack"
 
 
+def json_doc(results: dict[str, StackResult], by_size: list[Row], **conditions) -> dict:
+    """What `testbed validate servers --json` prints (and --output writes): the
+    conditions, the verdict, a row per size and every stack's download times."""
+    return {**conditions, "ok": verdict.all_ok(by_size),
+            "rows": [verdict.json_row(r) for r in by_size],
+            "results": [asdict(r) for r in results.values()]}
+
+
 @click.command("servers")
 @click.option("--runs", default=RUNS, show_default=True, help="Downloads per size and stack.")
 @click.option("--rtt", "rtt_ms", default=RTT_MS, show_default=True, help="RTT in ms (mm-delay).")
@@ -440,19 +448,23 @@ def runs_label(results) -> str:
               help="Pace both senders (as the paper's TCP+ and QUIC settings do): fq or "
                    "Linux's internal pacing for TCP, h3server's pacer for QUIC.")
 @click.option("--max-gap", default=MAX_GAP, show_default=True, help="Allowed relative gap.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write every download time to this JSON file.")
+@click.option("--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE",
+              help="Also write the rows and every download time to this JSON file.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the rows and every download time as JSON (progress goes to "
+                   "standard error).")
 def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_window, pacing,
-                     max_gap, json_out):
+                     max_gap, output, as_json):
     """The paper's server-parity check: single files through nginx+uWSGI (HTTP/2)
     and h3server (HTTP/3) at 10 ms RTT and no loss; fails if the medians differ by
     more than 5 %."""
     sizes = tuple(sizes) or SIZES
     check_options(runs, rtt_ms, sizes, rounds, initial_window, max_gap)
-    if json_out:  # checked before the measurement, written after it
-        safefs.check_out_file(json_out, "--json")
+    if output:  # checked before the measurement, written after it
+        safefs.check_out_file(output, "--output")
     stacks = tuple(dict.fromkeys(stacks)) or ("tcp", "quic")
-    console = Console(stderr=False)
+    console = Console(stderr=as_json)
     work = Path(tempfile.mkdtemp(prefix="parity-", dir=current().dir))
     work.chmod(0o755)
     try:
@@ -475,17 +487,20 @@ def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_win
     finally:
         shutil.rmtree(work, ignore_errors=True)
     by_size = rows(results, sizes, max_gap)
-    verdict.render(console, by_size, columns(results, max_gap),
-                   title(results, conditions(rtt_ms, rate_mbit)))
+    if not as_json:
+        verdict.render(console, by_size, columns(results, max_gap),
+                       title(results, conditions(rtt_ms, rate_mbit)))
     losses, lost = loss_report(results)
     console.print(losses)
     if lost:
         console.print("[yellow]The path was not loss-free, as the check assumes: the machine, "
                       "not the link, was the bottleneck somewhere; a lower --rate avoids it."
                       "[/yellow]")
-    if json_out:
-        doc = {"rtt_ms": rtt_ms, "rate_mbit": rate_mbit, "runs": runs, "max_gap": max_gap,
-               "results": [asdict(r) for r in results.values()]}
-        safefs.write_out_file(json_out, json.dumps(doc, indent=1), "--json")
+    doc = json_doc(results, by_size, rtt_ms=rtt_ms, rate_mbit=rate_mbit, runs=runs,
+                   max_gap=max_gap)
+    if as_json:
+        jsonout.echo(doc)
+    if output:
+        safefs.write_out_file(output, jsonout.dumps(doc), "--output")
     if not verdict.all_ok(by_size):
         raise TestbedError(f"server parity failed: a median gap exceeds {max_gap:.0%}")

@@ -16,7 +16,7 @@ found with grep.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from rich.console import Console
@@ -43,6 +43,11 @@ class Row:
     """A failed row that is not required does not fail the check."""
     figures: tuple[str, ...] = ()
     """Further observed figures, each in a column of its own (e.g. one per stack)."""
+
+
+def json_row(row: Row, words: Words | None = None) -> dict:
+    """A row as a check's `--json` gives it: every field, and the verdict as a word."""
+    return {**asdict(row), "verdict": (words or YES_NO).word(row.ok)}
 
 
 def failed(rows: Sequence[Row]) -> list[Row]:

@@ -136,7 +136,7 @@ CASES = [
     C("campaign: --out under a file", {"c.toml": campaign(), "f": "x\n"},
          ["run", "{dir}/c.toml", "--out", "{dir}/f/out"], ["--out", "f is a file"]),
     C("campaign: --out is a file", {"c.toml": campaign(), "f": "x\n"},
-         ["run", "{dir}/c.toml", "--out", "{dir}/f"], ["--out", "expected a folder"]),
+         ["run", "{dir}/c.toml", "--out", "{dir}/f"], ["--out", "{dir}/f", "is a file"]),
     C("campaign: --out on a read-only file system", {"c.toml": campaign()},
          ["run", "{dir}/c.toml", "--out", "{dir}/fs/out"], ["--out", "read-only file system"],
          prepare=read_only),

@@ -59,7 +59,7 @@ def open_out(folder, host):
     (folder / "open").chmod(0o777)
 
 
-OUT = ["--out", "{dir}/page.html"]
+OUT = ["--output", "{dir}/page.html"]
 CASES = [
     Case("trial-missing-results", ["trial", "{dir}/nope", ID, *OUT],
          ["{dir}/nope", "expected a campaign results folder"]),
@@ -89,8 +89,8 @@ CASES = [
          [f"{{dir}}/r/trials/{ID}/video.mp4", "a symlink"], prepare=video_to_secret,
          may_write=True),
     Case("trial-out-in-a-folder-the-testbed-user-writes",
-         ["trial", "{dir}/r", ID, "--out", "{dir}/open/x/page.html"],
-         ["--out", "{dir}/open", "writable by the testbed user"], prepare=open_out,
+         ["trial", "{dir}/r", ID, "--output", "{dir}/open/x/page.html"],
+         ["--output", "{dir}/open", "writable by the testbed user"], prepare=open_out,
          may_write=True),
 ]
 
