@@ -84,7 +84,7 @@ def har(obj) -> bytes:
 REPORT = ["report", "{dir}/r", "--out", "{dir}/out"]
 COMPARE = ["compare", "{dir}/r", "{dir}/r"]
 EXPORT = ["export", "{dir}/r", "--csv", "-"]
-TRIAL = ["trial", "{dir}/r", ID, "--out", "{dir}/out/t.html"]
+TRIAL = ["trial", "{dir}/r", ID, "--output", "{dir}/out/t.html"]
 M = "{dir}/r/manifest.json"
 S = "{dir}/r/trials.sqlite"
 

@@ -138,7 +138,7 @@ def real_video(d: Path, host: Host) -> None:
     (kept / "video.mp4").chmod(0o600)
 
 
-TRIAL = ["trial", "{dir}/r", ID, "--out", "{dir}/page.html"]
+TRIAL = ["trial", "{dir}/r", ID, "--output", "{dir}/page.html"]
 needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="no ffmpeg")
 
 
@@ -184,7 +184,7 @@ def escaped_recording(d: Path, host: Host) -> None:
 def test_trial_prints_stored_names_without_escapes(tmp_path):
     trial_id = synthetic.trials([{"site": f"s{ESC}", "network": "dsl", "protocol": "tcp",
                                   "run": 0}])["trial_id"].iloc[0]
-    cp, _, _ = run_ok(tmp_path, ["trial", "{dir}/r", trial_id, "--out", "{dir}/p.html"],
+    cp, _, _ = run_ok(tmp_path, ["trial", "{dir}/r", trial_id, "--output", "{dir}/p.html"],
                       escaped_store)
     text = no_escapes(cp.stdout + cp.stderr)
     assert f"site s{SHOWN}" in text
