@@ -22,6 +22,7 @@ COMMANDS = {
     "validate": "testbed.validate.cli:validate",
     "run": "testbed.campaign.cli:run",
     "worker": "testbed.campaign.cli:worker",
+    "cluster": "testbed.campaign.cli:cluster",
     "export": "testbed.campaign.cli:export",
     "results": "testbed.campaign.cli:results",
     "report": "testbed.report_command:report",
