@@ -180,12 +180,12 @@ FIXED = ("scheduler", "coordinator")
 
 @click.group(cls=Group)
 def cluster():
-    """A Dask cluster of several machines: its credentials (see README, "Several
-    machines")."""
+    """A Dask cluster of several machines: the credentials its members talk TLS with
+    (README, "On several machines (Dask)")."""
 
 
 @cluster.command()
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path),
+@click.option("--out", "out", required=True, metavar="DIR", type=click.Path(path_type=Path),
               help="New folder to make (0700): one folder per machine, each holding the "
                    "cluster's CA certificate, its own certificate and key (0600).")
 @click.option("--workers", metavar="N", help="Folders worker-1 … worker-N (default 1).")
