@@ -155,9 +155,13 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...],
 
     async def serve():
         from distributed import Worker
+        from distributed.comm import get_address_host
+        from distributed.utils import get_ip
 
+        # listen on the address that reaches the scheduler only (Dask's default: all)
+        host = get_ip(get_address_host(scheduler))
         async with Worker(scheduler, nthreads=1, resources={"testbed": 1}, name=name,
-                          security=security, dashboard=False) as w:
+                          security=security, dashboard=False, host=host) as w:
             click.echo(f"testbed worker: {name} joined {scheduler} as {w.address}", err=True)
             await w.finished()
 
