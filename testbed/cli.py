@@ -20,6 +20,7 @@ COMMANDS = {  # in pipeline order: `testbed --help` lists them so
     "validate": "testbed.validate.cli:validate",
     "run": "testbed.campaign.cli:run",
     "worker": "testbed.campaign.cli:worker",
+    "cluster": "testbed.campaign.cli:cluster",
     "trials": "testbed.trial_command:trials",
     "trial": "testbed.trial_command:trial",
     "export": "testbed.campaign.cli:export",

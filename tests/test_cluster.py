@@ -136,12 +136,26 @@ def test_cluster_options():
     assert _cluster_options(None, None) is None
     assert _cluster_options(None, "1") is None  # one local worker: today's runner
     assert _cluster_options(None, "2").workers == 2
-    assert _cluster_options("tcp://h:8786", None).scheduler == "tcp://h:8786"
     for bad in ("0", "x", "65"):
         with pytest.raises(InputError, match="--workers: expected a whole number"):
             _cluster_options(None, bad)
     with pytest.raises(InputError, match="--scheduler, --workers: expected one"):
-        _cluster_options("tcp://h:8786", "2")
+        _cluster_options("tls://h:8786", "2")
+    with pytest.raises(InputError, match="--scheduler tcp://h:8786: expected tls://HOST:PORT"):
+        _cluster_options("tcp://h:8786", None)
+
+
+def test_cluster_options_with_credentials(tmp_path):
+    from testbed.campaign import credentials
+    from testbed.campaign.cli import _cluster_options
+    from testbed.errors import InputError
+
+    (tmp_path / "p").mkdir(mode=0o700)
+    certs = credentials.make(tmp_path / "p" / "c", ["coordinator"])
+    opts = _cluster_options("tls://h:8786", None, certs / "coordinator")
+    assert opts.scheduler == "tls://h:8786" and opts.tls == certs / "coordinator"
+    with pytest.raises(InputError, match="--tls: expected with --scheduler only"):
+        _cluster_options(None, "2", certs / "coordinator")
 
 
 class FakeRunner:

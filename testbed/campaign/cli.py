@@ -1,4 +1,5 @@
-"""`testbed run CAMPAIGN`, `testbed worker SCHEDULER` and `testbed export SOURCE`."""
+"""`testbed run CAMPAIGN`, `testbed worker SCHEDULER`, `testbed cluster certs` and
+`testbed export SOURCE`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import click
 
 from testbed import safefs
+from testbed.cli_groups import Group
 from testbed.errors import InputError
 
 
@@ -33,14 +35,21 @@ from testbed.errors import InputError
 @click.option("--json", "as_json", is_flag=True,
               help="With --dry-run: print the plan as JSON (every trial in its order).")
 @click.option("--scheduler", metavar="ADDRESS",
-              help="Run the blocks on the workers of this Dask scheduler (tcp://host:8786; "
-                   "workers join with `testbed worker ADDRESS`); the results are stored here.")
+              help="Run the blocks on the workers of this Dask scheduler (tls://host:8786 "
+                   "only; workers join with `testbed worker ADDRESS`); the results are "
+                   "stored here.")
+@click.option("--tls", "tls", metavar="DIR", type=click.Path(path_type=Path),
+              help="With --scheduler: this machine's credentials of the cluster (a folder "
+                   "made by `testbed cluster certs`; default: Dask's distributed.comm.tls "
+                   "configuration).")
 @click.option("--workers", metavar="N",
               help="Run the blocks on a local Dask cluster of N workers on this machine "
-                   "(default 1: in this process, no cluster).")
+                   "(default 1: in this process, no cluster); TLS on 127.0.0.1 with "
+                   "credentials made for this campaign.")
 def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool,
         sites: tuple[str, ...], networks: tuple[str, ...], protocols: tuple[str, ...],
-        dry_run: bool, as_json: bool, scheduler: str | None, workers: str | None):
+        dry_run: bool, as_json: bool, scheduler: str | None, workers: str | None,
+        tls: Path | None = None):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume. --site, --network and --protocol narrow the campaign to
@@ -62,7 +71,7 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
             raise InputError(f"--runs: expected a whole number from 1 to {config.MAX_RUNS}, "
                              f"got {runs!r}") from None
         config.check_size(campaign, n)
-    cluster = _cluster_options(scheduler, workers)
+    cluster = _cluster_options(scheduler, workers, tls)
     from testbed.campaign import runner
 
     if dry_run:
@@ -102,9 +111,11 @@ def _dry_run(campaign, runs: int | None, out: Path, as_json: bool) -> None:
 MAX_WORKERS = 64
 
 
-def _cluster_options(scheduler: str | None, workers: str | None):
-    """The cluster options (None: none given, the campaign runs in this process)."""
+def _cluster_options(scheduler: str | None, workers: str | None, tls: Path | None = None):
+    """The cluster options, checked (None: none given, the campaign runs in this process)."""
     if scheduler is None and workers is None:
+        if tls is not None:
+            raise InputError("--tls: expected with --scheduler only")
         return None
     n = None
     if workers is not None:
@@ -115,11 +126,11 @@ def _cluster_options(scheduler: str | None, workers: str | None):
         if not 1 <= n <= MAX_WORKERS:
             raise InputError(f"--workers: expected a whole number from 1 to {MAX_WORKERS}, "
                              f"got {workers!r}")
-    if scheduler is None and n == 1:
+    if scheduler is None and n == 1 and tls is None:
         return None  # one local worker: this process, as without the option (no Dask)
     from testbed.campaign.cluster import ClusterOptions, check
 
-    opts = ClusterOptions(scheduler=scheduler, workers=n)
+    opts = ClusterOptions(scheduler=scheduler, workers=n, tls=tls)
     check(opts)
     return opts if opts.wanted else None
 
@@ -131,15 +142,21 @@ def _cluster_options(scheduler: str | None, workers: str | None):
 @click.option("--network", "networks", multiple=True, metavar="NAME",
               help="Calibrate only these network profiles at start (repeatable; default: "
                    "every profile in profiles/networks/).")
-def worker(scheduler: str, name: str | None, networks: tuple[str, ...]):
-    """Join the Dask scheduler at SCHEDULER_ADDRESS as a testbed worker (one block at a
-    time), after the doctor's required checks and the network calibration pass. It
-    leaves, naming the file, when its code, profiles or recordings differ from those of
-    the campaign's coordinator. Run as root, on a trusted network only."""
+@click.option("--tls", "tls", metavar="DIR", type=click.Path(path_type=Path),
+              help="This worker's credentials of the cluster (a folder made by `testbed "
+                   "cluster certs`; default: Dask's distributed.comm.tls configuration).")
+def worker(scheduler: str, name: str | None, networks: tuple[str, ...],
+           tls: Path | None = None):
+    """Join the Dask scheduler at SCHEDULER_ADDRESS (tls://HOST:PORT) as a testbed worker
+    (one block at a time), after the doctor's required checks and the network
+    calibration pass. Only holders of a certificate of the cluster's CA may talk to it.
+    It leaves, naming the file, when its code, profiles or recordings differ from those
+    of the campaign's coordinator. Run as root."""
     import asyncio
     import os
 
     from testbed import doctor, profiles
+    from testbed.campaign import credentials
     from testbed.campaign import worker as worker_mod
     from testbed.emulate import calibrate
     from testbed.errors import TestbedError
@@ -148,6 +165,8 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...]):
 
     if os.geteuid() != 0:
         raise InputError("testbed worker: needs root (namespaces, Mahimahi); run it as root")
+    credentials.check_address(scheduler, "SCHEDULER_ADDRESS")
+    security = credentials.load("worker", tls)
     bad = verdict.failed(doctor.run_checks())
     if bad:
         r = bad[0]
@@ -167,17 +186,70 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...]):
 
     async def serve():
         from distributed import Worker
+        from distributed.comm import get_address_host
+        from distributed.utils import get_ip
 
-        async with Worker(scheduler, nthreads=1, resources={"testbed": 1}, name=name) as w:
+        # listen on the address that reaches the scheduler only (Dask's default: all)
+        host = get_ip(get_address_host(scheduler))
+        async with Worker(scheduler, nthreads=1, resources={"testbed": 1}, name=name,
+                          security=security, dashboard=False, host=host) as w:
             click.echo(f"testbed worker: {name} joined {scheduler} as {w.address}", err=True)
             await w.finished()
 
+    import dask
+
+    from testbed.campaign.cluster import QUIET
+
     try:
-        asyncio.run(serve())
+        with dask.config.set(QUIET):
+            asyncio.run(serve())
     except OSError as e:
         raise TestbedError(f"testbed worker: cannot reach scheduler {scheduler} ({e})") from None
     if worker_mod.REFUSED:
         raise TestbedError(worker_mod.REFUSED[0])
+
+
+NAME_RE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
+FIXED = ("scheduler", "coordinator")
+
+
+@click.group(cls=Group)
+def cluster():
+    """A Dask cluster of several machines: the credentials its members talk TLS with
+    (README, "On several machines (Dask)")."""
+
+
+@cluster.command()
+@click.option("--out", "out", required=True, metavar="DIR", type=click.Path(path_type=Path),
+              help="New folder to make (0700): one folder per machine, each holding the "
+                   "cluster's CA certificate, its own certificate and key (0600).")
+@click.option("--workers", metavar="N", help="Folders worker-1 … worker-N (default 1).")
+@click.option("--name", "names", multiple=True, metavar="NAME",
+              help="A worker's folder named NAME instead (repeatable).")
+def certs(out: Path, workers: str | None, names: tuple[str, ...]):
+    """Make the credentials of a new cluster: a CA of its own (its key is not kept) and a
+    certificate for the scheduler, the coordinator and each worker. Copy each machine
+    its folder; only their holders can talk to the cluster."""
+    import re
+
+    from testbed.campaign import credentials
+
+    if workers is not None and names:
+        raise InputError("--workers, --name: expected one of them, not both")
+    if workers is not None and not (workers.isdigit() and 1 <= int(workers) <= MAX_WORKERS):
+        raise InputError(f"--workers: expected a whole number from 1 to {MAX_WORKERS}, "
+                         f"got {workers!r}")
+    members = list(names) or [f"worker-{i}" for i in range(1, int(workers or 1) + 1)]
+    for n in members:
+        if not re.fullmatch(NAME_RE, n) or n in FIXED:
+            raise InputError(f"--name {n!r}: expected letters, digits, '.', '_', '-' (at most "
+                             f"63), not {' or '.join(FIXED)}")
+    if len(set(members)) != len(members):
+        raise InputError("--name: expected each name once")
+    folder = credentials.make(out, [*FIXED, *members])
+    click.echo(f"testbed: credentials of a new cluster in {folder}: "
+               f"{', '.join([*FIXED, *members])}; copy each machine its folder "
+               "(only root may read it)", err=True)
 
 
 @click.command()

@@ -1,8 +1,15 @@
 """The coordinator's side of a campaign on a Dask cluster (`testbed run --scheduler
 ADDRESS` or `--workers N`); testbed.campaign.worker is the workers' side.
 
-    with connect(ClusterOptions(scheduler="tcp://host:8786")) as client:
+    with connect(ClusterOptions(scheduler="tls://host:8786", tls=folder)) as client:
         Coordinator(runner, client).run(todo, store)
+
+Every connection of a cluster is TLS with certificates of the cluster's own CA, on
+both ends (testbed.campaign.credentials): a local cluster's are made for the
+campaign and gone when it ends; a cluster of machines uses those of `testbed
+cluster certs`. A process without them cannot connect, submit or run anything. A
+local cluster listens on 127.0.0.1 only, and its HTTP servers (Dask's dashboard,
+metrics and info pages) serve nothing.
 
 Each block of the plan (one run, site and network: the trials that share one
 Browsertime process) is one Dask task with resource `testbed=1`, submitted in
@@ -29,7 +36,10 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
+from testbed import runstate
+from testbed.campaign import credentials
 from testbed.campaign import manifest as manifest_mod
 from testbed.campaign import plan as plan_mod
 from testbed.campaign import progress as progress_mod
@@ -48,9 +58,12 @@ WAIT_WORKERS_S = 600.0
 @dataclass(frozen=True)
 class ClusterOptions:
     scheduler: str | None = None
-    """Address of a running `dask scheduler` (tcp://host:8786)."""
+    """Address of a running `dask scheduler` (tls://host:8786)."""
     workers: int | None = None
     """Workers of a local cluster on this machine (1 or none: no cluster at all)."""
+    tls: Path | None = None
+    """The coordinator's credentials of the scheduler's cluster (a folder of `testbed
+    cluster certs`; None: Dask's distributed.comm.tls configuration)."""
 
     @property
     def wanted(self) -> bool:
@@ -62,18 +75,29 @@ def check(opts: ClusterOptions) -> None:
         raise InputError("--scheduler, --workers: expected one of them, not both "
                          "(start workers on the scheduler's machines with `testbed worker`)")
     if opts.scheduler is not None and not opts.scheduler.strip():
-        raise InputError("--scheduler: expected a scheduler address such as tcp://host:8786")
+        raise InputError("--scheduler: expected a scheduler address such as tls://host:8786")
+    if opts.tls is not None and opts.scheduler is None:
+        raise InputError("--tls: expected with --scheduler only (a local cluster makes its "
+                         "own credentials)")
+    if opts.scheduler is not None:
+        credentials.check_address(opts.scheduler, "--scheduler")
+        credentials.load("client", opts.tls)  # bad files: one line, before anything starts
+
+
+QUIET = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+"""Dask's HTTP servers (dashboard, /info, /metrics) answer nothing."""
 
 
 @contextmanager
 def connect(opts: ClusterOptions) -> Iterator:
     """A Dask client: of the scheduler at opts.scheduler, or of a local cluster of
     opts.workers workers (one thread and resource testbed=1 each), closed on exit."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if opts.scheduler is not None:
+        security = credentials.load("client", opts.tls)
         try:
-            client = Client(opts.scheduler, timeout="30s")
+            client = Client(opts.scheduler, timeout="30s", security=security)
         except (OSError, TimeoutError) as e:
             raise TestbedError(f"--scheduler {opts.scheduler}: cannot connect ({e})") from None
         try:
@@ -81,14 +105,29 @@ def connect(opts: ClusterOptions) -> Iterator:
         finally:
             client.close()
         return
-    cluster = LocalCluster(n_workers=opts.workers, threads_per_worker=1, processes=True,
-                           resources={RESOURCE: 1}, dashboard_address=None,
-                           scheduler_port=0, silence_logs=logging.ERROR)
-    try:
-        with Client(cluster) as client:
-            yield client
-    finally:
-        cluster.close()
+    with local_cluster(opts.workers) as cluster, Client(cluster, security=cluster.security) \
+            as client:
+        yield client
+
+
+@contextmanager
+def local_cluster(workers: int, state: Path | None = None) -> Iterator:
+    """A LocalCluster of `workers` processes on 127.0.0.1, TLS with credentials of its
+    own (in `state`, default this run's state folder; removed on exit)."""
+    import dask
+    from distributed import LocalCluster
+
+    state = runstate.current().dir if state is None else state
+    with dask.config.set(QUIET), credentials.local(state) as security:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               resources={RESOURCE: 1}, host="127.0.0.1", protocol="tls://",
+                               security=security, dashboard_address=None,
+                               worker_dashboard_address=None, scheduler_port=0,
+                               silence_logs=logging.ERROR)
+        try:
+            yield cluster
+        finally:
+            cluster.close()
 
 
 def calibration_differences(workers: dict[str, dict], own: dict[str, dict] | None = None,
