@@ -159,6 +159,9 @@ def test_a_local_cluster_listens_on_loopback_with_tls_only(tmp_path):
         assert addr.startswith("tls://127.0.0.1:")
         assert os.stat(state / "cluster-tls").st_mode & 0o777 == 0o700
         assert (c.run(os.getuid)).values()  # the holder runs code
+        # the workers' scratch is in the run's root-only state, not /tmp/dask-scratch-space
+        dirs = c.run(lambda dask_worker: dask_worker.local_directory)
+        assert dirs and all(d.startswith(str(state / "dask") + "/") for d in dirs.values()), dirs
         me = psutil.Process()
         listening = [(conn.laddr.ip, p.pid) for p in [me, *me.children(recursive=True)]
                      for conn in p.net_connections("tcp") if conn.status == psutil.CONN_LISTEN]

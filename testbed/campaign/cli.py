@@ -155,7 +155,8 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...],
     import asyncio
     import os
 
-    from testbed import doctor, profiles
+    from testbed import doctor, profiles, runstate
+    from testbed.campaign import cluster as cluster_mod
     from testbed.campaign import credentials
     from testbed.campaign import worker as worker_mod
     from testbed.emulate import calibrate
@@ -192,7 +193,9 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...],
         # listen on the address that reaches the scheduler only (Dask's default: all)
         host = get_ip(get_address_host(scheduler))
         async with Worker(scheduler, nthreads=1, resources={"testbed": 1}, name=name,
-                          security=security, dashboard=False, host=host) as w:
+                          security=security, dashboard=False, host=host,
+                          local_directory=str(cluster_mod.scratch(runstate.current().dir))
+                          ) as w:
             click.echo(f"testbed worker: {name} joined {scheduler} as {w.address}", err=True)
             await w.finished()
 

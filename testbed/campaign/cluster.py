@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed import runstate
+from testbed import runstate, safefs
 from testbed.campaign import credentials
 from testbed.campaign import manifest as manifest_mod
 from testbed.campaign import plan as plan_mod
@@ -123,11 +123,19 @@ def local_cluster(workers: int, state: Path | None = None) -> Iterator:
                                resources={RESOURCE: 1}, host="127.0.0.1", protocol="tls://",
                                security=security, dashboard_address=None,
                                worker_dashboard_address=None, scheduler_port=0,
+                               local_directory=str(scratch(state)),
                                silence_logs=logging.ERROR)
         try:
             yield cluster
         finally:
             cluster.close()
+
+
+def scratch(state: Path) -> Path:
+    """The workers' scratch folder (Dask's local_directory): in the run's root-only
+    state, not Dask's default /tmp/dask-scratch-space, which any local user can make
+    first (and fill with symbolic links) before root's workers write there."""
+    return safefs.root_dir(Path(state) / "dask", exist_ok=True)
 
 
 def calibration_differences(workers: dict[str, dict], own: dict[str, dict] | None = None,
