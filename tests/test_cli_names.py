@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from analysis import synthetic
 from testbed.cli import cli
 
-PIPELINE = ["record", "recording", "replay", "validate", "run", "worker", "trials", "trial",
+PIPELINE = ["record", "recording", "replay", "validate", "run", "worker", "cluster", "trials",
+            "trial",
             "export", "report", "compare", "doctor", "cleanup"]
 FORMAT_FLAGS = {"--csv", "--parquet"}
 """Options that name the file a format is written to."""

@@ -223,7 +223,8 @@ def cluster():
 
 
 @cluster.command()
-@click.option("--out", "out", required=True, metavar="DIR", type=click.Path(path_type=Path),
+@click.option("--out", "out", required=True, metavar="DIR",
+              type=click.Path(file_okay=False, path_type=Path),
               help="New folder to make (0700): one folder per machine, each holding the "
                    "cluster's CA certificate, its own certificate and key (0600).")
 @click.option("--workers", metavar="N", help="Folders worker-1 … worker-N (default 1).")
