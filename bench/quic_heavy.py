@@ -252,6 +252,33 @@ def report(s, suspects, sites) -> None:
                   f"({pd_.mean() / dq.mean() - 1:+.1%})")
 
 
+def print_across(s, suspects, sites) -> None:
+    """Over the sites: the median gap, and on how many QUIC was slower (and with the
+    gap's bootstrap interval above 0), as it was and under each suspect."""
+    rng = np.random.default_rng(29)
+    names = [x.rsplit("/", 1)[-1] for x in sites]
+    base = {n: (s.get(("before", n, "dsl", "quic")), s.get(("before", n, "dsl", "tcp-plus")))
+            for n in names}
+    rows = {"as it was": base} | {sus: {n: switched(s, sus, n) or (None, None) for n in names}
+                                  for sus in suspects}
+    for label, pairs in rows.items():
+        gaps = [(gap(q, t), gap_interval(q, t, rng)[0]) for q, t in pairs.values()
+                if q is not None and t is not None]
+        if len(gaps) > 1:
+            print(f"across {len(gaps)} sites, {label}: median gap "
+                  f"{np.median([g for g, _ in gaps]):+.1%}; QUIC slower on "
+                  f"{sum(g > 0 for g, _ in gaps)} (interval above 0 on "
+                  f"{sum(lo > 0 for _, lo in gaps)})")
+
+
+def summarise(plan, suspects, sites) -> None:
+    got = samples(plan)
+    report(got, suspects, sites)
+    print_across(got, suspects, sites)
+    print_pooling(plan)
+    print_cwnd_events(plan)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="bench/quic-heavy")
     ap.add_argument("--runs", type=int, default=3, help="rounds (runs per condition; default 3)")
@@ -270,11 +297,11 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"--suspects: expected some of {', '.join(SUSPECTS)}")
     from testbed.paths import H3SERVER
     if a.analyse:
-        plan = plans(suspects, sites, Path(tempfile.mkdtemp()), Path(), Path(), False)
-        plan = [(t, b, a.analyse / o.name) for t, b, o in plan if (a.analyse / o.name).exists()]
-        report(samples(plan), suspects, sites)
-        print_pooling(plan)
-        return print_cwnd_events(plan)
+        with tempfile.TemporaryDirectory() as tmp:  # the plan's files, not needed after
+            plan = plans(suspects, sites, Path(tmp), Path(), Path(), False)
+            plan = [(t, b, a.analyse / o.name) for t, b, o in plan
+                    if (a.analyse / o.name).exists()]
+            return summarise(plan, suspects, sites)
     if a.unpatched is None or not a.unpatched.is_file():
         ap.error("--unpatched: expected an h3server binary built on the published quiche 0.24.6")
     if os.geteuid() != 0:
@@ -288,9 +315,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         plan = plans(suspects, sites, work, a.unpatched.resolve(), H3SERVER, a.qlog)
         run_rounds(plan, a.runs)
-        report(samples(plan), suspects, sites)
-        print_pooling(plan)
-        print_cwnd_events(plan)
+        summarise(plan, suspects, sites)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
