@@ -65,13 +65,6 @@ const BETA_CUBIC: f64 = 0.7;
 
 const C: f64 = 0.4;
 
-/// Threshold for rolling back state, as percentage of lost packets relative to
-/// cwnd.
-const ROLLBACK_THRESHOLD_PERCENT: usize = 20;
-
-/// Minimum threshold for rolling back state, as number of packets.
-const MIN_ROLLBACK_THRESHOLD: usize = 2;
-
 /// Default value of alpha_aimd in the beginning of congestion avoidance.
 const ALPHA_AIMD: f64 = 3.0 * (1.0 - BETA_CUBIC) / (1.0 + BETA_CUBIC);
 
@@ -114,7 +107,6 @@ struct PriorState {
 
     epoch_start: Option<Instant>,
 
-    lost_count: usize,
 }
 
 /// CUBIC Functions.
@@ -206,29 +198,14 @@ fn on_packet_acked(
         return;
     }
 
-    // Detecting spurious congestion events.
-    // <https://tools.ietf.org/id/draft-ietf-tcpm-rfc8312bis-00.html#section-4.9>
-    //
-    // When the recovery episode ends with recovering
-    // a few packets (less than cwnd / mss * ROLLBACK_THRESHOLD_PERCENT(%)), it's
-    // considered as spurious and restore to the previous state.
-    if r.congestion_recovery_start_time.is_some() {
-        let new_lost = r.lost_count - r.cubic_state.prior.lost_count;
-
-        let rollback_threshold = (r.congestion_window / r.max_datagram_size) *
-            ROLLBACK_THRESHOLD_PERCENT /
-            100;
-
-        let rollback_threshold = rollback_threshold.max(MIN_ROLLBACK_THRESHOLD);
-
-        if new_lost < rollback_threshold {
-            let did_rollback = rollback(r);
-            if did_rollback {
-                return;
-            }
-        }
-    }
-
+    // Patched (VENDORED.md): no rollback on a loss count. As published, the
+    // first ACK after recovery restored cwnd, ssthresh, W_max and K whenever
+    // the episode lost fewer than max(2, 20 % of cwnd) packets
+    // (draft-ietf-tcpm-rfc8312bis-00, section 4.9, which asks for proof of
+    // spuriousness, not a count; Linux undoes a cut only on such proof). The
+    // window is undone only on proof:
+    // `Recovery::on_ack_received` calls `rollback` when a packet declared lost
+    // is acknowledged after all.
     if r.congestion_window < r.ssthresh.get() {
         // In Slow start, bytes_acked_sl is used for counting
         // acknowledged bytes.
@@ -382,7 +359,6 @@ fn checkpoint(r: &mut Congestion) {
     r.cubic_state.prior.w_max = r.cubic_state.w_max;
     r.cubic_state.prior.k = r.cubic_state.k;
     r.cubic_state.prior.epoch_start = r.congestion_recovery_start_time;
-    r.cubic_state.prior.lost_count = r.lost_count;
 }
 
 fn rollback(r: &mut Congestion) -> bool {
@@ -699,7 +675,7 @@ mod tests {
     }
 
     #[test]
-    fn cubic_spurious_congestion_event() {
+    fn cubic_few_losses_keep_the_cut() {
         let mut sender = test_sender();
         let size = sender.max_datagram_size;
 
@@ -761,10 +737,17 @@ mod tests {
             rtt: Duration::ZERO,
         };
 
-        // Trigger detecting spurious congestion event.
+        // The first ACK after recovery (published 0.24.6 rolled back here:
+        // one loss is fewer than max(2, 20 % of cwnd)).
         sender.inject_ack(acked, sender.time + rtt + Duration::from_millis(5));
 
-        // cwnd is rolled back to the previous one.
+        // The loss was real: the cut stays (patched, VENDORED.md).
+        assert!(sender.congestion_window() < prev_cwnd);
+        assert!(sender.congestion_window() <= cur_cwnd + size);
+
+        // Proof of spuriousness (a lost packet acknowledged after all makes
+        // `Recovery::on_ack_received` call `rollback`) still undoes the cut.
+        assert!((sender.cc_ops.rollback)(&mut *sender));
         assert_eq!(sender.congestion_window(), prev_cwnd);
     }
 

@@ -1,0 +1,40 @@
+"""bench/quic-heavy's logic: a suspect's share of the gap, and the unpooled copy of a
+page (every host on its own IP)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import quic_heavy as Q
+
+from testbed import recording as rec
+
+
+def test_a_switch_that_closes_the_gap_has_all_of_it_and_one_that_changes_nothing_none():
+    rng = np.random.default_rng(0)
+    tcp, quic = np.array([1000.0, 1010, 990]), np.array([1300.0, 1310, 1290])
+    closed, lo, hi = Q.share(quic, tcp, tcp.copy(), tcp.copy(), rng)
+    assert closed == 1.0 and lo <= 1.0 <= hi
+    same, lo, hi = Q.share(quic, tcp, quic.copy(), tcp.copy(), rng)
+    assert abs(same) < 1e-9 and lo <= 0 <= hi
+    reversed_, _, _ = Q.share(quic, tcp, tcp.copy(), quic.copy(), rng)
+    assert reversed_ > 1  # QUIC then wins: more than the whole gap
+
+
+def test_the_split_copy_gives_each_host_its_own_ip(tmp_path):
+    original = rec.load("local-news")
+    shared = [o.host for o in original.origins if o.ip == "10.78.0.1"]
+    assert len(shared) == 2  # the bundled page pools two hosts on one IP
+    copy = Q.split_copy("local-news", tmp_path)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    ips = [o["ip"] for o in manifest["origins"]]
+    assert len(set(ips)) == len(ips)
+    by_host = {o["host"]: o["ip"] for o in manifest["origins"]}
+    assert all(e["ip"] == by_host[e["host"]] for e in manifest["exchanges"])
+    assert rec.load(str(copy)).url == original.url  # still a valid recording
