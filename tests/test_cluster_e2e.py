@@ -25,17 +25,23 @@ FILES = {"browsertime.json", "browsertime.har.gz", "visualmetrics.json", "trial.
 
 pytestmark = pytest.mark.e2e
 
-CAMPAIGN = """\
-description = "two settings x 10 runs on the unshaped network: 10 blocks of 2 trials"
+
+def two_setting_campaign(runs: int, seed: int) -> str:
+    """TCP and QUIC on the unshaped network, `runs` blocks of 2 trials."""
+    return f"""\
+description = "two settings x {runs} runs on the unshaped network: {runs} blocks of 2 trials"
 sites = ["local-news"]
 networks = ["none"]
 protocols = ["tcp", "quic"]
-runs = 10
+runs = {runs}
 timeout_s = 60
 retries = 1
 keep_video = false
-seed = 3
+seed = {seed}
 """
+
+
+CAMPAIGN = two_setting_campaign(10, 3)
 
 
 def _children(pid: int) -> list[int]:

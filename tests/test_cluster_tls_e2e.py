@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from test_cluster_e2e import _stored, _wait, _workers
+from test_cluster_e2e import _stored, _wait, _workers, two_setting_campaign
 from test_smoke_campaign import needs_parts
 
 from testbed import runstate
@@ -31,17 +31,7 @@ PROBE_TIMEOUT_S = 600
 
 pytestmark = pytest.mark.e2e
 
-CAMPAIGN = """\
-description = "two settings x 15 runs on the unshaped network: 15 blocks of 2 trials"
-sites = ["local-news"]
-networks = ["none"]
-protocols = ["tcp", "quic"]
-runs = 15
-timeout_s = 60
-retries = 1
-keep_video = false
-seed = 11
-"""
+CAMPAIGN = two_setting_campaign(15, 11)
 
 PROBE = r'''import asyncio, json, os, sys, urllib.request
 from distributed import Client, Security
