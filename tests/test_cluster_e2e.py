@@ -14,6 +14,8 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -107,15 +109,28 @@ def _wait(what: str, cond, timeout_s: float, proc: subprocess.Popen):
     pytest.fail(f"waited {timeout_s:.0f} s for {what}")
 
 
+@contextmanager
+def running_campaign(tmp_path: Path, text: str, *options: str) -> Iterator[subprocess.Popen]:
+    """`testbed run` of the campaign `text` with `options`, its results in tmp_path/out
+    and its output in tmp_path/run.log; killed if it still runs on exit."""
+    campaign = tmp_path / "campaign.toml"
+    campaign.write_text(text)
+    with (tmp_path / "run.log").open("w") as log:
+        p = subprocess.Popen([TESTBED, "run", str(campaign), *options, "--out",
+                              str(tmp_path / "out")],
+                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            yield p
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def test_two_workers_twenty_trials_one_worker_killed_mid_block(tmp_path):
     needs_parts()
-    campaign = tmp_path / "twenty.toml"
-    campaign.write_text(CAMPAIGN)
     out = tmp_path / "out"
-    log = (tmp_path / "run.log").open("w")
-    p = subprocess.Popen([TESTBED, "run", str(campaign), "--workers", "2", "--out", str(out)],
-                         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with running_campaign(tmp_path, CAMPAIGN, "--workers", "2") as p:
         db = out / "trials.sqlite"
         _wait("2 stored trials", lambda: _stored(db) >= 2, 600, p)
         # a worker with a block in flight: Browsertime (and its browser) under it
@@ -125,11 +140,6 @@ def test_two_workers_twenty_trials_one_worker_killed_mid_block(tmp_path):
         stored_at_kill = _stored(db)
         os.kill(victim, signal.SIGKILL)
         p.wait(timeout=900)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        log.close()
     text = (tmp_path / "run.log").read_text()
     assert p.returncode == 0, text[-3000:]
     assert stored_at_kill < 20

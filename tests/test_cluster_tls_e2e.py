@@ -19,7 +19,13 @@ from pathlib import Path
 
 import psutil
 import pytest
-from test_cluster_e2e import _stored, _wait, _workers, two_setting_campaign
+from test_cluster_e2e import (
+    _stored,
+    _wait,
+    _workers,
+    running_campaign,
+    two_setting_campaign,
+)
 from test_smoke_campaign import needs_parts
 
 from testbed import runstate
@@ -110,14 +116,9 @@ def cluster_up(coordinator: int) -> set[tuple[str, int]] | None:
 
 def test_an_unprivileged_user_cannot_use_the_campaigns_cluster(tmp_path):
     needs_parts()
-    campaign = tmp_path / "tls.toml"
-    campaign.write_text(CAMPAIGN)
     out = tmp_path / "out"
-    log = (tmp_path / "run.log").open("w")
-    p = subprocess.Popen([TESTBED, "run", str(campaign), "--workers", "2", "--out", str(out)],
-                         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    creds = runstate.STATE_ROOT / str(p.pid) / "cluster-tls"
-    try:
+    with running_campaign(tmp_path, CAMPAIGN, "--workers", "2") as p:
+        creds = runstate.STATE_ROOT / str(p.pid) / "cluster-tls"
         ports = _wait("the cluster's listening ports", lambda: cluster_up(p.pid), 300, p)
         mode = stat.S_IMODE(os.stat(creds).st_mode)
         probe = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-c", PROBE,
@@ -126,11 +127,6 @@ def test_an_unprivileged_user_cannot_use_the_campaigns_cluster(tmp_path):
                                cwd="/", check=False)
         still = listening(p.pid)  # every probed port was live throughout
         p.wait(timeout=1200)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        log.close()
     text = (tmp_path / "run.log").read_text()
     assert p.returncode == 0, text[-3000:]
     assert probe.returncode == 0, probe.stderr[-3000:]
