@@ -84,7 +84,14 @@ def test_dsl_trials_have_their_connections_initial_windows_and_captures(tmp_path
     # read from the sockets before their first data was acknowledged
     assert {c["cwnd_initial_packets"] for c in tcp} - {None} == {10}
     assert {c["cwnd_initial_packets"] for c in plus} - {None} == {32}
-    assert all(c["cc"] == "cubic" and c["srtt_ms"] >= 20 for c in tcp + plus)
+    # cubic wherever the kernel named the controller (a connection seen only in its
+    # destroy broadcast carries none), never the host's bbr; DSL's delay in every RTT
+    # sample (a connection whose SYN-ACK was lost and that carried no data has none)
+    named = [c for c in tcp + plus if c["cc"] is not None]
+    sampled = [c for c in tcp + plus if c["srtt_ms"]]
+    assert named and sampled, tcp + plus
+    odd = [c for c in named if c["cc"] != "cubic"] + [c for c in sampled if c["srtt_ms"] < 20]
+    assert not odd, odd
     # no random loss under dsl: what is retransmitted is where the 12 ms drop-tail queue
     # overflowed (the large image's slow start and what shared the queue with it), so
     # most connections retransmit nothing
