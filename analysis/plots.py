@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 import pandas as pd
-from matplotlib.dates import AutoDateLocator, DateFormatter
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
+from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, PercentFormatter
 
 from analysis.cdf import ecdf
 from analysis.schema import full_name, label, settings_in
@@ -94,8 +95,7 @@ def cdf_row_figure(rel: pd.DataFrame, metric: str, networks: list[str],
         ax.set_title(f"{plot_label(network)}  ({n} site{'' if n == 1 else 's'})", fontsize=11)
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=9)
-        # decimals=None: as many as the ticks' spacing needs (no "0%, 0%, 1%")
-        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=None))
+        ax.xaxis.set_major_formatter(Percent())
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5 if cols > 2 else 8))
         ax.set_ylim(0, 1.02)
         if not here["rel"].notna().any():
@@ -114,6 +114,17 @@ def cdf_row_figure(rel: pd.DataFrame, metric: str, networks: list[str],
                    loc="upper center", ncol=len(handles), frameon=False, fontsize=10)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.8, wspace=0.08)
     return fig
+
+
+class Percent(Formatter):
+    """Fractions as percent with the decimals the ticks' spacing needs: 4 %, 8 % (not
+    4.0 %) and 0.25 %, 0.50 % (not 0 %, 0 %, 1 %)."""
+
+    def __call__(self, x, pos=None):
+        locs = np.asarray(self.axis.get_majorticklocs() if self.axis else [], dtype=float)
+        step = float(np.min(np.diff(locs))) * 100 if len(locs) > 1 else 1.0
+        decimals = next((d for d in range(5) if abs(round(step, d) - step) < 1e-6 * step), 4)
+        return f"{round(x * 100, decimals) + 0.0:.{decimals}f}%"
 
 
 def _no_data(ax, x: float = 0.5, y: float = 0.5, transform=None) -> None:
@@ -189,8 +200,9 @@ def drift_figure(trials: pd.DataFrame, networks: list[str], column: str = "plt_m
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=8)
         if by_time:
-            ax.xaxis.set_major_locator(AutoDateLocator(maxticks=4))
-            ax.xaxis.set_major_formatter(DateFormatter("%m-%d %H:%M"))
+            locator = AutoDateLocator(minticks=2, maxticks=5)
+            ax.xaxis.set_major_locator(locator)
+            ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
         if not mine.any():
             _no_data(ax)
     axes[0].set_ylabel(f"{plot_label(column.removesuffix('_ms'))} / site median")

@@ -288,10 +288,11 @@ def few_runs(summary: pd.DataFrame) -> list[str]:
         return []
     fewest = int(summary["n"].min())
     low = summary.groupby(["site", "network", "protocol"], observed=True)["n"].max()
-    return [f"Few runs: {int((low < MIN_RUNS).sum())} of {len(low)} groups "
+    line = (f"Few runs: {int((low < MIN_RUNS).sum())} of {len(low)} groups "
             f"(site × network × setting) have fewer than {MIN_RUNS} ok runs "
             f"(fewest: {fewest}). The per-site tests can then only see large "
-            "differences; the paper used 31 runs."]
+            "differences; the paper used 31 runs.")
+    return [line]
 
 
 def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config,
