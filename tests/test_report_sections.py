@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from scipy import stats
 
 from analysis import analyse, load, synthetic, write_report
@@ -18,6 +19,7 @@ from analysis.load import load_manifest
 from analysis.plots import cdf_row_figure, distribution_figure
 from analysis.setup import networks_table, settings_table
 from analysis.stats import measurements
+from analysis.trial_page import examples
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results"
 
@@ -175,7 +177,29 @@ def test_empty_groups_are_marked_no_data():
                         "rel": [-0.004, 0.003]})
     fig = cdf_row_figure(rel, "plt", ["dsl", "lte"])
     assert [t.get_text() for ax in fig.axes for t in ax.texts] == ["no data"]
+    FigureCanvasAgg(fig)
     fig.canvas.draw()
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
     assert len(ticks) == len(set(ticks)) > 2, ticks  # a narrow range: no "0%, 0%, 0%"
     assert np.isfinite(rel["rel"]).all()
+
+
+def test_trials_to_look_at_break_ties_by_run_number():
+    trials = synthetic.campaign(sites=1, networks=["dsl"], settings=["tcp"], runs=11, seed=3,
+                                failure_rate=0.0)
+    trials["plt_ms"] = 1000.0  # every run ties: the earliest run is the fastest
+    ex = examples(trials).set_index("which")
+    assert ex.loc["fastest", "trial_id"].endswith("+0")
+    assert ex.loc["slowest", "trial_id"].endswith("+10")  # not run 9 (text order)
+
+
+def test_percent_ticks_carry_the_decimals_their_spacing_needs():
+    for (lo, hi), want in (((-0.12, 0.09), "3%"), ((-0.0025, 0.0025), "0.2%")):
+        rel = pd.DataFrame({"network": "dsl", "site": "a", "protocol": "quic",
+                            "metric": "plt", "rel": [lo, hi]})
+        fig = cdf_row_figure(rel, "plt", ["dsl"])
+        FigureCanvasAgg(fig)
+        fig.canvas.draw()
+        ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+        assert want in ticks and "0.0%" not in ticks[:1] + ticks[-1:], ticks
+        assert not any(t.endswith(".0%") for t in ticks if want == "3%"), ticks
