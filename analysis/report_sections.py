@@ -89,7 +89,7 @@ def site_tests(a, table) -> list[dict]:
             out.append({"pair": f"{label(x)} vs {label(y)}", "network": label(network),
                         "wins": int(counts.get("win", 0)), "ties": int(counts.get("tie", 0)),
                         "losses": int(counts.get("loss", 0)),
-                        "table": table(rows, formats={"statistic": "{:.3g}"}, rename={
+                        "table": table(rows, formats={"statistic": "{:.2f}"}, rename={
                             "n_a": f"n {label(x)}", "n_b": f"n {label(y)}",
                             "mean_a": f"mean {label(x)} (ms)", "mean_b": f"mean {label(y)} (ms)",
                             "statistic": stat, "df": "df (between, within)"})})

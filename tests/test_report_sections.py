@@ -119,7 +119,7 @@ def test_each_sites_anova_f_df_and_p_are_in_the_page_as_scipy_computes_them(repo
         assert (r.df_between, r.df_within) == (1, len(xa) + len(xb) - 2)
         start = text.index(f"{_label(r.a)} vs {_label(r.b)}, {r.network.upper()}:")
         block = text[start:text.index("</details>", start)]
-        row = (f"<td>{re.escape(r.site)}</td>\n      <td>PLT</td>.*?<td>{want.statistic:.3g}</td>\n"
+        row = (f"<td>{re.escape(r.site)}</td>\n      <td>PLT</td>.*?<td>{want.statistic:.2f}</td>\n"
                f"      <td>1, {len(xa) + len(xb) - 2}</td>\n      <td>{want.pvalue:.2g}</td>")
         assert re.search(row, block, re.DOTALL), (r.site, r.a, r.b, r.network)
         checked += 1
