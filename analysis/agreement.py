@@ -22,8 +22,8 @@ import pandas as pd
 from analysis.across import DEFAULT_MARGIN, equivalence_table, site_table
 from analysis.cells import spreadsheet_safe
 from analysis.load import load, load_manifest
-from analysis.report import Config, choose_baseline, pairs_of, verdicts
-from analysis.stats import DEFAULT_ALPHA, measurements, sort_pairs
+from analysis.report import Config, choose_baseline, few_runs, pairs_of, verdicts
+from analysis.stats import DEFAULT_ALPHA, measurements, sort_pairs, summarize
 
 KEYS = ["a", "b", "network", "metric", "site"]
 
@@ -54,6 +54,9 @@ class Agreement:
     campaigns' log ratios (`cell_equivalence`): equivalent / different / inconclusive."""
     margin: float = DEFAULT_MARGIN
     equivalence_alpha: float = EQUIVALENCE_ALPHA
+    warnings: tuple[str, ...] = ()
+    """Why the verdicts deserve caution, as `testbed report` says it (few runs), per
+    campaign ("A: …", "B: …")."""
 
     def tables(self) -> dict[str, pd.DataFrame]:
         extra = {} if self.equivalence is None else {"equivalence": self.equivalence}
@@ -114,9 +117,10 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
     config = Config(baseline=baseline, alpha=alpha, test=test, correction=correction,
                     resamples=resamples, pairs=None if pairs is None else tuple(pairs))
     pairs = pairs_of(common, baseline, config)
-    parts, logs = [], []
-    for trials in (trials_a, trials_b):
+    parts, logs, warnings = [], [], []
+    for name, trials in (("A", trials_a), ("B", trials_b)):
         meas = measurements(trials, metrics) if metrics else measurements(trials)
+        warnings += [f"{name}: {w}" for w in few_runs(summarize(meas))]
         logs.append(site_table(meas, pairs))
         outcomes, effects = verdicts(meas, pairs, config)
         parts.append(outcomes[KEYS + ["outcome"]].merge(
@@ -147,7 +151,8 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
                      manifest_diff=manifest_diff(manifest_a or {}, manifest_b or {}),
                      score=score, baseline=baseline, pairs=pairs,
                      equivalence=cell_equivalence(*logs, pairs, margin, equivalence_alpha),
-                     margin=margin, equivalence_alpha=equivalence_alpha)
+                     margin=margin, equivalence_alpha=equivalence_alpha,
+                     warnings=tuple(warnings))
 
 
 def cell_equivalence(logs_a: pd.DataFrame, logs_b: pd.DataFrame, pairs,

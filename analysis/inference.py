@@ -43,24 +43,33 @@ def pvalues(xa: np.ndarray, xb: np.ndarray, test: str = "anova") -> np.ndarray:
 
     NaN where the test is undefined (every value equal on both sides).
     """
+    return tested(xa, xb, test)[1]
+
+
+def tested(xa: np.ndarray, xb: np.ndarray, test: str = "anova") -> tuple[np.ndarray, np.ndarray]:
+    """(statistic, p) per row of `xa` (sites x runs of a) against the same row of `xb`:
+    F for the ANOVA, t for Welch's test, U for Mann-Whitney, H for Kruskal-Wallis.
+    Both NaN where the test is undefined (every value equal on both sides)."""
     if test not in TESTS:
         raise ValueError(f"unknown test {test!r}; known: {', '.join(TESTS)}")
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore")
         if test == "anova":
-            p = stats.f_oneway(xa, xb, axis=1).pvalue
+            r = stats.f_oneway(xa, xb, axis=1)
         elif test == "welch":
-            p = stats.ttest_ind(xa, xb, axis=1, equal_var=False).pvalue
+            r = stats.ttest_ind(xa, xb, axis=1, equal_var=False)
         elif test == "mannwhitney":
-            p = stats.mannwhitneyu(xa, xb, axis=1, alternative="two-sided").pvalue
+            r = stats.mannwhitneyu(xa, xb, axis=1, alternative="two-sided")
         else:
-            p = stats.kruskal(xa, xb, axis=1).pvalue
-    p = np.asarray(p, dtype=float)
+            r = stats.kruskal(xa, xb, axis=1)
+    statistic = np.array(r.statistic, dtype=float, ndmin=1, copy=True)
+    p = np.array(r.pvalue, dtype=float, ndmin=1, copy=True)
     # Both sides constant and equal: no evidence of a difference (some tests say p = 1,
     # others NaN); keep NaN so every test treats the case alike (a tie).
     same = (np.ptp(xa, axis=1) == 0) & (np.ptp(xb, axis=1) == 0) & (xa[:, 0] == xb[:, 0])
     p[same] = np.nan
-    return p
+    statistic[same] = np.nan
+    return statistic, p
 
 
 RANK_TESTS = ("mannwhitney", "kruskal")

@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 import pandas as pd
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, PercentFormatter
+from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, PercentFormatter
 
 from analysis.cdf import ecdf
 from analysis.schema import full_name, label, settings_in
@@ -69,7 +71,8 @@ def _step(ax, values, **style) -> None:
 
 
 def cdf_row_figure(rel: pd.DataFrame, metric: str, networks: list[str],
-                   baseline: str = "tcp", width_in: float = 12.0) -> Figure:
+                   baseline: str = "tcp", width_in: float = 12.0,
+                   xlabel: str | None = None) -> Figure:
     """One metric, one panel per network side by side: the CDF over sites of the
     relative difference to `baseline`, one line per setting. The panels share the
     x-range (the same percent means the same place), the legend is drawn once."""
@@ -92,22 +95,128 @@ def cdf_row_figure(rel: pd.DataFrame, metric: str, networks: list[str],
         ax.set_title(f"{plot_label(network)}  ({n} site{'' if n == 1 else 's'})", fontsize=11)
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=9)
-        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.xaxis.set_major_formatter(Percent())
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5 if cols > 2 else 8))
         ax.set_ylim(0, 1.02)
+        if not here["rel"].notna().any():
+            _no_data(ax)
     lo, hi = data["rel"].min(), data["rel"].max()
     if pd.notna(lo) and pd.notna(hi):
         pad = max((hi - lo) * 0.05, 0.005)
         axes[0].set_xlim(min(lo, 0) - pad, max(hi, 0) + pad)
     axes[0].set_ylabel("CDF over sites")
     b = plot_label(baseline)
-    fig.supxlabel(f"(X − {b}) / {b}: relative difference of the mean {full_name(metric)} "
-                  f"per site   (< 0 %: X faster)", fontsize=10)
+    fig.supxlabel(xlabel or f"(X − {b}) / {b}: relative difference of the mean "
+                  f"{full_name(metric)} per site   (< 0 %: X faster)", fontsize=10)
     if handles:
         fig.legend([handles[s] for s in settings if s in handles],
                    [plot_label(s) for s in settings if s in handles],
                    loc="upper center", ncol=len(handles), frameon=False, fontsize=10)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.8, wspace=0.08)
+    return fig
+
+
+class Percent(Formatter):
+    """Fractions as percent with the decimals the ticks' spacing needs: 4 %, 8 % (not
+    4.0 %) and 0.25 %, 0.50 % (not 0 %, 0 %, 1 %)."""
+
+    def __call__(self, x, pos=None):
+        locs = np.asarray(self.axis.get_majorticklocs() if self.axis else [], dtype=float)
+        step = float(np.min(np.diff(locs))) * 100 if len(locs) > 1 else 1.0
+        decimals = next((d for d in range(5) if abs(round(step, d) - step) < 1e-6 * step), 4)
+        return f"{round(x * 100, decimals) + 0.0:.{decimals}f}%"
+
+
+def _no_data(ax, x: float = 0.5, y: float = 0.5, transform=None) -> None:
+    """Mark an empty panel or group as such, so that no one reads it as zero."""
+    ax.text(x, y, "no data", transform=transform or ax.transAxes, ha="center",
+            va="center", color="#888", fontsize=9)
+
+
+MS = FuncFormatter(lambda v, _: f"{v:,.0f}" if abs(v) >= 10 or v == 0 else f"{v:,.1f}")
+"""Milliseconds on an axis: whole ms with thousands separators (one decimal below 10)."""
+
+
+def distribution_figure(meas: pd.DataFrame, metric: str, networks: list[str],
+                        width_in: float = 12.0) -> Figure:
+    """One metric in ms, one panel per network (each its own y-range), one box per
+    setting over its ok trials (all sites): median, quartiles, whiskers at 1.5 IQR,
+    n under each box; a setting without values is marked "no data"."""
+    data = meas[meas["metric"] == metric]
+    settings = settings_in(data["protocol"])
+    cols = max(len(networks), 1)
+    fig = Figure(figsize=(width_in, 3.4))
+    axes = fig.subplots(1, cols, squeeze=False)[0]
+    for ax, network in zip(axes, networks):
+        here = data[data["network"] == network]
+        for i, setting in enumerate(settings):
+            values = here.loc[here["protocol"] == setting, "value"].dropna().to_numpy()
+            if len(values) == 0:
+                if not here.empty:  # an empty panel says so once, below
+                    _no_data(ax, i, 0.5, ax.get_xaxis_transform())
+                continue
+            box = ax.boxplot(values, positions=[i], widths=0.6, showfliers=False,
+                             patch_artist=True, medianprops={"color": "black"})
+            box["boxes"][0].set(facecolor=COLORS.get(setting, "#bbbbbb"), alpha=0.55)
+        ax.set_xticks(range(len(settings)),
+                      [plot_label(s) for s in settings], fontsize=8, rotation=30)
+        ax.set_xlim(-0.6, len(settings) - 0.4)
+        ax.yaxis.set_major_formatter(MS)
+        ax.tick_params(axis="y", labelsize=8)
+        ax.set_title(plot_label(network), fontsize=11)
+        ax.grid(True, axis="y", alpha=0.3)
+        if here.empty:
+            _no_data(ax)
+    axes[0].set_ylabel(f"{plot_label(metric)} (ms)")
+    fig.suptitle(f"{full_name(metric)} per trial (ms): box = quartiles, line = median, "
+                 "whiskers = 1.5 IQR", fontsize=10)
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.24, top=0.84, wspace=0.3)
+    return fig
+
+
+def drift_figure(trials: pd.DataFrame, networks: list[str], column: str = "plt_ms",
+                 width_in: float = 12.0) -> Figure:
+    """Run order: per network a panel of each ok trial's `column` divided by its site's
+    median for that network and setting, against when it started (`started_at`; the
+    run number when no trial has a time), one colour per setting. A drift (a warming
+    cache, a neighbour's load) shows as a slope; 1 = the site's median."""
+    ok = trials[(trials["status"] == "ok") & trials[column].notna()]
+    when = pd.to_datetime(ok["started_at"], errors="coerce", utc=True)
+    by_time = bool(when.notna().any())
+    x = when.dt.tz_localize(None) if by_time else ok["run"]
+    keys = ["site", "network", "protocol"]
+    norm = ok[column] / ok.groupby(keys, observed=True)[column].transform("median")
+    cols = max(len(networks), 1)
+    fig = Figure(figsize=(width_in, 3.2))
+    axes = fig.subplots(1, cols, sharey=True, squeeze=False)[0]
+    for ax, network in zip(axes, networks):
+        mine = ok["network"] == network
+        for setting in settings_in(ok.loc[mine, "protocol"]):
+            sel = mine & (ok["protocol"] == setting)
+            ax.plot(x[sel], norm[sel], ".", markersize=2.5, alpha=0.6,
+                    color=COLORS.get(setting), label=plot_label(setting))
+        ax.axhline(1, color="black", linewidth=0.8, alpha=0.6)
+        ax.set_title(plot_label(network), fontsize=11)
+        ax.grid(True, alpha=0.3)
+        ax.tick_params(labelsize=8)
+        if by_time:
+            locator = AutoDateLocator(minticks=2, maxticks=5)
+            ax.xaxis.set_major_locator(locator)
+            ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+        if not mine.any():
+            _no_data(ax)
+    axes[0].set_ylabel(f"{plot_label(column.removesuffix('_ms'))} / site median")
+    fig.supxlabel("trial started (UTC)" if by_time else "run", fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes[1:]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, loc="upper center", ncol=len(handles), frameon=False,
+                   fontsize=9, markerscale=4)
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.82, wspace=0.08)
     return fig
 
 

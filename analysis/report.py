@@ -10,7 +10,6 @@ tables/*.csv with every table in full.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from urllib.parse import quote
 
 import jinja2
 import pandas as pd
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from analysis import report_stats
 from analysis.bbr import BbrAnalysis, analyse_bbr
@@ -32,6 +31,13 @@ from analysis.health import failures_by_reason, overview, trial_health
 from analysis.inference import CORRECTIONS, DEFAULT_MDE, TESTS
 from analysis.plots import cdf_row_figure, save
 from analysis.report_inspect import inspect_sections
+from analysis.report_sections import (
+    distribution,
+    distribution_figures,
+    drift_figures,
+    setup_tables,
+    site_tests,
+)
 from analysis.schema import (
     ANALYSED_METRICS,
     METRIC_NAMES,
@@ -141,6 +147,9 @@ class Analysis:
     """With config.by_worker: the manifest's minimum RTT per worker and network."""
     reviewer: dict[str, pd.DataFrame] = field(default_factory=dict)
     """Across sites, paired tests, diagnostics, planner (analysis.report_stats.TABLES)."""
+    distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Per network x setting x metric over all ok trials: n, mean, percentiles (ms)
+    (analysis.report_sections.distribution)."""
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """name -> table, as written to tables/<name>.csv."""
@@ -161,7 +170,8 @@ class Analysis:
                 "tests": self.comparisons, "win_tie_loss": self.win_tie_loss,
                 "effects": self.effects, "robustness": self.robustness,
                 "design_impact": self.design, "health": self.health, "failures": self.failures,
-                "visits": self.visits, "resumption": self.resumption}
+                "visits": self.visits, "resumption": self.resumption,
+                "distribution": self.distribution}
 
 
 MIN_RUNS = 10
@@ -255,22 +265,14 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
         warnings=tuple(caution(summary, health)),
         bbr=analyse_bbr(trials, conns, manifest, largest, config.alpha),
         transport=transport_summary(conns, trials), connections=len(conns),
-        examples=examples(trials),
+        examples=examples(trials), distribution=distribution(meas),
         reviewer=report_stats.compute(trials, meas, pairs, config.alpha, config.resamples,
                                       config.mixed_metrics), **per_worker)
 
 
 def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
     """Banner lines: groups with fewer than MIN_RUNS ok runs, groups with failed trials."""
-    out = []
-    if len(summary):
-        fewest = int(summary["n"].min())
-        if fewest < MIN_RUNS:
-            low = summary.groupby(["site", "network", "protocol"], observed=True)["n"].max()
-            out.append(f"Few runs: {int((low < MIN_RUNS).sum())} of {len(low)} groups "
-                       f"(site × network × setting) have fewer than {MIN_RUNS} ok runs "
-                       f"(fewest: {fewest}). The per-site tests can then only see large "
-                       "differences; the paper used 31 runs.")
+    out = few_runs(summary)
     failing = health[health["failed"] > 0]
     if len(failing):
         groups = ", ".join(f"{label(n)}/{label(p)} ({f})" for n, p, f in
@@ -278,6 +280,19 @@ def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
         out.append(f"Failed trials in {len(failing)} of {len(health)} network × setting "
                    f"groups: {groups}. They are left out of the statistics; see Trial health.")
     return out
+
+
+def few_runs(summary: pd.DataFrame) -> list[str]:
+    """A banner line when a group of `summary` has fewer than MIN_RUNS ok runs."""
+    if not len(summary) or int(summary["n"].min()) >= MIN_RUNS:
+        return []
+    fewest = int(summary["n"].min())
+    low = summary.groupby(["site", "network", "protocol"], observed=True)["n"].max()
+    line = (f"Few runs: {int((low < MIN_RUNS).sum())} of {len(low)} groups "
+            f"(site × network × setting) have fewer than {MIN_RUNS} ok runs "
+            f"(fewest: {fewest}). The per-site tests can then only see large "
+            "differences; the paper used 31 runs.")
+    return [line]
 
 
 def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config,
@@ -433,13 +448,19 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
                         **{fmt: f"plots/{name}" for fmt, name in files.items()}})
 
     synthetic = bool((manifest or {}).get("synthetic")) or bool(a.trials.attrs.get("synthetic"))
-    trial_page = _trial_links(a, out, results_dir)
-    inspect = inspect_sections(a, out, results_dir, _table_or_none)
+    distributions = distribution_figures(a, out)
+    drift = drift_figures(a, out)
     env = jinja2.Environment(loader=jinja2.PackageLoader("analysis", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              trim_blocks=True, lstrip_blocks=True)
+    trial_page = _trial_links(a, out, results_dir, env)
+    inspect = inspect_sections(a, out, results_dir, _table_or_none)
     page = env.get_template("report.html.j2").render(
         source=source, a=a, overview=a.overview, label=label, figures=figures,
+        distributions=distributions, drift=drift,
+        distribution_table=_table_or_none(a.distribution),
+        site_tests=site_tests(a, _table_or_none),
+        setup=setup_tables(a, manifest if isinstance(manifest, dict) else None, _table_or_none),
         tables=list(a.tables()), synthetic=synthetic, trial_page=trial_page,
         metric_names=[(label(m), METRIC_NAMES[m]) for m in a.config.metrics
                       if m in METRIC_NAMES],
@@ -463,7 +484,6 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
         health_table=_table_or_none(a.health),
         failures_table=_table_or_none(a.failures),
         summary_table=_table_or_none(a.summary, rename=SUMMARY_HEADERS),
-        manifest=json.dumps(manifest, indent=2, sort_keys=True) if manifest else None,
         inspect=inspect,
         reviewer=report_stats.render(a.reviewer, _table_or_none),
         show_workers=a.workers is not None,
@@ -483,37 +503,42 @@ TRIAL_FILES = {"HAR": "browsertime.har.gz", "video": "video.mp4",
 """Files of a trial folder the trials page links to, when present."""
 
 
-def _trial_links(a: Analysis, out: Path, results_dir: Path | None) -> str | None:
-    """Write out/trials.html (one row per trial: status, PLT, links to its kept files)
-    when `results_dir` has trial folders; returns its name or None."""
+def _trial_links(a: Analysis, out: Path, results_dir: Path | None,
+                 env: jinja2.Environment) -> str | None:
+    """Write out/trials.html (one row per trial, by site, network, setting and run
+    number: status, PLT, links to its kept files) when `results_dir` has trial
+    folders; returns its name or None."""
     if results_dir is None or not (Path(results_dir) / "trials").is_dir():
         return None
     trials_dir = Path(results_dir) / "trials"
+    here = out.resolve() if out.is_absolute() else out.absolute()
     rows = []
-    for t in a.trials.itertuples(index=False):
-        folder = trials_dir / str(t.trial_id)
+    for t in by_run(a.trials).itertuples(index=False):
         links = []
         # a trial's folder is trials/<trial_id>; an id that is not one name in trials/
         # links nothing
         inside = str(t.trial_id) not in ("", ".", "..") and "/" not in str(t.trial_id)
         for name, file in TRIAL_FILES.items():
             if inside and _regular(trials_dir, str(t.trial_id), file):
-                href = os.path.relpath(folder / file, out.resolve() if out.is_absolute()
-                                       else out.absolute())
-                links.append(f'<a href="{escape(quote(Path(href).as_posix()))}">{name}</a>')
-        plt_ = "–" if pd.isna(t.plt_ms) else f"{t.plt_ms:.0f}"
-        status = t.status if t.status == OK else f"{t.status}: {t.reason or ''}"
-        rows.append(f"<tr><td>{escape(str(t.trial_id))}</td><td>{escape(str(status))}</td>"
-                    f"<td>{plt_}</td><td>{' · '.join(links) or '–'}</td></tr>")
-    page = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<title>Trials</title><style>body{font-family:system-ui,sans-serif;margin:2em}"
-            "td,th{padding:0.2em 0.6em;border-bottom:1px solid #e4e4e4;text-align:left}"
-            "</style></head><body><h1>Trials</h1><p><a href=\"index.html\">Back to the report"
-            f"</a>. Files from <code>{escape(str(trials_dir))}</code>.</p>"
-            "<table><tr><th>trial</th><th>status</th><th>PLT (ms)</th><th>files</th></tr>"
-            + "".join(rows) + "</table></body></html>")
+                href = os.path.relpath(trials_dir / str(t.trial_id) / file, here)
+                links.append((name, quote(Path(href).as_posix())))
+        rows.append({"trial": str(t.trial_id), "links": links,
+                     "plt": "–" if pd.isna(t.plt_ms) else f"{t.plt_ms:.0f}",
+                     "status": t.status if t.status == OK else f"{t.status}: {t.reason or ''}"})
+    page = env.get_template("trials.html.j2").render(trials_dir=str(trials_dir), rows=rows)
     (out / "trials.html").write_text(page, encoding="utf-8")
     return "trials.html"
+
+
+def by_run(trials: pd.DataFrame) -> pd.DataFrame:
+    """`trials` in reading order: site, network and setting (the paper's order), then
+    the run as a number (run 10 after run 9)."""
+    keys = {"site": sorted(set(trials["site"])), "network": networks_in(trials["network"]),
+            "protocol": settings_in(trials["protocol"])}
+    return trials.sort_values(
+        ["site", "network", "protocol", "run"], kind="stable",
+        key=lambda s: s.map({v: i for i, v in enumerate(keys[s.name])}) if s.name in keys
+        else pd.to_numeric(s, errors="coerce"))
 
 
 def _regular(trials_dir: Path, trial_id: str, name: str) -> bool:

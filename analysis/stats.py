@@ -148,7 +148,8 @@ def compare(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     scipy.stats.f_oneway, uncorrected).
 
     One row per pair x network x metric x site: n and mean of each side,
-    diff_ms = mean_a - mean_b, the p-value, p_adj (corrected across the sites
+    diff_ms = mean_a - mean_b, the test statistic (F, t, U or H; for the ANOVA
+    with df_between and df_within degrees of freedom), the p-value, p_adj (corrected across the sites
     of one pair, network and metric; equal to p without a correction) and the
     outcome for a: 'win' (p_adj < alpha and a's mean smaller; for the rank tests,
     which compare locations, not means, the Hodges-Lehmann shift a - b negative),
@@ -166,16 +167,22 @@ def compare(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     for a, b, keys, xa, xb in paired_groups(meas, pairs):
         na, nb = xa.shape[1], xb.shape[1]
         if na >= 2 and nb >= 2:
-            p = inference.pvalues(xa, xb, test)  # batched: one call per group size
+            f, p = inference.tested(xa, xb, test)  # batched: one call per group size
         else:
-            p = np.full(len(keys), np.nan)
+            f, p = np.full(len(keys), np.nan), np.full(len(keys), np.nan)
         ma, mb = _finite_mean(xa), _finite_mean(xb)  # timeouts (inf) count in rank tests only
         ca, cb = ((inference.hodges_lehmann(xa, xb), np.zeros(len(keys)))
                   if test in inference.RANK_TESTS else (ma, mb))
         for i, (site, network, metric) in enumerate(keys):
-            rows.append((a, b, network, metric, site, na, nb, ma[i], mb[i], p[i], ca[i], cb[i]))
+            rows.append((a, b, network, metric, site, na, nb, ma[i], mb[i], f[i], p[i],
+                         ca[i], cb[i]))
     out = pd.DataFrame(rows, columns=["a", "b", "network", "metric", "site", "n_a", "n_b",
-                                      "mean_a", "mean_b", "p", "_ca", "_cb"])
+                                      "mean_a", "mean_b", "statistic", "p", "_ca", "_cb"])
+    # The ANOVA's F has 1 and n_a + n_b - 2 degrees of freedom (two groups).
+    anova = test == "anova"
+    out.insert(out.columns.get_loc("p"), "df_between", 1 if anova else pd.NA)
+    out.insert(out.columns.get_loc("p"), "df_within",
+               out["n_a"] + out["n_b"] - 2 if anova else pd.NA)
     out.insert(out.columns.get_loc("p"), "diff_ms", out["mean_a"] - out["mean_b"])
     out["p_adj"] = out["p"]
     if correction != "none" and len(out):

@@ -321,6 +321,21 @@ def manifest_networks(networks: Sequence[str]) -> dict:
             for n in networks if n in NETWORKS}
 
 
+PROTOCOLS = {"tcp": ("tcp", "cubic", 10, False), "tcp-plus": ("tcp", "cubic", 32, True),
+             "tcp-plus-bbr": ("tcp", "bbr", 32, True), "quic": ("quic", "cubic", 32, True),
+             "quic-bbr": ("quic", "bbr", 32, True)}
+"""The paper's settings as profiles/protocols/*.toml define them: stack, congestion
+control, initial window (packets), pacing."""
+
+
+def manifest_protocols(settings: Sequence[str]) -> dict:
+    """The `protocols` entry of a campaign manifest for the paper's settings (the
+    profile figures the report's setup table reads)."""
+    keys = ("stack", "congestion_control", "initial_window_packets", "pacing")
+    return {s: {"stack": PROTOCOLS[s][0], "profile": dict(zip(keys, PROTOCOLS[s]))}
+            for s in settings if s in PROTOCOLS}
+
+
 def har(site: str, page_bytes: int, requests: int, seed: int = 0) -> dict:
     """A small HAR of one page load of `site`: `requests` entries whose bodies add up to
     about `page_bytes` (one object of a third of it), timings in the HAR's phases."""

@@ -427,7 +427,7 @@ def examples(trials: pd.DataFrame, metric: str = "plt") -> pd.DataFrame:
     rows = []
     for (network, protocol), g in ok.groupby(["network", "protocol"], sort=False,
                                              observed=True):
-        g = g.sort_values([column, "trial_id"], kind="stable")
+        g = g.sort_values([column, "site", "run"], kind="stable")  # ties: run 9 before 10
         picks = {"fastest": 0, "median": (len(g) - 1) // 2, "slowest": len(g) - 1}
         for which, i in picks.items():
             rows.append({"network": network, "protocol": protocol, "which": which,

@@ -19,7 +19,8 @@ SHOWN_DIFFS = 20
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
               metavar="DIR",
-              help="Also write sites.csv, summary.csv and manifest_diff.csv into this folder.")
+              help="Also write index.html (the agreement with its figures), sites.csv, "
+                   "summary.csv and manifest_diff.csv into this folder.")
 @click.option("--baseline", default=None,
               help="Baseline setting (default: tcp when both have it, else their first).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
@@ -43,7 +44,7 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
     first, then per pair, network and metric how many sites get the same verdict
     (win / tie / loss) in both, the median difference of relative differences, and
     the overall agreement score. Runs without root."""
-    from analysis.agreement import agreement_of, csv_files
+    from analysis.agreement import agreement_of
     from analysis.load import ResultsError
     from analysis.schema import label
 
@@ -59,9 +60,9 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
         raise InputError(f"--baseline: {e}") from e
     if result.sites.empty:
         raise InputError(f"{a} and {b}: no site, network and setting pair in common to compare")
+    written = _write(out, _out_files(result, a, b)) if out is not None else []
     if as_json:
-        jsonout.echo(json_doc(result, a, b, _write(out, csv_files(result)) if out is not None
-                              else []))
+        jsonout.echo(json_doc(result, a, b, written))
         return
 
     diff = result.manifest_diff
@@ -82,9 +83,19 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
     score = "n/a (no site tested in both)" if tested == 0 else f"{result.score:.1%}"
     _echo(f"agreement: {score} of {tested} site verdicts")
     _echo_equivalence(result)
-    if out is not None:
-        for path in _write(out, csv_files(result)):
-            _echo(f"wrote {path}")
+    for warning in result.warnings:
+        _echo(f"warning: {warning}")
+    for path in written:
+        _echo(f"wrote {path}")
+
+
+def _out_files(result, a: Path, b: Path) -> dict[str, bytes]:
+    """What --out holds: every table as CSV, index.html and its figures."""
+    from analysis.agreement import csv_files
+    from analysis.compare_page import files
+
+    tables = csv_files(result)
+    return {**tables, **files(result, str(a), str(b), list(tables))}
 
 
 def _write(out: Path, files: dict[str, bytes]) -> list[Path]:
@@ -105,7 +116,8 @@ def json_doc(result, a: Path, b: Path, written) -> dict:
     tested = int(result.sites["agree"].notna().sum())
     return {"a": a, "b": b, "baseline": result.baseline, "pairs": result.pairs,
             "score": result.score, "tested": tested, "margin": result.margin,
-            "equivalence_alpha": result.equivalence_alpha, **result.tables(),
+            "equivalence_alpha": result.equivalence_alpha,
+            "warnings": list(result.warnings), **result.tables(),
             "written": written}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -88,6 +89,34 @@ def test_cli_self_and_other(folder, tmp_path):
     sites = pd.read_csv(tmp_path / "cmp" / "sites.csv")
     assert set(sites["network"]) == {"dsl"} and len(sites) == 6 * 9 * 4
     assert json.loads((other / "manifest.json").read_text())["synthetic"] is True
+
+
+def test_out_writes_a_page_with_its_figures_and_few_runs_are_warned(folder, tmp_path):
+    few = tmp_path / "few"
+    synthetic.write_folder(synthetic.campaign(sites=3, networks=["dsl"], runs=4, seed=8), few)
+    done = CliRunner().invoke(cli, ["compare", str(folder), str(few), "--out",
+                                    str(tmp_path / "cmp")])
+    assert done.exit_code == 0, done.output
+    warned = [line for line in done.output.splitlines() if line.startswith("warning: ")]
+    assert warned[-1].startswith("warning: B: Few runs:") and "(fewest: 4)" in warned[-1]
+    index = tmp_path / "cmp" / "index.html"
+    page = index.read_text(encoding="utf-8")
+    assert "B: Few runs:" in page and f"<code>{few}</code>" in page
+    images = re.findall(r'<img src="([^"]+)"', page)
+    assert "diff-rel-plt.svg" in images
+    assert all((index.parent / i).stat().st_size > 1000 for i in images)
+    assert all((index.parent / c).is_file() for c in re.findall(r'href="([^"#]+\.csv)"', page))
+    assert {i[1:] for i in re.findall(r'href="(#[^"]+)"', page)} <= set(
+        re.findall(r'id="([^"]+)"', page))
+
+    done = CliRunner().invoke(cli, ["compare", str(folder), str(few), "--json", "--out",
+                                    str(tmp_path / "cmp2")])
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.output)
+    assert doc["warnings"] == [w.removeprefix("warning: ") for w in warned]
+    assert {"sites", "summary", "manifest_diff", "equivalence", "score"} <= set(doc)
+    assert {p.rsplit("/", 1)[-1] for p in doc["written"]} >= {"index.html", "sites.csv",
+                                                              "diff-rel-plt.svg"}
 
 
 # -- equivalence (TOST across sites) on synthetic campaigns with a known truth ------------

@@ -1,0 +1,104 @@
+"""Report sections beside the statistics: the absolute distributions, the per-site
+tests in full, the setup as run and the run-order (drift) figure.
+
+Each function takes a way to render a table (`table`: DataFrame -> HTML or None, as
+analysis.report makes them) so this module does not import the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.plots import distribution_figure, drift_figure, save
+from analysis.schema import full_name, label, networks_in, ordered
+from analysis.setup import networks_table, settings_table
+from analysis.stats import measurements, sort_table
+
+STATISTIC = {"anova": "F", "welch": "t", "mannwhitney": "U", "kruskal": "H"}
+"""Per-site test -> the name of its statistic."""
+
+FORMATS = ("svg",)
+"""These figures are saved as SVG only (vector, any size; a PNG at print resolution
+would double the report's time to write)."""
+
+QUANTILES = {"p10": 0.1, "p25": 0.25, "median": 0.5, "p75": 0.75, "p90": 0.9}
+
+
+def distribution(meas: pd.DataFrame) -> pd.DataFrame:
+    """Per network x setting x metric over every ok trial of every site: n, mean and
+    the 10th, 25th, 50th, 75th and 90th percentiles (ms)."""
+    g = meas.groupby(["network", "protocol", "metric"], sort=False, observed=True)["value"]
+    out = g.agg(n="count", mean="mean").reset_index()
+    for name, q in QUANTILES.items():
+        out[name] = g.quantile(q).to_numpy()
+    return sort_table(out)
+
+
+def distribution_figures(a, out: Path) -> list[dict]:
+    """One box-plot figure per plotted metric (analysis.plots.distribution_figure),
+    saved as SVG into out/plots; [{title, svg}]."""
+    meas = measurements(a.trials, a.config.metrics)
+    networks = networks_in(meas["network"])
+    figures = []
+    for metric in a.config.plot_metrics:
+        if not (meas["metric"] == metric).any():
+            continue
+        files = save(distribution_figure(meas, metric, networks), out / "plots",
+                     f"distribution-{metric}", formats=FORMATS)
+        figures.append({"title": full_name(metric),
+                        **{fmt: f"plots/{name}" for fmt, name in files.items()}})
+    return figures
+
+
+def drift_figures(a, out: Path) -> list[dict]:
+    """The run-order figure of PLT (analysis.plots.drift_figure), or [] without PLT."""
+    ok = a.trials[(a.trials["status"] == "ok") & a.trials["plt_ms"].notna()]
+    if ok.empty:
+        return []
+    files = save(drift_figure(a.trials, networks_in(ok["network"])), out / "plots", "drift-plt",
+                 formats=FORMATS)
+    return [{"title": "PLT in run order", **{fmt: f"plots/{n}" for fmt, n in files.items()}}]
+
+
+def site_tests(a, table) -> list[dict]:
+    """Per pair and network, the per-site test of every site and metric: means, the
+    statistic (F with its degrees of freedom for the ANOVA), p and the verdict;
+    [{pair, network, wins, ties, losses, table}]."""
+    c = a.comparisons
+    if c.empty:
+        return []
+    stat = STATISTIC.get(a.config.test, "statistic")
+    shown = c.assign(df=[f"{int(x)}, {int(y)}" if pd.notna(x) and pd.notna(y) else None
+                         for x, y in zip(c["df_between"], c["df_within"])])
+    shown["metric"] = pd.Categorical(shown["metric"],
+                                     ordered(shown["metric"].unique(), a.config.metrics))
+    columns = ["site", "metric", "n_a", "n_b", "mean_a", "mean_b", "statistic", "df", "p",
+               "p_adj", "outcome"]
+    if a.config.correction == "none":
+        columns.remove("p_adj")
+    if a.config.test != "anova":
+        columns.remove("df")
+    out = []
+    for (x, y) in a.pairs:
+        for network in networks_in(c.loc[(c["a"] == x) & (c["b"] == y), "network"]):
+            rows = shown[(shown["a"] == x) & (shown["b"] == y) & (shown["network"] == network)]
+            rows = rows.sort_values(["site", "metric"], kind="stable")[columns]
+            rows = rows.assign(metric=rows["metric"].astype(str))
+            counts = rows["outcome"].value_counts()
+            out.append({"pair": f"{label(x)} vs {label(y)}", "network": label(network),
+                        "wins": int(counts.get("win", 0)), "ties": int(counts.get("tie", 0)),
+                        "losses": int(counts.get("loss", 0)),
+                        "table": table(rows, formats={"statistic": "{:.2f}"}, rename={
+                            "n_a": f"n {label(x)}", "n_b": f"n {label(y)}",
+                            "mean_a": f"mean {label(x)} (ms)", "mean_b": f"mean {label(y)} (ms)",
+                            "statistic": stat, "df": "df (between, within)"})})
+    return out
+
+
+def setup_tables(a, manifest: dict | None, table) -> dict:
+    """{networks, settings}: the setup as run (analysis.setup), each HTML or None."""
+    return {"networks": table(networks_table(manifest, set(a.trials["network"]))),
+            "settings": table(settings_table(manifest, set(a.trials["protocol"]))
+                              .rename(columns={"setting": "protocol"}),  # shown as labels
+                              rename={"protocol": "setting"})}

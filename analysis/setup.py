@@ -1,0 +1,86 @@
+"""The campaign's setup as run, from its manifest (the paper's Tables 1 and 2):
+networks with their rates, RTT, buffer, loss and calibration; protocol settings with
+their stack, congestion control, initial window and pacing.
+
+A manifest comes from someone's results folder: every value is checked for its type
+and anything else is shown as missing, never trusted."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.schema import networks_in, settings_in
+
+NETWORK_COLUMNS = {
+    "downlink_mbit": "downlink (Mbit/s)", "uplink_mbit": "uplink (Mbit/s)",
+    "min_rtt_ms": "min RTT (ms)", "buffer_ms": "buffer (ms)",
+    "downlink_loss_percent": "downlink loss (%)", "uplink_loss_percent": "uplink loss (%)",
+}
+"""Network profile key -> column of the networks table."""
+
+CALIBRATION_COLUMNS = {"min_rtt_ms": "calibrated min RTT (ms)",
+                       "median_rtt_ms": "calibrated median RTT (ms)"}
+"""Calibration key (manifest `calibration`) -> column of the networks table."""
+
+SETTING_COLUMNS = {"stack": "stack", "congestion_control": "congestion control",
+                   "initial_window_packets": "initial window (packets)", "pacing": "pacing",
+                   "session_tickets": "session tickets", "early_data": "early data / 0-RTT"}
+"""Protocol setting key -> column of the settings table."""
+
+
+def _entries(manifest: dict | None, key: str) -> dict:
+    value = (manifest or {}).get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _value(d, key):
+    """d[key] when it is a plain number, text or flag; None otherwise."""
+    v = d.get(key) if isinstance(d, dict) else None
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return v if isinstance(v, (int, float, str)) else None
+
+
+def networks_table(manifest: dict | None, networks=()) -> pd.DataFrame:
+    """One row per network (of the manifest, and of `networks`, e.g. the trials'): the
+    profile's rates, minimum RTT, buffer and loss; the calibrated RTTs when the
+    manifest has them. A trace-driven link shows its trace's name as its rate."""
+    listed, calibration = _entries(manifest, "networks"), _entries(manifest, "calibration")
+    rows = []
+    for name in networks_in({*map(str, listed), *map(str, networks)}):
+        entry = listed.get(name)
+        profile = entry.get("profile") if isinstance(entry, dict) else None
+        row = {"network": name}
+        for key, column in NETWORK_COLUMNS.items():
+            row[column] = _value(profile, key)
+        for side in ("downlink", "uplink"):
+            trace = _value(profile, f"{side}_trace")
+            if row[NETWORK_COLUMNS[f"{side}_mbit"]] is None and trace is not None:
+                row[NETWORK_COLUMNS[f"{side}_mbit"]] = f"trace {trace}"
+        for key, column in CALIBRATION_COLUMNS.items():
+            row[column] = _value(calibration.get(name), key)
+        rows.append(row)
+    columns = ["network", *NETWORK_COLUMNS.values(), *CALIBRATION_COLUMNS.values()]
+    return _drop_empty(pd.DataFrame(rows, columns=columns, dtype=object))
+
+
+def settings_table(manifest: dict | None, settings=()) -> pd.DataFrame:
+    """One row per protocol setting (of the manifest, and `settings`): stack, congestion
+    control, initial window, pacing, session tickets and early data as run."""
+    listed = _entries(manifest, "protocols")
+    rows = []
+    for name in settings_in({*map(str, listed), *map(str, settings)}):
+        entry = listed.get(name) if isinstance(listed.get(name), dict) else {}
+        profile = entry.get("profile") if isinstance(entry.get("profile"), dict) else {}
+        row = {"setting": name}
+        for key, column in SETTING_COLUMNS.items():
+            row[column] = _value(profile, key) if key in profile else _value(entry, key)
+        rows.append(row)
+    columns = ["setting", *SETTING_COLUMNS.values()]
+    return _drop_empty(pd.DataFrame(rows, columns=columns, dtype=object))
+
+
+def _drop_empty(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns no row has a value in are left out (an old manifest, no calibration)."""
+    keep = [c for i, c in enumerate(df.columns) if i == 0 or df[c].notna().any()]
+    return df[keep]
