@@ -44,14 +44,15 @@ def _source_copy(dest: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory) -> Path:
+def venv(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("analysis-install")
     venv = tmp / "venv"
     _run([sys.executable, "-m", "venv", venv], "python -m venv", 120, tmp)
     src = _source_copy(tmp / "src")
     _run([venv / "bin" / "pip", "install", "-q", "-c", ROOT / "setup" / "requirements.lock",
           f"{src}[analysis]"], "pip install .[analysis]", INSTALL_TIMEOUT, tmp)
-    return venv
+    yield venv
+    shutil.rmtree(tmp)  # ~0.5 GB: not kept among pytest's last temporary folders
 
 
 def test_the_analysis_install_has_no_measurement_package(venv):
