@@ -1,6 +1,6 @@
 """The analysis-only install: `pip install .[analysis]` into a fresh venv (the lock as
-constraints), no mitmproxy, pydantic or distributed, then `testbed report`, `trials` and
-`export` over the fixture and the notebook, all from that venv."""
+constraints), no mitmproxy, pydantic or distributed, then `testbed report`, `trials`,
+`trial`, `export` and `compare` over the fixture and the notebook, all from that venv."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_the_analysis_install_has_no_measurement_package(venv):
     assert {"testbed", "nbclient", "ipykernel", "pandas"} <= names
 
 
-def test_report_trials_and_export_run_on_it(venv, tmp_path):
+def test_report_trials_trial_export_and_compare_run_on_it(venv, tmp_path):
     testbed = venv / "bin" / "testbed"
     (tmp_path / "report").mkdir()
     out = _run([testbed, "report", FIXTURE, "--out", tmp_path / "report"],
@@ -75,6 +75,12 @@ def test_report_trials_and_export_run_on_it(venv, tmp_path):
          "testbed export", RUN_TIMEOUT, tmp_path)
     with open(tmp_path / "trials.csv", newline="") as f:
         assert sum(1 for _ in csv.reader(f)) == 1 + 2480
+    first = trials.splitlines()[0].split("\t")[0]
+    _run([testbed, "trial", FIXTURE, first, "--no-filmstrip", "--output",
+          tmp_path / "trial.html"], "testbed trial", RUN_TIMEOUT, tmp_path)
+    assert (tmp_path / "trial.html").is_file()
+    _run([testbed, "compare", FIXTURE, tmp_path / "trials.csv"], "testbed compare",
+         RUN_TIMEOUT, tmp_path)
     # a measurement command is listed and says what to install, in one line
     assert "'.[measure]'" in _run([testbed, "--help"], "testbed --help", 120, tmp_path)
 
