@@ -10,7 +10,7 @@ REPORT_OUT ?= reports/$(notdir $(RESULTS))
 # rustup's cargo if present, else Debian's (the same choice as setup/setup.sh)
 CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
-.PHONY: setup test lint docs unit e2e corpus experiment report faults doctor bench clean image image-test
+.PHONY: setup test lint docs unit e2e analysis-install-test notebook corpus experiment report faults doctor bench clean image image-test
 
 setup:
 	bash setup/setup.sh
@@ -32,6 +32,16 @@ unit:
 
 e2e:
 	$(PY) -m pytest -q -m "e2e and not faults" tests
+
+# `pip install .[analysis]` in a fresh venv, then `testbed report` and the notebook over
+# the fixture from it (part of `make e2e`; ~1-2 min with a warm pip cache).
+analysis-install-test:
+	$(PY) -m pytest -q tests/test_analysis_install.py
+
+# notebooks/campaign.ipynb re-executed on the test fixture and stored with its outputs
+# (tests/test_notebook.py fails when the stored outputs are stale).
+notebook:
+	$(PY) tests/notebook_run.py notebooks/campaign.ipynb
 
 doctor:
 	$(TESTBED) doctor

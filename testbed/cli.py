@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from testbed.cli_groups import LazyGroup
+from testbed.cli_groups import LazyGroup, is_extra_missing, not_installed
 from testbed.errors import TestbedError
 
 # name -> "module:attribute"; modules are imported only when their command runs,
@@ -85,6 +85,11 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("testbed: interrupted", err=True)
         sys.exit(130)
+    except ModuleNotFoundError as e:  # a measurement package in the analysis-only install
+        if not is_extra_missing(e):
+            raise
+        click.echo(f"testbed: error: {not_installed(e.name)}", err=True)
+        sys.exit(1)
     finally:
         from testbed import runstate
 

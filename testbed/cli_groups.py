@@ -8,6 +8,8 @@ import importlib
 
 import click
 
+from testbed.errors import TestbedError
+
 
 class Group(click.Group):
     """A group whose help lists each command with its whole first sentence."""
@@ -40,4 +42,34 @@ class LazyGroup(Group):
         if target is None:
             return None
         module, attr = target.split(":")
-        return getattr(importlib.import_module(module), attr)
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as e:
+            if not is_extra_missing(e):
+                raise
+            return _not_installed(name, e.name)
+
+
+def is_extra_missing(e: ModuleNotFoundError) -> bool:
+    """Whether the missing module is a third-party one (not the project's own)."""
+    return (e.name or "").partition(".")[0] not in ("testbed", "analysis")
+
+
+def not_installed(missing: str) -> str:
+    """What to do about a package the analysis-only install (`.[analysis]`) lacks."""
+    return (f"not in this install (no module {missing}): pip install '.[measure]' "
+            "or `make setup` brings it")
+
+
+def _not_installed(name: str, missing: str) -> click.Command:
+    """A stand-in for a command whose packages this install lacks (the analysis-only
+    install has no mitmproxy or pydantic): listed in help, says what to install."""
+    why = not_installed(missing)
+
+    def fail():
+        raise TestbedError(f"testbed {name}: {why}")
+
+    return click.Command(name, callback=fail, help=f"{why[0].upper()}{why[1:]}.",
+                         add_help_option=False,
+                         context_settings={"ignore_unknown_options": True,
+                                           "allow_extra_args": True})

@@ -1,28 +1,22 @@
-"""The walkthrough notebook executes, top to bottom, on the bundled fixture."""
+"""The walkthrough notebook executes, top to bottom, on the bundled fixture, and the
+outputs stored with it (what a reader sees on a code host) are what it gives."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import nbformat
-from jupyter_client.kernelspec import NATIVE_KERNEL_NAME
-from nbclient import NotebookClient
+import pytest
+from notebook_run import NOTEBOOK, execute, text_parts
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = ROOT / "notebooks" / "campaign.ipynb"
-FIXTURE = ROOT / "tests" / "fixtures" / "results"
+MAX_BYTES = 2_000_000  # stored with its figures; a code host shows it without running it
 
 
-def test_campaign_notebook_runs_on_the_fixture(tmp_path, monkeypatch):
-    monkeypatch.setenv("TESTBED_RESULTS", str(FIXTURE))
-    monkeypatch.setenv("TESTBED_REPORT_OUT", str(tmp_path / "report"))
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    # The kernel of this interpreter (ipykernel in the venv); no installed kernelspec needed.
-    client = NotebookClient(nb, kernel_name=NATIVE_KERNEL_NAME, timeout=300,
-                            resources={"metadata": {"path": str(NOTEBOOK.parent)}})
-    client.execute()
+@pytest.fixture(scope="module")
+def executed():
+    return execute()
 
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+
+def test_campaign_notebook_runs_on_the_fixture(executed):
+    outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2  # the CDF figures
     text = "".join(o.get("text", "") for o in outputs)
@@ -32,7 +26,27 @@ def test_campaign_notebook_runs_on_the_fixture(tmp_path, monkeypatch):
     assert "HAR: " in text  # one trial, with its waterfall
     html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
     assert "data-request=" in html and "BBR helps on lossy paths" in html
-    # the answers across sites, the tests that use the design, diagnostics, planner
-    for column in ("estimate_rtt", "site_slope_sd", "wilcoxon", "drift_per_hour", "runs_rtt"):
+    # effect sizes and robustness; the answers across sites, the tests that use the
+    # design, diagnostics, planner
+    for column in ("hedges_g", "mannwhitney_bh", "ci_excludes_0", "estimate_rtt",
+                   "site_slope_sd", "wilcoxon", "paired_t", "drift_per_hour", "runs_rtt"):
         assert column in html, column
-    assert (tmp_path / "report" / "index.html").is_file()
+
+
+def test_sections_are_numbered_in_order():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    numbers = [c.source.split(".")[0].removeprefix("## ") for c in nb.cells
+               if c.cell_type == "markdown" and c.source.startswith("## ")]
+    assert numbers == [str(n) for n in range(1, len(numbers) + 1)]
+    assert len(numbers) >= 11
+
+
+def test_stored_outputs_are_current(executed):
+    stored = nbformat.read(NOTEBOOK, as_version=4)
+    code = [c for c in stored.cells if c.cell_type == "code"]
+    assert all(c.outputs for c in code), "a code cell without stored outputs"
+    assert [c.source for c in code] == [c.source for c in executed.cells
+                                        if c.cell_type == "code"]
+    assert text_parts(stored) == text_parts(executed), (
+        "the stored outputs are stale: `make notebook` re-executes and stores them")
+    assert NOTEBOOK.stat().st_size <= MAX_BYTES

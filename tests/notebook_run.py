@@ -1,0 +1,76 @@
+"""Execute notebooks/campaign.ipynb on the test fixture, as stored with its outputs.
+
+Imports only nbformat and nbclient, so the analysis-only install's interpreter can run it
+by path. `python tests/notebook_run.py notebooks/campaign.ipynb` (`make notebook`)
+re-executes the notebook and stores it with its outputs; tests/test_notebook.py checks
+that the stored outputs are what executing it gives.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from jupyter_client.kernelspec import NATIVE_KERNEL_NAME
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "campaign.ipynb"
+CELL_TIMEOUT = 300  # seconds one cell may take (the notebook's slowest takes ~15)
+DEFAULT_REPORT_OUT = "../reports/notebook"  # the notebook's own default, as printed
+
+
+def execute(notebook: Path = NOTEBOOK) -> nbformat.NotebookNode:
+    """The notebook executed top to bottom in its folder on its default results (the
+    fixture); its report goes to a temporary folder, printed as its default. A cell's
+    error raises."""
+    nb = nbformat.read(notebook, as_version=4)
+    with tempfile.TemporaryDirectory() as scratch:
+        report_out = str(Path(scratch) / "report")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TESTBED_")}
+        env["TESTBED_REPORT_OUT"] = report_out
+        # The kernel of this interpreter (ipykernel beside it); no kernelspec needed.
+        client = NotebookClient(nb, kernel_name=NATIVE_KERNEL_NAME, timeout=CELL_TIMEOUT,
+                                record_timing=False,
+                                resources={"metadata": {"path": str(notebook.parent)}})
+        client.execute(env=env)  # the kernel's environment
+        if not (Path(report_out) / "index.html").is_file():
+            raise AssertionError(f"the notebook wrote no {report_out}/index.html")
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                out["text"] = out["text"].replace(report_out, DEFAULT_REPORT_OUT)
+    return nb
+
+
+def text_parts(nb: nbformat.NotebookNode) -> list[list[str]]:
+    """Per code cell, the text of its outputs (streams, text/plain, errors): what must
+    not change between the stored notebook and a fresh execution."""
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        texts = []
+        for out in cell.outputs:
+            if out.output_type == "stream":
+                texts.append(out.text)
+            elif out.output_type == "error":
+                texts.append(f"{out.ename}: {out.evalue}")
+            else:
+                texts.append(out.get("data", {}).get("text/plain", ""))
+        cells.append(texts)
+    return cells
+
+
+def main(argv: list[str]) -> None:
+    nb = execute()
+    if argv:
+        nbformat.write(nb, argv[0])
+    print(sum(len(c.get("outputs", [])) for c in nb.cells if c.cell_type == "code"), "outputs")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
