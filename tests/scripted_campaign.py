@@ -47,10 +47,13 @@ def outcome(k: int, stack: str, ok: bool = True) -> Outcome:
 class ScriptedRunner(Runner):
     """Runner.run as it is, but no sysctl check, calibration, topology or browser."""
 
-    def __init__(self, campaign, out, gate: Path | None = None, before_block=None):
+    def __init__(self, campaign, out, gate: Path | None = None, before_block=None,
+                 failing: frozenset[str] = frozenset()):
         super().__init__(campaign, out)
         self.gate = gate
         self.before_block = before_block
+        self.failing = failing
+        """Settings whose page loads fail (as Browsertime fails a load)."""
         self.blocks = 0
 
     def check_settings(self) -> None:
@@ -73,7 +76,7 @@ class ScriptedRunner(Runner):
         out = []
         for k, t in enumerate(block.trials):
             setting = self.settings[t.protocol]
-            o = outcome(k, setting.stack)
+            o = outcome(k, setting.stack, ok=t.protocol not in self.failing)
             o.kept = Kept(files=commit.collect(o, self.out, self.campaign.keep_video))
             out.append((t, o, TrialRecord(setting, before={}, after={})))
         return out

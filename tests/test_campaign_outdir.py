@@ -179,3 +179,26 @@ def test_narrowing_by_site_keeps_the_sites_a_glob_found(tmp_path, bundled_only):
     assert list(config.resolve(part)["sites"]) == ["gallery"]
     assert part.networks == ("lte",) and part.protocols == ("tcp",)
     assert list(config.resolve(campaign)["sites"]) == ["gallery", "local-news"]  # unchanged
+
+
+def statuses(out: Path) -> dict[str, str]:
+    db = sqlite3.connect(f"file:{out / 'trials.sqlite'}?mode=ro", uri=True)
+    try:
+        return dict(db.execute("SELECT trial_id, status FROM trials"))
+    finally:
+        db.close()
+
+
+def test_retry_failed_runs_the_failed_trials_again_and_keeps_the_rest(tmp_path):
+    """`testbed run --retry-failed` (Runner.run(retry_failed=True)): the stored failed
+    trials are forgotten, folders too, and measured again; the ok ones are kept."""
+    campaign = config.load(write_campaign(tmp_path, runs=1))
+    out = tmp_path / "out"
+    stats = ScriptedRunner(campaign, out, failing=frozenset({"quic"})).run()
+    assert (stats["ok"], stats["failed"]) == (1, 1)
+    assert statuses(out) == {"local-news+dsl+tcp+0": "ok", "local-news+dsl+quic+0": "failed"}
+    assert ScriptedRunner(campaign, out).run()["ok"] == 0  # a failed trial is stored: done
+    stats = ScriptedRunner(campaign, out).run(retry_failed=True)
+    assert (stats["ok"], stats["failed"]) == (1, 0)
+    assert statuses(out) == {"local-news+dsl+tcp+0": "ok", "local-news+dsl+quic+0": "ok"}
+    assert sorted(p.name for p in (out / "trials").iterdir()) == sorted(statuses(out))

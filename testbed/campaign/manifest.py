@@ -95,7 +95,7 @@ def session_record(campaign, recordings: dict, networks: dict, settings: dict,
                      for name, p in networks.items()},
         "protocols": {name: {"source": s.source, **files("protocols", name),
                              "sha256": s.digest, "stack": s.stack,
-                             "profile": s.model_dump(mode="json"),
+                             "profile": s.setting.model_dump(mode="json"),
                              "h3server_args": list(s.h3server_args),
                              "nginx_env": dict(s.nginx_env),
                              "chromium_flags": list(s.chromium_flags)}
