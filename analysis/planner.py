@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.power import TTestIndPower
+from statsmodels.stats.power import TTestIndPower, TTestPower
 
 from analysis.inference import POWER_TARGET
 from analysis.schema import METRICS, OK
@@ -58,6 +58,28 @@ def power(runs: int, difference: float, sd: float, alpha: float) -> float:
     """The chance that `runs` runs per setting find `difference` (unit of `sd`)."""
     return float(TTestIndPower().power(effect_size=difference / sd, nobs1=runs, alpha=alpha,
                                        ratio=1.0, alternative="two-sided"))
+
+
+def across_power(sites: int, difference: float, sd_sites: float, alpha: float) -> float:
+    """The chance that the across-site test (analysis.across: a one-sample t test over
+    the sites' log ratios) finds a true across-site `difference` (log scale) with
+    `sites` sites, when the sites' log ratios spread with SD `sd_sites` (their own
+    reactions and each site's run noise together, as a pilot's site table shows)."""
+    if not (sd_sites > 0) or sites < 2:
+        return float("nan")
+    return float(TTestPower().power(effect_size=difference / sd_sites, nobs=sites, alpha=alpha,
+                                    alternative="two-sided"))
+
+
+def sites_needed(difference: float, sd_sites: float, alpha: float,
+                 power: float = POWER_TARGET) -> float:
+    """Sites for the across-site test to find `difference` (log) with probability
+    `power`; NaN without a spread."""
+    if not (sd_sites > 0) or not (difference > 0):
+        return float("nan")
+    n = TTestPower().solve_power(effect_size=difference / sd_sites, alpha=alpha, power=power,
+                                 alternative="two-sided")
+    return float(min(np.ceil(np.asarray(n).item()), MAX_RUNS))
 
 
 def plan(trials: pd.DataFrame, alpha: float = 0.01, percent: float = 0.05,

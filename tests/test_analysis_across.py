@@ -98,3 +98,22 @@ def test_the_report_shows_across_sites_paired_tests_diagnostics_and_planner(tmp_
     plan = a.reviewer["plan"].set_index("network")
     assert plan.loc["da2gc", "rtt_ms"] == 262 and plan["runs_rtt"].notna().all()
     assert set(a.reviewer["mixed_model"]["metric"]) == {"plt"}
+
+
+def test_a_true_3_percent_effect_is_found_as_often_as_the_planner_predicts():
+    """The planner's across-site power, from the spread of site log ratios a pilot of
+    the same design measures (pooled over many pilot campaigns, so that the check is of
+    the planner, not of one pilot's luck: 20 sites estimate an SD within about ±16 %),
+    against the share of 1,000 other campaigns whose across-site test finds a true 3 %
+    effect: within 5 points."""
+    from analysis import planner
+
+    truth = 0.03
+    pilots = site_effects(truth, seed=21)
+    sd = float(np.sqrt(np.mean(np.var(pilots, axis=1, ddof=1))))
+    predicted = planner.across_power(pilots.shape[1], truth, sd, ALPHA)
+    t = across.t_test(site_effects(truth, seed=22))
+    found = (across.verdict(t["mean"], t["p"], ALPHA) == "slower").mean()
+    assert 0.2 < predicted < 0.98, predicted  # a case where the comparison means something
+    assert abs(found - predicted) <= 0.05, (found, predicted)
+    assert planner.sites_needed(truth, sd, ALPHA, power=predicted) == pilots.shape[1]
