@@ -162,6 +162,8 @@ def test_a_local_cluster_listens_on_loopback_with_tls_only(tmp_path):
         # the workers' scratch is in the run's root-only state, not /tmp/dask-scratch-space
         dirs = c.run(lambda dask_worker: dask_worker.local_directory)
         assert dirs and all(d.startswith(str(state / "dask") + "/") for d in dirs.values()), dirs
+        own = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.local_directory)
+        assert own.startswith(str(state / "dask") + "/"), own
         me = psutil.Process()
         listening = [(conn.laddr.ip, p.pid) for p in [me, *me.children(recursive=True)]
                      for conn in p.net_connections("tcp") if conn.status == psutil.CONN_LISTEN]

@@ -118,12 +118,15 @@ def local_cluster(workers: int, state: Path | None = None) -> Iterator:
     from distributed import LocalCluster
 
     state = runstate.current().dir if state is None else state
-    with dask.config.set(QUIET), credentials.local(state) as security:
+    work = scratch(state)
+    # the scheduler's workspace too (its lock files), not /tmp/dask-scratch-space
+    with dask.config.set({**QUIET, "temporary-directory": str(work)}), \
+            credentials.local(state) as security:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                resources={RESOURCE: 1}, host="127.0.0.1", protocol="tls://",
                                security=security, dashboard_address=None,
                                worker_dashboard_address=None, scheduler_port=0,
-                               local_directory=str(scratch(state)),
+                               local_directory=str(work),
                                silence_logs=logging.ERROR)
         try:
             yield cluster
