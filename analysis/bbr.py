@@ -34,7 +34,7 @@ from matplotlib.ticker import EngFormatter, NullFormatter, PercentFormatter
 from analysis import across
 from analysis.connections import with_trials
 from analysis.load import ResultsError
-from analysis.plots import plot_label
+from analysis.plots import legend_entries, plot_label
 from analysis.schema import OK, label, networks_in
 from analysis.stats import compare, measurements, sort_table
 
@@ -447,12 +447,7 @@ def effects_figure(effects: pd.DataFrame) -> Figure:
         ax.tick_params(labelsize=8)
     axes[0].yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     axes[0].set_ylabel("(BBR − CUBIC) / CUBIC\n(< 0: BBR faster)", fontsize=9)
-    handles, labels = axes[0].get_legend_handles_labels()
-    for ax in axes[1:]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
+    handles, labels = legend_entries(axes)
     if handles:
         fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 6),
                    frameon=False, fontsize=8)

@@ -19,6 +19,17 @@ COLORS = {"tcp-plus": "#1f77b4", "tcp-plus-bbr": "#17becf", "quic": "#d62728",
           "quic-bbr": "#ff7f0e", "tcp": "#7f7f7f"}
 STYLES = {"tcp-plus": "-", "tcp-plus-bbr": "--", "quic": "-", "quic-bbr": "--"}
 
+def legend_entries(axes) -> tuple[list, list[str]]:
+    """Every panel's legend handles and labels, each label once (one figure legend)."""
+    handles, labels = [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    return handles, labels
+
+
 def plot_label(name: str) -> str:
     """A setting, network or metric's display label (analysis.schema.label) as a figure
     shows it: every `$` escaped, so that a name from someone's results ("$x^2$", an odd
@@ -207,12 +218,7 @@ def drift_figure(trials: pd.DataFrame, networks: list[str], column: str = "plt_m
             _no_data(ax)
     axes[0].set_ylabel(f"{plot_label(column.removesuffix('_ms'))} / site median")
     fig.supxlabel("trial started (UTC)" if by_time else "run", fontsize=10)
-    handles, labels = axes[0].get_legend_handles_labels()
-    for ax in axes[1:]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
+    handles, labels = legend_entries(axes)
     if handles:
         fig.legend(handles, labels, loc="upper center", ncol=len(handles), frameon=False,
                    fontsize=9, markerscale=4)
