@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from testbed import jsonout, safefs
-from testbed.console import clean
+from testbed.console import echo
 from testbed.errors import InputError
 
 SHOWN_DIFFS = 20
@@ -66,27 +66,27 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
         return
 
     diff = result.manifest_diff
-    _echo(f"manifests: {len(diff)} difference(s)" + (":" if len(diff) else ""))
+    echo(f"manifests: {len(diff)} difference(s)" + (":" if len(diff) else ""))
     for row in diff.head(SHOWN_DIFFS).itertuples(index=False):
-        _echo(f"  {row.key}: {_short(row.a)} | {_short(row.b)}")
+        echo(f"  {row.key}: {_short(row.a)} | {_short(row.b)}")
     if len(diff) > SHOWN_DIFFS:
-        _echo(f"  ... {len(diff) - SHOWN_DIFFS} more" + (" in manifest_diff.csv" if out
+        echo(f"  ... {len(diff) - SHOWN_DIFFS} more" + (" in manifest_diff.csv" if out
                                                           else " (--out DIR lists all)"))
-    _echo(f"baseline: {result.baseline}; per-site test: {test}, correction {correction}, "
+    echo(f"baseline: {result.baseline}; per-site test: {test}, correction {correction}, "
           f"p < {alpha}")
-    _echo(f"{'pair':<22} {'network':<8} {'metric':<6} {'agree':>9} {'median Δrel':>12}")
+    echo(f"{'pair':<22} {'network':<8} {'metric':<6} {'agree':>9} {'median Δrel':>12}")
     for r in result.summary.itertuples(index=False):
         share = "–" if r.tested == 0 else f"{r.agreeing}/{r.tested}"
-        _echo(f"{label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
+        echo(f"{label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
               f"{label(r.metric):<6} {share:>9} {r.median_diff_rel:>+11.1%}")
     tested = int(result.sites["agree"].notna().sum())
     score = "n/a (no site tested in both)" if tested == 0 else f"{result.score:.1%}"
-    _echo(f"agreement: {score} of {tested} site verdicts")
+    echo(f"agreement: {score} of {tested} site verdicts")
     _echo_equivalence(result)
     for warning in result.warnings:
-        _echo(f"warning: {warning}")
+        echo(f"warning: {warning}")
     for path in written:
-        _echo(f"wrote {path}")
+        echo(f"wrote {path}")
 
 
 def _out_files(result, a: Path, b: Path) -> dict[str, bytes]:
@@ -106,11 +106,6 @@ def _write(out: Path, files: dict[str, bytes]) -> list[Path]:
     return [safefs.write_out_file(folder / name, data, "--out") for name, data in files.items()]
 
 
-def _echo(line: str) -> None:
-    """A line that may hold the campaigns' own strings: control sequences removed."""
-    click.echo(clean(line))
-
-
 def json_doc(result, a: Path, b: Path, written) -> dict:
     """What `testbed compare --json` prints: the agreement and its tables."""
     tested = int(result.sites["agree"].notna().sum())
@@ -128,15 +123,15 @@ def _echo_equivalence(result) -> None:
     eq = result.equivalence
     if eq is None or eq.empty:
         return
-    _echo(f"equivalence of the effects across sites: margin ±{result.margin:.1%}, "
+    echo(f"equivalence of the effects across sites: margin ±{result.margin:.1%}, "
                f"TOST at {result.equivalence_alpha:g} "
                f"({1 - 2 * result.equivalence_alpha:.0%} interval of the shift)")
     for r in eq.itertuples(index=False):
-        _echo(f"  {label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
+        echo(f"  {label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
                    f"{label(r.metric):<6} {r.verdict:<13} shift {r.shift:+.1%} "
                    f"[{r.shift_low:+.1%}, {r.shift_high:+.1%}] over {r.sites} sites")
     counts = eq["verdict"].value_counts()
-    _echo("equivalence: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in
+    echo("equivalence: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in
                                             ("equivalent", "different", "inconclusive"))
                + f" of {len(eq)} cells")
 

@@ -40,6 +40,13 @@ def clean_lines(text: str) -> str:
     return "\n".join(clean(line) for line in str(text).split("\n"))
 
 
+def echo(line: object) -> None:
+    """Print a line that may hold someone else's strings, control sequences removed."""
+    import click
+
+    click.echo(clean(line))
+
+
 def text(value: object, style: str = "") -> Text:
     """A cleaned string as rich Text: shown as it is, never parsed as markup."""
     return Text(clean(value), style=style)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from testbed import jsonout, safefs
-from testbed.console import clean
+from testbed.console import echo
 from testbed.errors import InputError
 
 DEFAULT_REPORTS = Path("reports")
@@ -104,22 +104,22 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
         jsonout.echo(summary(result, index))
         return
     o = result.overview
-    _echo(f"{o['trials']} trials ({o['ok']} ok, {o['failed']} failed), {o['sites']} sites, "
+    echo(f"{o['trials']} trials ({o['ok']} ok, {o['failed']} failed), {o['sites']} sites, "
           f"{o['networks']} networks, {o['settings']} settings")
-    _echo(f"baseline: {result.baseline} ({result.baseline_why})")
+    echo(f"baseline: {result.baseline} ({result.baseline_why})")
     for warning in result.warnings:
-        _echo(f"warning: {warning}")
+        echo(f"warning: {warning}")
     for note in result.notes:
-        _echo(f"note: {note}")
+        echo(f"note: {note}")
     if result.worker_tests is not None:
         for r in result.worker_tests.itertuples():
-            _echo(f"workers: {r.network} {r.protocol}: {r.workers} workers {r.verdict} "
+            echo(f"workers: {r.network} {r.protocol}: {r.workers} workers {r.verdict} "
                   f"(ANOVA on log residuals within sites p = {r.p:.2g}; largest shift "
                   f"{r.largest_shift:+.1%}, {r.equivalence} at ±{r.margin:.0%}; medians "
                   f"{r.median_spread_ms:.0f} ms apart)")
         if result.worker_tests.empty:
-            _echo("workers: no network and setting was measured by two or more workers")
-    _echo(f"report: {index}")
+            echo("workers: no network and setting was measured by two or more workers")
+    echo(f"report: {index}")
 
 
 def summary(result, index: Path) -> dict:
@@ -129,11 +129,6 @@ def summary(result, index: Path) -> dict:
             "networks": o["networks"], "settings": o["settings"], "baseline": result.baseline,
             "baseline_why": result.baseline_why, "warnings": list(result.warnings),
             "notes": list(result.notes), "workers": result.worker_tests, "report": index}
-
-
-def _echo(line: str) -> None:
-    """A line that may quote the campaign's own names: control sequences removed."""
-    click.echo(clean(line))
 
 
 def _manifest(folder: Path) -> dict | None:
