@@ -56,16 +56,16 @@ from pathlib import Path
 
 from drivers import FixedDriver
 
-from testbed import recording as rec
-from testbed import safefs
 from testbed.errors import InputError
+from testbed.formats import recording as rec
+from testbed.host import safefs
+from testbed.host.paths import ROOT
+from testbed.host.runstate import current
+from testbed.host.topology import ReplayTopology
 from testbed.measure import browsertime, metrics, telemetry
 from testbed.measure.session import Session
-from testbed.paths import ROOT
 from testbed.protocols.apply import applied, server_options
 from testbed.replay.env import ReplayEnv
-from testbed.runstate import current
-from testbed.topology import ReplayTopology
 
 DEEP = ROOT / "bench" / "dsl-deep.toml"
 METRICS = ("plt_ms", "fcp_ms", "fvc_ms")
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     problem = browsertime.missing()
     if problem:
         raise SystemExit(problem)
-    from testbed.profiles import load_network
+    from testbed.formats.profiles import load_network
     sources = [s for s in a.sources.split(",") if s]
     unknown = sorted(set(sources) - set(SOURCES) - set(CANDIDATES))
     if unknown:
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from testbed import runstate
+    from testbed.host import runstate
     try:
         main()
     finally:

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     if problem:
         raise SystemExit(problem)
     from testbed.campaign.store import read_rows
-    from testbed.profiles import load_network
+    from testbed.formats.profiles import load_network
 
     rtt = float(load_network(a.network).min_rtt_ms)
     spec = sitegen.SINGLE_SITE
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from testbed import runstate
+    from testbed.host import runstate
     try:
         main()
     finally:

@@ -60,7 +60,7 @@ def unpaced_settings(work: Path) -> None:
 def split_copy(site: str, out: Path) -> Path:
     """A copy of recording `site` where no two hosts share an IP (the later ones of a
     shared IP move to free addresses of its /24), so Chromium pools no connections."""
-    from testbed import recording as rec
+    from testbed.formats import recording as rec
     src = rec.load(site).path
     dst = out / src.name
     shutil.copytree(src, dst)
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     sites = [x for x in a.sites.split(",") if x]
     if any(x not in SUSPECTS for x in suspects):
         ap.error(f"--suspects: expected some of {', '.join(SUSPECTS)}")
-    from testbed.paths import H3SERVER
+    from testbed.host.paths import H3SERVER
     if a.analyse:
         with tempfile.TemporaryDirectory() as tmp:  # the plan's files, not needed after
             plan = plans(suspects, sites, Path(tmp), Path(), Path(), False)

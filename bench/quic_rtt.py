@@ -27,15 +27,15 @@ from pathlib import Path
 
 from drivers import FixedDriver
 
-from testbed import recording as rec
-from testbed import safefs
 from testbed.errors import InputError
+from testbed.formats import recording as rec
+from testbed.host import safefs
+from testbed.host.runstate import current
+from testbed.host.topology import ReplayTopology
 from testbed.measure import browsertime, metrics
 from testbed.measure.session import Session
 from testbed.protocols.apply import applied, server_options
 from testbed.replay.env import ReplayEnv
-from testbed.runstate import current
-from testbed.topology import ReplayTopology
 from testbed.validate import evidence
 
 
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     if problem:
         raise SystemExit(problem)
     from testbed.emulate import calibrate
-    from testbed.profiles import load_network
+    from testbed.formats.profiles import load_network
     r = rec.load(a.site)
     profile = load_network(a.network)
     path_max = profile.min_rtt_ms + 2 * profile.buffer_ms

@@ -17,8 +17,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import replay_site
 
-from testbed import recording as rec
-from testbed import runstate
+from testbed.formats import recording as rec
+from testbed.host import runstate
 from testbed.replay.env import H3SERVER, ReplayEnv
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from scipy.stats import mannwhitneyu
 
-from testbed.paths import ROOT
+from testbed.host.paths import ROOT
 
 PROTOCOLS = ["tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr"]
 

@@ -5,7 +5,7 @@ UDP payload sizes and three client ACK policies. Needs root and `make setup`.
     bench/sender [--repeats N] [--seconds S] [--min-mb MB] [--body-mb MB] [--rows PATTERNS]
                  [--server-share SHARE] [--quic-pacing on|off] [--json FILE] [--list]
 
-Two namespaces joined by a veth pair (testbed.topology, no Mahimahi), made and
+Two namespaces joined by a veth pair (testbed.host.topology, no Mahimahi), made and
 removed by the bench (also on Ctrl-C or SIGTERM). The server runs as the testbed
 user pinned to core 0, the client pinned to core 1; each row is one bulk transfer
 on one connection (GETs of one --body-mb body, at least --min-mb and --seconds;
@@ -60,13 +60,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import sender_table as T
 
-from testbed import enter, proc, runstate, safefs
-from testbed import recording as rec
 from testbed.errors import InputError
-from testbed.paths import H3SERVER, chown_to_user
+from testbed.formats import recording as rec
+from testbed.host import enter, proc, runstate, safefs
+from testbed.host.paths import H3SERVER, chown_to_user
+from testbed.host.runstate import current
+from testbed.host.topology import ReplayTopology
 from testbed.replay import certs, nginx
-from testbed.runstate import current
-from testbed.topology import ReplayTopology
 
 SERVER_IP = "203.0.113.10"
 HOST = "bulk.sender.test"

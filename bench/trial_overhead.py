@@ -58,14 +58,14 @@ from pathlib import Path
 import cpu_budget
 from drivers import FixedDriver
 
-from testbed import enter, safefs
-from testbed import recording as rec
+from testbed.formats import recording as rec
+from testbed.host import enter, safefs
+from testbed.host.paths import ROOT
+from testbed.host.runstate import current
+from testbed.host.topology import ReplayTopology
 from testbed.measure import browsertime, metrics, visual
 from testbed.measure.session import Session
-from testbed.paths import ROOT
 from testbed.replay.env import ReplayEnv
-from testbed.runstate import current
-from testbed.topology import ReplayTopology
 
 
 def fmt(xs: list[float]) -> str:
@@ -407,7 +407,7 @@ def main(argv: list[str] | None = None) -> None:
     if problem:
         raise SystemExit(problem)
     from testbed.emulate import calibrate
-    from testbed.profiles import load_network
+    from testbed.formats.profiles import load_network
     r = rec.load(a.site)
     profile = load_network(a.network)
     work = Path(tempfile.mkdtemp(prefix="bench-", dir=current().dir))
@@ -464,7 +464,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from testbed import runstate
+    from testbed.host import runstate
     try:
         main()
     finally:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Self
 
 from corpus.site import Site
-from testbed import proc
-from testbed.netns import NetNS
+from testbed.host import proc
+from testbed.host.netns import NetNS
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = Path(__file__).resolve().parent / "server.py"

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "tests" / "site"))
 import sitegen
 from harness import LocalSite
 
-from testbed import runstate
+from testbed.host import runstate
 
 BUNDLED = {"local-news": sitegen.NEWS_SITE, "gallery": sitegen.GALLERY_SITE}
 TESTBED = Path(sys.executable).parent / "testbed"

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from testbed.cli_groups import LazyGroup, is_extra_missing, not_installed
+from testbed.commands.groups import LazyGroup, is_extra_missing, not_installed
 from testbed.errors import TestbedError
 
 # name -> "module:attribute"; modules are imported only when their command runs,
@@ -21,13 +21,13 @@ COMMANDS = {  # in pipeline order: `testbed --help` lists them so
     "run": "testbed.campaign.cli:run",
     "worker": "testbed.campaign.cli:worker",
     "cluster": "testbed.campaign.cli:cluster",
-    "trials": "testbed.trial_command:trials",
-    "trial": "testbed.trial_command:trial",
+    "trials": "testbed.commands.trial:trials",
+    "trial": "testbed.commands.trial:trial",
     "export": "testbed.campaign.cli:export",
-    "report": "testbed.report_command:report",
-    "compare": "testbed.compare:compare",
-    "doctor": "testbed.doctor:doctor",
-    "cleanup": "testbed.cleanup:cleanup_command",
+    "report": "testbed.commands.report:report",
+    "compare": "testbed.commands.compare:compare",
+    "doctor": "testbed.commands.doctor:doctor",
+    "cleanup": "testbed.host.cleanup:cleanup_command",
 }
 
 
@@ -40,7 +40,7 @@ def cli(recordings):
     """Record websites, replay them under emulated networks over TCP+TLS+HTTP/2
     and QUIC/HTTP/3 to a real Chromium, measure, and analyse."""
     if recordings:
-        from testbed import recording_search
+        from testbed.formats import recording_search
 
         recording_search.use_dirs(recordings)
 
@@ -61,7 +61,7 @@ def _reads_only(args: list[str]) -> bool:
 def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _terminate)
     if os.geteuid() == 0 and not _reads_only(sys.argv[1:] if argv is None else list(argv)):
-        from testbed.cleanup import sweep
+        from testbed.host.cleanup import sweep
 
         sweep()
     try:
@@ -91,6 +91,6 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"testbed: error: {not_installed(e.name)}", err=True)
         sys.exit(1)
     finally:
-        from testbed import runstate
+        from testbed.host import runstate
 
         runstate.release()

@@ -29,7 +29,7 @@ def pytest_runtest_makereport(item, call):
 def _release_run_state():
     """Each test gets its own run state folder, removed afterwards."""
     yield
-    from testbed import runstate
+    from testbed.host import runstate
 
     runstate.release()
 
@@ -42,8 +42,8 @@ def _nothing_left_behind():
         return
     import time
 
-    from testbed import runstate
-    from testbed.cleanup import leftovers
+    from testbed.host import runstate
+    from testbed.host.cleanup import leftovers
 
     runstate.release()
     found = leftovers()
@@ -62,7 +62,8 @@ def bundled_only(tmp_path, monkeypatch):
     a copy of them in a folder of the test's own. Yields that folder."""
     import shutil
 
-    from testbed import paths, recording_search
+    from testbed.formats import recording_search
+    from testbed.host import paths
 
     folder = tmp_path / "checkout-recordings"
     for name in ("local-news", "gallery"):

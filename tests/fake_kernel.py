@@ -1,17 +1,17 @@
 """A made-up kernel for one server namespace: what `ip netns exec NS ...` (sysctl, ip
 route, tc qdisc, ip tcp_metrics, and the `sh -c` scripts of testbed.protocols.netstate)
-would do, to stand in for testbed.proc.run in unit tests (no namespaces, no root)."""
+would do, to stand in for testbed.host.proc.run in unit tests (no namespaces, no root)."""
 
 from __future__ import annotations
 
 import shlex
 import subprocess
 
-from testbed import proc
 from testbed.errors import CommandFailed
+from testbed.host import proc
+from testbed.host.runstate import Run
+from testbed.host.topology import ReplayTopology
 from testbed.protocols import apply
-from testbed.runstate import Run
-from testbed.topology import ReplayTopology
 
 
 class FakeKernel:

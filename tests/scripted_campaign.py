@@ -19,11 +19,11 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from testbed import runstate
 from testbed.campaign import commit, config
 from testbed.campaign.rows import TrialRecord
 from testbed.campaign.runner import Runner
 from testbed.errors import TestbedError
+from testbed.host import runstate
 from testbed.measure.session import Kept, Outcome
 
 

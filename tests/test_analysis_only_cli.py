@@ -7,12 +7,13 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from testbed import cleanup, errors
 from testbed import cli as cli_module
-from testbed.cli_groups import LazyGroup
+from testbed import errors
+from testbed.commands.groups import LazyGroup
+from testbed.host import cleanup
 
 
-@click.group(cls=LazyGroup, lazy={"fine": "testbed.doctor:doctor",
+@click.group(cls=LazyGroup, lazy={"fine": "testbed.commands.doctor:doctor",
                                   "gone": "no_such_measurement_pkg_xyz:cmd"})
 def group():
     pass

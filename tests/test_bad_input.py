@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import recording
+from testbed.formats import recording
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTBED = str(ROOT / ".venv/bin/testbed")

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import quic_heavy as Q
 
-from testbed import recording as rec
+from testbed.formats import recording as rec
 
 
 def test_a_switch_that_closes_the_gap_has_all_of_it_and_one_that_changes_nothing_none():

@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from testbed import profiles
 from testbed.campaign import config, settings
 from testbed.errors import InputError
-from testbed.paths import ROOT
+from testbed.formats import profiles
+from testbed.host.paths import ROOT
 
 
 def test_profile_paths_are_read_against_the_campaign_files_folder(tmp_path, monkeypatch):

@@ -8,10 +8,10 @@ import hashlib
 
 import pytest
 
-from testbed import profiles
 from testbed.campaign import settings
 from testbed.errors import TestbedError as Refused
-from testbed.paths import PROFILES_DIR
+from testbed.formats import profiles
+from testbed.host.paths import PROFILES_DIR
 from testbed.protocols import ServerOptions
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from needs import need_root
 
-from testbed import chromium, paths, runstate, safefs
+from testbed.host import chromium, paths, runstate, safefs
 from testbed.protocols import apply
 from testbed.record import browser as record_browser
 from testbed.replay.env import STACKS, stack_flags
@@ -111,7 +111,7 @@ def test_a_killed_chromium_in_mahimahis_shells_leaves_nothing_in_tmp():
     temporary files in the run's folder, so SIGKILL (no clean-up at all) leaves
     nothing of it in /tmp."""
     need_root()
-    from testbed.netns import NetNS
+    from testbed.host.netns import NetNS
 
     before = _chromium_temp()
     with NetNS("chromium-tmp") as ns, \

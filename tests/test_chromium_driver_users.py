@@ -32,4 +32,4 @@ def test_the_chromium_driver_imports_only_the_bottom_layer():
     assert not (PACKAGE / "replay" / "browser.py").exists()
     for user in ("record/browser.py", "doctor.py", "validate/servers.py",
                  "validate/protocols.py", "replay/env.py", "protocols/apply.py"):
-        assert any(n.startswith("testbed.chromium") for n in imported(PACKAGE / user)), user
+        assert any(n.startswith("testbed.host.chromium") for n in imported(PACKAGE / user)), user

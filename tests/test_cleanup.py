@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from testbed import cleanup, runstate
+from testbed.host import cleanup, runstate
 
 GONE = "999999999"
 """A pid above any pid_max: no process has it."""

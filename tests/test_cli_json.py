@@ -142,7 +142,7 @@ def test_compare_json(two_campaigns):
 
 
 def test_doctor_json_on_canned_checks(monkeypatch):
-    from testbed import doctor
+    from testbed.commands import doctor
 
     monkeypatch.setattr(doctor, "run_checks", lambda: [
         doctor.passed("root", "uid 0"), doctor.info("kernel", "6.1"),
@@ -176,7 +176,7 @@ def test_validate_network_json_on_a_canned_measurement(monkeypatch):
 
 
 def test_validate_protocols_json_doc_on_canned_results():
-    from testbed.profiles import load_network, load_protocol
+    from testbed.formats.profiles import load_network, load_protocol
     from testbed.validate import protocols
 
     results = [protocols.Result(load_protocol("quic"), [Row("protocol", "h3", "h3", True)]),

@@ -16,8 +16,8 @@ from testbed.campaign import block as block_mod
 from testbed.campaign import cluster, plan, worker
 from testbed.campaign.rows import TrialRecord
 from testbed.campaign.store import Store
+from testbed.host.paths import ROOT
 from testbed.measure.session import Kept
-from testbed.paths import ROOT
 from testbed.protocols import server_options
 
 

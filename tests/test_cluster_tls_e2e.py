@@ -28,7 +28,7 @@ from test_cluster_e2e import (
 )
 from test_smoke_campaign import needs_parts
 
-from testbed import runstate
+from testbed.host import runstate
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTBED = str(ROOT / ".venv/bin/testbed")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from needs import need_root
 
-from testbed import cleanup, proc, runstate
-from testbed.enter import as_user
 from testbed.errors import CommandFailed
+from testbed.host import cleanup, proc, runstate
+from testbed.host.enter import as_user
 
 
 def test_command_failed_names_command_and_status():

@@ -9,7 +9,7 @@ import brotli
 import pytest
 import zstandard
 
-from testbed.decoding import MAX_DECODED, DecodedTooLarge, decode
+from testbed.record.decoding import MAX_DECODED, DecodedTooLarge, decode
 
 DATA = b"hello, world " * 1000
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from testbed import netns, proc
-from testbed.enter import as_user
-from testbed.topology import ReplayTopology
+from testbed.host import netns, proc
+from testbed.host.enter import as_user
+from testbed.host.topology import ReplayTopology
 
 pytestmark = pytest.mark.e2e
 TESTBED = [sys.executable, "-m", "testbed.cli"]
@@ -68,7 +68,7 @@ def test_a_namespace_has_its_own_tcp_table_and_the_recorder_sees_its_connections
     """Each testbed namespace gets its own established hash table (so a telemetry dump
     does not walk the host's), the host's knob is untouched, and a dump in the
     namespace still finds a connection made there."""
-    from testbed import tcpdiag
+    from testbed.host import tcpdiag
     host_knob = Path(netns.CHILD_EHASH).read_text()
     with netns.NetNS("ehash") as ns:
         assert ns.read_sysctl("net.ipv4.tcp_ehash_entries") == str(netns.EHASH_ENTRIES)

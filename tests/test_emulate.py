@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testbed import traces
 from testbed.emulate import figures, phasegate, udp_probe
 from testbed.emulate.shells import ShellChain, build_chain, link_traces, reply_wait_ms
-from testbed.profiles import load_network
+from testbed.formats import traces
+from testbed.formats.profiles import load_network
 
 RATES = [5, 25, 2.8, 10.5, 0.468, 1.89, 12, 100, 0.001, 33.333]
 

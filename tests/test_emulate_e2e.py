@@ -9,7 +9,7 @@ import pytest
 from testbed.emulate import calibrate, figures, udp_probe
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import ShellChain, build_chain
-from testbed.profiles import load_network
+from testbed.formats.profiles import load_network
 
 pytestmark = pytest.mark.e2e
 
@@ -92,8 +92,8 @@ def test_udp_downlink_rate_is_the_trace_ceiling(site, tmp_path):
 def test_phase_gate_starts_sparse_links_in_phase(site):
     """mm-link's two schedules start a few ms apart, differently at each start; on a
     sparse link the gate starts it again until they start together."""
-    from testbed import proc
     from testbed.emulate import phasegate
+    from testbed.host import proc
     from testbed.validate.network import link_phase_ms
 
     chain = build_chain(load_network("da2gc"), site.dir, 5)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from needs import need
 
-from testbed import recording as rec
+from testbed.formats import recording as rec
 
 pytestmark = pytest.mark.e2e
 
@@ -54,7 +54,7 @@ def site(tmp_path_factory):
         exchange("/app.js?v=2", b"two"),
         exchange("/big.bin", big),
     ])
-    # A header the Python loader refuses (testbed.recording_rules) but the schema, all
+    # A header the Python loader refuses (testbed.formats.recording_rules) but the schema, all
     # h3server checks, allows: h3server must still not send it.
     manifest = json.loads((path / "manifest.json").read_text())
     home = next(x for x in manifest["exchanges"] if x["target"] == "/")

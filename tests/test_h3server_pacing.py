@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 from needs import need
 
-from testbed import enter
-from testbed import recording as rec
-from testbed.runstate import USER, current
+from testbed.formats import recording as rec
+from testbed.host import enter
+from testbed.host.runstate import USER, current
 
 ROOT = Path(__file__).resolve().parent.parent
 H3SERVER = ROOT / "h3server" / "target" / "release" / "h3server"
@@ -110,7 +110,7 @@ def big_site():
 
 
 def load_and_capture(site: Path, pacing: str) -> list[float]:
-    from testbed.chromium import BASE_FLAGS
+    from testbed.host.chromium import BASE_FLAGS
     from testbed.replay.env import ReplayEnv
 
     args = ["--cc", "cubic", "--initial-cwnd-packets", "32", "--pacing", pacing]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from needs import need
 
-from testbed.chromium import CDPError, Chromium
+from testbed.host.chromium import CDPError, Chromium
 from testbed.measure import trial_har
 from testbed.replay import env as env_mod
 from testbed.replay.env import ReplayEnv

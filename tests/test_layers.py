@@ -23,13 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # (and not a stage's `cli`) are the bottom layer, rank 0.
 STAGES = ("record", "replay", "emulate", "protocols", "measure")
 LAYERS = {
-    **{f"testbed.{s}": 1 + i for i, s in enumerate(STAGES)},
+    "testbed.host": 1,
+    "testbed.formats": 2,
+    **{f"testbed.{s}": 3 + i for i, s in enumerate(STAGES)},
     "testbed.validate": 10,
     "testbed.campaign": 11,
-    "testbed.doctor": 12,
-    "testbed.report_command": 13,
-    "testbed.compare": 13,
-    "testbed.trial_command": 13,
+    "testbed.commands": 13,
     "testbed.cli": 14,
 }
 CLI_RANK = 14
@@ -37,7 +36,7 @@ CLI_RANK = 14
 LAZY_TABLES = {"testbed.cli": "COMMANDS"}
 """Modules whose "module:attribute" table of commands is imported on use;
 its targets count as imports of that module."""
-IMPORTLIB_ALLOWED = {"testbed.cli_groups"}
+IMPORTLIB_ALLOWED = {"testbed.commands.groups"}
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ def imports(path: Path, root: Path) -> list[Edge]:
         elif isinstance(node, ast.ImportFrom):
             target = _resolve(node, module, path.name == "__init__.py")
             edges.append(Edge(module, target, path, node.lineno))
-            # `from testbed import proc` imports the module testbed.proc
+            # `from testbed import proc` imports the module testbed.host.proc
             edges += [Edge(module, f"{target}.{a.name}", path, node.lineno) for a in node.names
                       if (root / Path(*f"{target}.{a.name}".split("."))).with_suffix(".py").exists()
                       or (root / Path(*f"{target}.{a.name}".split("."))).is_dir()]
@@ -193,22 +192,22 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 @pytest.mark.parametrize("files, expected", [
     ({"testbed/replay/__init__.py": "", "testbed/replay/env.py": "from testbed.measure import x\n",
       "testbed/measure/__init__.py": "", "testbed/measure/x.py": ""},
-     "testbed.replay.env (layer 2) imports testbed.measure"),
-    ({"testbed/proc.py": "def f():\n    from testbed.campaign import runner\n",
+     "testbed.replay.env (layer 4) imports testbed.measure"),
+    ({"testbed/host/__init__.py": "", "testbed/host/proc.py": "def f():\n    from testbed.campaign import runner\n",
       "testbed/campaign/__init__.py": "", "testbed/campaign/runner.py": ""},
-     "testbed.proc (layer 0) imports testbed.campaign"),
+     "testbed.host.proc (layer 1) imports testbed.campaign"),
     ({"testbed/campaign/__init__.py": "", "testbed/campaign/plan.py": "import importlib\n"},
      "uses importlib"),
-    ({"analysis/load.py": "from testbed import safefs\n", "testbed/safefs.py": ""},
+    ({"analysis/load.py": "from testbed import safefs\n", "testbed/host/safefs.py": ""},
      "analysis stands alone"),
     ({"testbed/a.py": "from testbed import b\n", "testbed/b.py": "from testbed import a\n"},
      "import cycle: testbed.a -> testbed.b -> testbed.a"),
     ({"testbed/replay/__init__.py": "", "testbed/replay/env.py": "from ..protocols import apply\n",
       "testbed/protocols/__init__.py": "", "testbed/protocols/apply.py": ""},
-     "testbed.replay.env (layer 2) imports testbed.protocols"),
-    ({"testbed/cli.py": 'COMMANDS = {"x": "testbed.proc:f"}\n',
-      "testbed/proc.py": "from testbed import cli\n"},
-     "import cycle: testbed.cli -> testbed.proc -> testbed.cli"),
+     "testbed.replay.env (layer 4) imports testbed.protocols"),
+    ({"testbed/cli.py": 'COMMANDS = {"x": "testbed.host.proc:f"}\n',
+      "testbed/host/proc.py": "from testbed import cli\n"},
+     "import cycle: testbed.cli -> testbed.host.proc -> testbed.cli"),
 ])
 def test_each_rule_can_fail(tmp_path, files, expected):
     found = violations(_tree(tmp_path, files))
@@ -217,13 +216,36 @@ def test_each_rule_can_fail(tmp_path, files, expected):
 
 def test_allowed_imports_pass(tmp_path):
     root = _tree(tmp_path, {
-        "testbed/proc.py": "from testbed import errors\n", "testbed/errors.py": "",
+        "testbed/host/__init__.py": "", "testbed/host/proc.py": "from testbed import errors\n",
+        "testbed/errors.py": "", "testbed/commands/__init__.py": "",
         "testbed/replay/__init__.py": "", "testbed/replay/env.py": "from testbed.record import x\n",
         "testbed/record/__init__.py": "", "testbed/record/x.py": "from . import y\n",
         "testbed/record/y.py": "", "testbed/replay/cli.py": "from testbed.protocols import a\n",
         "testbed/protocols/__init__.py": "", "testbed/protocols/a.py": "",
-        "testbed/cli_groups.py": "import importlib\n",
+        "testbed/commands/groups.py": "import importlib\n",
         "testbed/cli.py": 'COMMANDS = {"run": "testbed.campaign.cli:run"}\n',
         "testbed/campaign/__init__.py": "", "testbed/campaign/cli.py": "",
         "analysis/stats.py": "from analysis import schema\n", "analysis/schema.py": ""})
     assert violations(root) == []
+
+
+TOP_LEVEL_MODULES = 6
+"""At most this many loose modules at the top of testbed/ (the rest live in packages)."""
+
+
+def test_every_package_has_a_rank_and_says_what_it_owns():
+    """Every package of testbed/ is ranked above, and its docstring says what it owns
+    and what it may import, so a newcomer reads the layers from the code."""
+    packages = sorted(p.parent for p in (ROOT / "testbed").glob("*/__init__.py"))
+    assert packages
+    unranked = [p.name for p in packages if f"testbed.{p.name}" not in LAYERS]
+    assert not unranked, f"packages without a layer in LAYERS: {unranked}"
+    for p in packages:
+        doc = ast.get_docstring(ast.parse((p / "__init__.py").read_text())) or ""
+        assert len(doc.split()) >= 15, f"testbed/{p.name}/__init__.py: a docstring saying what it owns"
+        assert "may import" in doc.lower(), f"testbed/{p.name}/__init__.py: say what it may import"
+
+
+def test_few_loose_modules_at_the_top():
+    loose = sorted(p.name for p in (ROOT / "testbed").glob("*.py"))
+    assert len(loose) <= TOP_LEVEL_MODULES, loose

@@ -8,9 +8,10 @@ import os
 
 import pytest
 
-from testbed import cli, recording, recording_search
+from testbed import cli
 from testbed.campaign import config
 from testbed.errors import InputError
+from testbed.formats import recording, recording_search
 
 HINT = "`make corpus` builds recordings/corpus/"
 

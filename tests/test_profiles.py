@@ -8,7 +8,13 @@ import pytest
 from pydantic import ValidationError
 
 from testbed.errors import InputError
-from testbed.profiles import NETWORKS_DIR, PROTOCOLS_DIR, available, load_network, load_protocol
+from testbed.formats.profiles import (
+    NETWORKS_DIR,
+    PROTOCOLS_DIR,
+    available,
+    load_network,
+    load_protocol,
+)
 
 PAPER_NETWORKS = {
     # name: (up, down, rtt, loss %, buffer ms)
@@ -178,7 +184,7 @@ def test_profiles_are_frozen():
 
 
 def test_every_field_is_documented():
-    from testbed.profiles import NetworkProfile, ProtocolProfile
+    from testbed.formats.profiles import NetworkProfile, ProtocolProfile
     for model in (NetworkProfile, ProtocolProfile):
         for name, f in model.model_fields.items():
             assert f.description, f"{model.__name__}.{name} has no docstring"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from needs import need, need_root
 
-from testbed import proc
-from testbed.profiles import load_protocol
+from testbed.formats.profiles import load_protocol
+from testbed.host import proc
+from testbed.host.topology import ReplayTopology
 from testbed.protocols import applied, apply, netstate, server_options
-from testbed.topology import ReplayTopology
 
 pytestmark = pytest.mark.e2e
 

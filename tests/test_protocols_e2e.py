@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from testbed import proc
 from testbed.emulate.probesite import PROBE_IP, ProbeSite
 from testbed.emulate.shells import ShellChain
-from testbed.profiles import ProtocolProfile, load_protocol
+from testbed.formats.profiles import ProtocolProfile, load_protocol
+from testbed.host import proc
 from testbed.protocols import applied
 from testbed.protocols.apply import PACING_PRELOAD, server_options
 from testbed.validate import evidence

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from needs import need
 
-from testbed import recording, topology
+from testbed.formats import recording
+from testbed.host import topology
 
 sys.path.insert(0, str(Path(__file__).parent / "site"))
 import sitegen

@@ -1,4 +1,4 @@
-"""HAR 1.2 export (testbed/har_export.py) and `testbed recording show|har`, without the network."""
+"""HAR 1.2 export (testbed/record/har_export.py) and `testbed recording show|har`, without the network."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 from referencing import Registry, Resource
 
-from testbed import recording
-from testbed.har_export import to_har, url_of
+from testbed.formats import recording
 from testbed.record.cli import recording as recording_cli
+from testbed.record.har_export import to_har, url_of
 from testbed.record.recording_summary import resource_type, summarise
 
 HAR_SCHEMA = Path(__file__).parent / "har_schema"
@@ -178,8 +178,8 @@ def test_bundled_recording_is_small_and_multi_origin():
 
 
 def test_har_decoding_is_bounded(tmp_path, monkeypatch):
-    from testbed import decoding
     from testbed.errors import InputError
+    from testbed.record import decoding
 
     big = gzip.compress(bytes(4096), mtime=0)
     path = recording.write(tmp_path, {"name": "bomb", "url": "https://www.site.test/",

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed import recording
 from testbed.errors import InputError
-from testbed.progress import Eta, hms
+from testbed.formats import recording
 from testbed.record import bulk, listing, sitelist
+from testbed.record.progress import Eta, hms
 from testbed.record.sitelist import Bad, Site
 
 

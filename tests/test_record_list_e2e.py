@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import recording
+from testbed.formats import recording
 
 sys.path.insert(0, str(Path(__file__).parent / "site"))
 import sitegen

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from testbed import recording
 from testbed.errors import InputError
+from testbed.formats import recording
 
 
 def _exchange(host="www.a.test", target="/", ip="10.0.0.1", headers=None):
@@ -358,7 +358,7 @@ def test_write_refuses_what_load_would_refuse(tmp_path):
 def _swappable(tmp_path):
     """recs/site (recs the testbed user's: it may rename and replace what is in it) and
     another recording, root's, whose URL no load of recs/site may return."""
-    from testbed import paths
+    from testbed.host import paths
 
     recs = tmp_path / "recs"
     recs.mkdir()

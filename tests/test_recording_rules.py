@@ -1,4 +1,4 @@
-"""The recording rules beyond the schema (testbed.recording_rules.check), on manifests made
+"""The recording rules beyond the schema (testbed.formats.recording_rules.check), on manifests made
 by hand: one request once, totals that add up, responses as the recorder normalises them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from testbed.recording_rules import REMOVED_HEADERS, RuleError, check
+from testbed.formats.recording_rules import REMOVED_HEADERS, RuleError, check
 
 X = {"scheme": "https", "host": "www.a.test", "port": 443, "ip": "203.0.113.5",
      "method": "GET", "target": "/", "request_headers": [["user-agent", "x"]], "status": 200,

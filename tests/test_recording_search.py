@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed import paths, recording, recording_search
 from testbed.campaign import config
 from testbed.errors import InputError
+from testbed.formats import recording, recording_search
+from testbed.host import paths
 
 TESTBED = str(paths.VENV_BIN / "testbed")
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from testbed import recording as rec
+from testbed.formats import recording as rec
 from testbed.replay import app as app_mod
 from testbed.replay import server_summary
 from testbed.replay.app import ReplayApp
@@ -20,7 +20,7 @@ def recording(tmp_path):
     path = write(tmp_path, "site", "https://www.a.test/", [
         exchange("https://www.a.test/", "192.0.2.10", HTML, headers=(
             # hop-by-hop headers a recording may hold; transfer-encoding and alt-svc it
-            # may not (testbed.recording_rules refuses them on load)
+            # may not (testbed.formats.recording_rules refuses them on load)
             ("connection", "keep-alive"), ("keep-alive", "timeout=5"),
             ("set-cookie", "a=1"), ("set-cookie", "b=2"), ("x-kept", "yes"))),
         exchange("https://www.a.test/app.js?v=1", "192.0.2.10", b"v1", "text/javascript"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import recording as rec
+from testbed.formats import recording as rec
 from testbed.replay import nginx, readiness, server_summary
 from testbed.replay.env import ReplayEnv, resolver_rules, stack_flags
 from testbed.validate.site import exchange, write
@@ -144,8 +144,8 @@ def test_summary_diff_counts_one_load():
 
 
 def test_a_killed_server_is_named_on_the_first_line_with_its_signal(recording, tmp_path):
-    from testbed import proc
     from testbed.errors import TestbedError
+    from testbed.host import proc
 
     env = ReplayEnv(recording, "quic")
     log = tmp_path / "h3server.log"

@@ -15,9 +15,9 @@ from needs import need
 sys.path.insert(0, str(Path(__file__).parent))
 import replay_site
 
-from testbed import proc
-from testbed import recording as rec
-from testbed.chromium import Chromium
+from testbed.formats import recording as rec
+from testbed.host import proc
+from testbed.host.chromium import Chromium
 from testbed.replay import env as env_mod
 from testbed.replay.env import ReplayEnv
 from testbed.validate import servers
@@ -45,7 +45,7 @@ def site():
 def navigate(page, url):
     """Chromium may report a network change while the new namespaces' IPv6 link-local
     addresses settle; a load it aborted for that is loaded again."""
-    from testbed.chromium import CDPError
+    from testbed.host.chromium import CDPError
 
     for attempt in range(3):
         try:
@@ -112,7 +112,7 @@ def test_replay_env_tears_everything_down_on_error(site):
         names = (env.client_netns, env.server_netns)
         pids = [bg.pid for bg in env.servers.values()]
         raise RuntimeError("boom")
-    from testbed import netns
+    from testbed.host import netns
 
     assert not set(names) & set(netns.list_names())
     for pid in pids:

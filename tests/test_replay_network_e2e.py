@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.profiles import load_network
+from testbed.formats.profiles import load_network
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""Root's writes and reads around folders the testbed user controls (testbed.safefs).
+"""Root's writes and reads around folders the testbed user controls (testbed.host.safefs).
 
 Each test plants what a testbed-user process could plant (a symlink to a
 root-only canary, a FIFO, a folder of its own) and checks that nothing is
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed import safefs
 from testbed.errors import InputError
+from testbed.host import safefs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root and the testbed user")
 
@@ -208,7 +208,7 @@ def test_rmtree_removes_the_tree_not_what_its_symlinks_point_at(tmp_path, canary
 
 
 def test_background_logs_refuse_a_planted_symlink(tmp_path, canary):
-    from testbed import proc
+    from testbed.host import proc
 
     (tmp_path / "uwsgi.log").symlink_to(canary)
     before = canary.stat()

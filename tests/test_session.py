@@ -139,7 +139,7 @@ def test_browsertime_exiting_within_the_timeout_is_not_a_timeout(tmp_path):
 
 
 def test_browsertime_keeps_its_temporary_files_in_the_block_folder(monkeypatch):
-    from testbed import runstate
+    from testbed.host import runstate
     runstate.release()
     with tempfile.TemporaryDirectory(prefix="tb", dir="/tmp") as d:  # shallow: see below
         short = Path(d)

@@ -117,7 +117,7 @@ def test_campaign_killed_with_sigkill_resumes_to_exactly_the_planned_trials(tmp_
 
 def test_sigterm_stops_the_campaign_after_cleaning_up(tmp_path):
     needs_parts()
-    from testbed import netns
+    from testbed.host import netns
 
     campaign = tmp_path / "stopped.toml"
     campaign.write_text('sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp"]\n'
@@ -151,7 +151,7 @@ def test_sigterm_stops_the_campaign_after_cleaning_up(tmp_path):
 def _processes_of(run_id: int) -> list[int]:
     """Processes tagged with the run or running from its state folder (after a grace
     for exiting ones)."""
-    from testbed.cleanup import tagged_processes
+    from testbed.host.cleanup import tagged_processes
     mark = f"/run/testbed/{run_id}/".encode()
     for _ in range(40):
         found = set(tagged_processes({str(run_id)}))

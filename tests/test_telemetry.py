@@ -18,9 +18,9 @@ from click.testing import CliRunner
 
 from analysis import load_connections, schema
 from analysis.load import ResultsError
-from testbed import tcpdiag
 from testbed.campaign.cli import export
 from testbed.campaign.store import Row, Store, read_connections
+from testbed.host import tcpdiag
 from testbed.measure import telemetry
 from testbed.measure.telemetry import Conn
 
@@ -110,7 +110,7 @@ def test_a_dump_asks_for_connections_only():
 
 
 def test_a_namespace_is_made_with_its_own_tcp_table_where_the_kernel_can(monkeypatch):
-    from testbed import netns
+    from testbed.host import netns
     argv = netns.add_argv("tb-1-srv", 1024)
     if os.path.exists(netns.CHILD_EHASH):
         assert argv[:3] == ["unshare", "--net", "--"] and argv[-1] == "tb-1-srv"
@@ -310,9 +310,9 @@ class FakeRecorder:
 
 
 def test_a_blocks_driver_gives_each_trial_its_tcp_and_quic_rows():
-    from testbed import recording as rec_mod
     from testbed.campaign.block import BlockDriver
     from testbed.campaign.rows import TrialRecord
+    from testbed.formats import recording as rec_mod
 
     recording = rec_mod.Recording(
         path=Path("."), name="s", url="https://www.a.test/", recorded_at="", loads=1,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from test_smoke_campaign import TESTBED, needs_parts
 
-from testbed import recording
+from testbed.formats import recording
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.e2e

@@ -8,9 +8,9 @@ from typing import Annotated
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from testbed import tomlfile
 from testbed.errors import InputError
-from testbed.tomlfile import Expected, KeyProblem
+from testbed.formats import tomlfile
+from testbed.formats.tomlfile import Expected, KeyProblem
 
 
 class Model(BaseModel):

@@ -46,9 +46,9 @@ def test_trial_page_has_one_waterfall_row_per_request(tmp_path):
     assert cp.returncode == 0, cp.stderr[-3000:]
     assert f"HAR: {entries} requests" in cp.stdout
 
-    from testbed import chromium, safefs
-    from testbed.chromium import Chromium
-    from testbed.netns import NetNS
+    from testbed.host import chromium, safefs
+    from testbed.host.chromium import Chromium
+    from testbed.host.netns import NetNS
 
     shown = chromium.make_profile(prefix="page-")  # the testbed user reads it there
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from testbed.profiles import load_protocol
+from testbed.formats.profiles import load_protocol
 from testbed.protocols.apply import server_options
 from testbed.validate import verdict
 from testbed.validate.bbr_generation import Finding

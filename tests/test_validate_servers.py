@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import recording as rec
+from testbed.formats import recording as rec
 from testbed.validate import servers, verdict
 
 

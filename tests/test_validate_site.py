@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from testbed import recording as rec
-from testbed.chromium import CDPError
+from testbed.formats import recording as rec
+from testbed.host.chromium import CDPError
 from testbed.validate import protocols, servers, site
 
 

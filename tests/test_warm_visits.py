@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 
 from analysis import visits as visits_mod
-from testbed import recording as rec
 from testbed.campaign import block, config, rows
 from testbed.errors import InputError
+from testbed.formats import recording as rec
+from testbed.formats.profiles import ProtocolProfile
 from testbed.measure import launcher
 from testbed.measure.metrics import Metrics
 from testbed.measure.trial import Evidence, Resumption, judge
-from testbed.profiles import ProtocolProfile
 from testbed.protocols import server_options
 from testbed.replay import nginx, server_summary
 from testbed.replay.app import ReplayApp

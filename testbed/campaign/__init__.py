@@ -6,4 +6,7 @@
 - runner: replay topology, servers, shells and Browsertime per block of trials
 - store: the SQLite store (one transaction per trial); manifest: what ran
 - cli: `testbed run`, `testbed worker` and `testbed export`
+
+May import: testbed.host, testbed.formats, every stage and validate; not a
+command (testbed.commands) or testbed.cli.
 """

@@ -28,17 +28,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from testbed import recording as rec
 from testbed.campaign import commit, rows
 from testbed.campaign import plan as plan_mod
 from testbed.campaign.config import Campaign
 from testbed.campaign.rows import TrialRecord
 from testbed.campaign.servers import Servers
 from testbed.campaign.store import Row
+from testbed.formats import recording as rec
+from testbed.formats.profiles import NetworkProfile
 from testbed.measure import browsertime, telemetry
 from testbed.measure.captures import Captures
 from testbed.measure.session import Kept, Outcome, Session
-from testbed.profiles import NetworkProfile
 from testbed.protocols import ServerOptions
 
 WARM_FLAGS = ("--enable-net-benchmarking", "--enable-features=EnableTLS13EarlyData")

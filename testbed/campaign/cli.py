@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from testbed import safefs
-from testbed.cli_groups import Group
+from testbed.commands.groups import Group
 from testbed.errors import InputError
+from testbed.host import safefs
 
 
 @click.command()
@@ -155,13 +155,15 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...],
     import asyncio
     import os
 
-    from testbed import doctor, profiles, runstate
     from testbed.campaign import cluster as cluster_mod
     from testbed.campaign import credentials
     from testbed.campaign import worker as worker_mod
+    from testbed.commands import doctor
     from testbed.emulate import calibrate
     from testbed.errors import TestbedError
-    from testbed.paths import NETWORKS_DIR
+    from testbed.formats import profiles
+    from testbed.host import runstate
+    from testbed.host.paths import NETWORKS_DIR
     from testbed.validate import verdict
 
     if os.geteuid() != 0:

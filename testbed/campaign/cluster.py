@@ -38,13 +38,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed import runstate, safefs
 from testbed.campaign import credentials
 from testbed.campaign import manifest as manifest_mod
 from testbed.campaign import plan as plan_mod
 from testbed.campaign import progress as progress_mod
 from testbed.campaign import worker as worker_mod
 from testbed.errors import InputError, TestbedError
+from testbed.host import runstate, safefs
 from testbed.validate.network import MIN_RTT_TOLERANCE_MS
 
 log = logging.getLogger(__name__)

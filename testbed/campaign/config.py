@@ -29,13 +29,13 @@ from pydantic import (
 )
 
 from analysis import schema
-from testbed import profiles, tomlfile
-from testbed import recording as rec
-from testbed import recording_search as search
 from testbed.errors import InputError
+from testbed.formats import profiles, tomlfile
+from testbed.formats import recording as rec
+from testbed.formats import recording_search as search
+from testbed.formats.tomlfile import KeyProblem
+from testbed.host.paths import CAMPAIGNS_DIR
 from testbed.measure.browsertime import VIDEO_FPS
-from testbed.paths import CAMPAIGNS_DIR
-from testbed.tomlfile import KeyProblem
 
 VISITS = ("first", "warm")
 """How a trial visits its page: `first`, a fresh browser profile (no cache, no

@@ -31,8 +31,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from testbed import safefs
 from testbed.errors import InputError
+from testbed.host import safefs
 
 CA_FILE, CERT_FILE, KEY_FILE = "ca.pem", "cert.pem", "key.pem"
 SCHEME = "tls://"

@@ -144,11 +144,11 @@ def plan(campaign, runs: int | None = None, stored: set[str] | None = None) -> d
     """What `testbed run --dry-run` shows, as data (`--json` prints it): the matrix, the
     trials in their order, how many of them the store already holds (`stored`: its
     trial ids; None: no store yet) and the estimated duration per network and in all."""
-    from testbed import recording as rec
     from testbed.campaign import config as config_mod
     from testbed.campaign import plan as plan_mod
     from testbed.campaign import settings as settings_mod
-    from testbed.profiles import load_network
+    from testbed.formats import recording as rec
+    from testbed.formats.profiles import load_network
 
     runs = campaign.runs if runs is None else runs
     entries = config_mod.resolve(campaign)

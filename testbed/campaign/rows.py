@@ -14,14 +14,14 @@ import json
 import time
 from dataclasses import dataclass
 
-from testbed import recording as rec
 from testbed.campaign import plan as plan_mod
 from testbed.campaign.config import Campaign
 from testbed.campaign.store import Row
+from testbed.formats import recording as rec
+from testbed.formats.profiles import NetworkProfile
 from testbed.measure import metrics, trial_har
 from testbed.measure.session import Outcome
 from testbed.measure.trial import Evidence, Resumption, judge
-from testbed.profiles import NetworkProfile
 from testbed.protocols import ServerOptions
 from testbed.replay import server_summary
 

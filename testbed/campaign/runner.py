@@ -31,7 +31,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
-from testbed import recording as rec
 from testbed.campaign import block as block_mod
 from testbed.campaign import commit, outdir, rows
 from testbed.campaign import config as config_mod
@@ -45,13 +44,14 @@ from testbed.campaign.rows import TrialRecord
 from testbed.campaign.servers import Servers
 from testbed.campaign.store import Store
 from testbed.errors import InputError, TestbedError
+from testbed.formats import recording as rec
+from testbed.formats.profiles import NetworkProfile, load_network
+from testbed.host.runstate import USER, current
+from testbed.host.topology import ReplayTopology
 from testbed.measure import browsertime
 from testbed.measure.session import Outcome
-from testbed.profiles import NetworkProfile, load_network
 from testbed.protocols import ServerOptions
 from testbed.protocols.apply import check_sysctls
-from testbed.runstate import USER, current
-from testbed.topology import ReplayTopology
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ class Runner:
         with cluster.connect(self.cluster) as client:
             cluster.Coordinator(self, client).run(todo, store, progress, task)
         if self.cluster.scheduler is None:
-            from testbed.cleanup import sweep
+            from testbed.host.cleanup import sweep
 
             sweep()  # what local workers killed during the campaign left behind
 

@@ -22,14 +22,14 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from testbed import recording as rec
-from testbed import safefs
 from testbed.campaign import manifest as manifest_mod
 from testbed.errors import TestbedError
+from testbed.formats import recording as rec
+from testbed.host import safefs
+from testbed.host.runstate import current
+from testbed.host.topology import ReplayTopology
 from testbed.protocols import ServerOptions, applied
 from testbed.replay.env import ReplayEnv
-from testbed.runstate import current
-from testbed.topology import ReplayTopology
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ and store it as the other.
 
 from __future__ import annotations
 
-from testbed import profiles
 from testbed.errors import TestbedError
+from testbed.formats import profiles
 from testbed.protocols import ServerOptions, server_options
 
 FORCE_QUIC = "--origin-to-force-quic-on"

@@ -7,7 +7,7 @@ the coordinator's).
     packed = execute(job, block, attempts)      # in a Dask task: one block, packed
 
 A worker is one process, one Dask thread, resource `testbed=1`: it measures one
-block at a time, each on its own run (testbed.runstate: its pid names its
+block at a time, each on its own run (testbed.host.runstate: its pid names its
 namespaces, so two workers on one machine never clash, and the sweep leaves a
 live worker's processes alone). It loads the campaign's recordings and profiles
 from its own checkout, checks that they are the coordinator's (`digests`: the
@@ -30,8 +30,6 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from testbed import recording as rec
-from testbed import runstate, safefs
 from testbed.campaign import block as block_mod
 from testbed.campaign import commit
 from testbed.campaign import manifest as manifest_mod
@@ -40,10 +38,12 @@ from testbed.campaign import settings as settings_mod
 from testbed.campaign.config import Campaign
 from testbed.campaign.servers import Servers
 from testbed.errors import TestbedError
-from testbed.paths import ROOT
-from testbed.profiles import load_network
+from testbed.formats import recording as rec
+from testbed.formats.profiles import load_network
+from testbed.host import runstate, safefs
+from testbed.host.paths import ROOT
+from testbed.host.topology import ReplayTopology
 from testbed.replay.env import H3SERVER
-from testbed.topology import ReplayTopology
 
 log = logging.getLogger(__name__)
 

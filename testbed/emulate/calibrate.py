@@ -32,7 +32,6 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from testbed import proc, safefs, traces
 from testbed.emulate import figures
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import (
@@ -43,7 +42,9 @@ from testbed.emulate.shells import (
     reply_wait_ms,
 )
 from testbed.errors import TestbedError
-from testbed.profiles import NetworkProfile
+from testbed.formats import traces
+from testbed.formats.profiles import NetworkProfile
+from testbed.host import proc, safefs
 
 CACHE = Path(os.environ.get("TESTBED_CALIBRATION_DIR", "/var/cache/testbed/calibration"))
 PROBES = 300

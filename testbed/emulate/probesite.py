@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from testbed import enter, proc, safefs
 from testbed.emulate.shells import ShellChain
 from testbed.errors import TestbedError
-from testbed.paths import ROOT
-from testbed.runstate import current
-from testbed.topology import ReplayTopology
+from testbed.host import enter, proc, safefs
+from testbed.host.paths import ROOT
+from testbed.host.runstate import current
+from testbed.host.topology import ReplayTopology
 
 PROBE_IP = "198.18.1.1"
 """The measurement servers' address in the server namespace (RFC 2544 range)."""

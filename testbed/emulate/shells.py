@@ -22,7 +22,7 @@ Outer (started in the client namespace) to inner (where the browser runs):
   cost about 45 % of the chain's CPU), mm-link when the profile does not
   shape, mm-delay when the delay is 0.
 
-Queues are drop-tail in bytes (testbed.traces.queue_bytes).
+Queues are drop-tail in bytes (testbed.formats.traces.queue_bytes).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from testbed import traces
-from testbed.paths import chown_to_user
-from testbed.profiles import NetworkProfile
+from testbed.formats import traces
+from testbed.formats.profiles import NetworkProfile
+from testbed.host.paths import chown_to_user
 
 
 @dataclass(frozen=True)

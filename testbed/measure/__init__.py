@@ -6,4 +6,7 @@
 - xvfb: an X display of its own for each Browsertime process
 - visual: visual metrics from the screen recording
 - har, metrics, trial: what a load proves (protocols, metrics, verdict)
+
+May import: testbed.host, testbed.formats and every stage before it; not
+validate, campaign or a command.
 """

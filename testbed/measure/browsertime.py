@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from testbed.paths import BROWSERTIME_PACKAGE as PACKAGE
-from testbed.paths import NODE, PYTHON
+from testbed.host.paths import BROWSERTIME_PACKAGE as PACKAGE
+from testbed.host.paths import NODE, PYTHON
 
 BROWSERTIME = PACKAGE / "bin/browsertime.js"
 VISUALMETRICS = PACKAGE / "visualmetrics/visualmetrics-portable.py"
@@ -171,7 +171,7 @@ def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path) -> l
 
 
 def env(ctl_dir: Path, opts: BrowsertimeOptions) -> dict[str, str]:
-    """Environment for the Browsertime process (passed through testbed.enter)."""
+    """Environment for the Browsertime process (passed through testbed.host.enter)."""
     return {
         "TESTBED_TRIAL_CTL": str(ctl_dir),
         "TESTBED_CHROMIUM": CHROMIUM,

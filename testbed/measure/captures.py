@@ -17,7 +17,7 @@
   (testbed.campaign.servers), the trial's are those its summary added.
 
 The browser writes its files as the testbed user into a folder of its own;
-root reads them without following a link (testbed.safefs) and gzips them (the
+root reads them without following a link (testbed.host.safefs) and gzips them (the
 standard library's gzip: readable everywhere, no extra dependency). The
 folder is removed when the block ends.
 """
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Self
 
-from testbed import proc, safefs
+from testbed.host import proc, safefs
 
 KINDS = ("netlog", "pcap", "keylog", "qlog")
 FILES = {"netlog": "netlog.json.gz", "keylog": "keylog.txt.gz", "pcap": "pcap.pcap.gz",

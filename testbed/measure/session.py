@@ -24,7 +24,7 @@ Browsertime process, shells and X display stay up:
                  result); driver.after_load(k), visual metrics start on the
                  video in the background, while Browsertime stops the browser
 
-Files (see testbed.safefs): the block's folder is root's and holds what
+Files (see testbed.host.safefs): the block's folder is root's and holds what
 root writes (complete.js, browsertime.log opened by root, visual/ with the
 video links and visualmetrics logs); ctl/, browsertime/ (Browsertime's
 results) and tmp/ (its TMPDIR) are the testbed user's. Root writes into ctl/
@@ -49,8 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from testbed import chromium, enter, proc, safefs
 from testbed.errors import TestbedError
+from testbed.host import chromium, enter, proc, safefs
 from testbed.measure import browsertime, trial_har, visual
 
 log = logging.getLogger(__name__)

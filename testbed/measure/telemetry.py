@@ -40,8 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Self
 
-from testbed import recording as rec
-from testbed import tcpdiag
+from testbed.formats import recording as rec
+from testbed.host import tcpdiag
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ INTERVAL_S = 0.01
 """Between two dumps of the open sockets while a page loads (`loading(True)`)."""
 IDLE_INTERVAL_S = 0.1
 """Between two dumps otherwise (browser start and stop, visual metrics). A dump of a
-namespace with its own TCP hash table (testbed.netns.EHASH_ENTRIES) costs
+namespace with its own TCP hash table (testbed.host.netns.EHASH_ENTRIES) costs
 microseconds; one sharing the host's cost ~1 ms of kernel time, 0.4-0.5 s of CPU a
 trial at these intervals (bench/trial_overhead --only telemetry). 10 ms still reads
 the initial window of every emulated network (the window lasts an RTT: 24 ms at the

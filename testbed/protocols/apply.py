@@ -44,13 +44,13 @@ from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 
-from testbed import proc
-from testbed.chromium import STACK_FLAGS
 from testbed.errors import InputError, TestbedError
-from testbed.paths import PACING_PRELOAD
-from testbed.profiles import ProtocolProfile, load_protocol
+from testbed.formats.profiles import ProtocolProfile, load_protocol
+from testbed.host import proc
+from testbed.host.chromium import STACK_FLAGS
+from testbed.host.paths import PACING_PRELOAD
+from testbed.host.topology import CLIENT_LINK_IP, ReplayTopology, client_route_argv
 from testbed.protocols import netstate
-from testbed.topology import CLIENT_LINK_IP, ReplayTopology, client_route_argv
 
 MANAGED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle",
                    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
@@ -285,7 +285,7 @@ def check_sysctls(settings: Iterable[ServerOptions], ns=None) -> None:
     if not tcp:
         return
     if ns is None:
-        from testbed.netns import NetNS
+        from testbed.host.netns import NetNS
 
         with NetNS("sysctl-check") as scratch:
             check_sysctls(tcp, scratch)

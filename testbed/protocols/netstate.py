@@ -26,9 +26,9 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from testbed import proc
 from testbed.errors import TestbedError
-from testbed.topology import ReplayTopology
+from testbed.host import proc
+from testbed.host.topology import ReplayTopology
 
 ROUTE_STATUS_FLAGS = frozenset({"linkdown", "dead", "offload", "trap", "offload_failed",
                                 "rt_offload", "rt_trap", "rt_offload_failed", "unresolved"})

@@ -3,4 +3,7 @@
 addon (mitmproxy addon that captures), proxy (mitmdump running it), cdp and
 browser (Chromium driven over its debugging pipe), normalise (header rules),
 recorder (orchestration), summary (what `recording show` prints), cli.
+
+May import: testbed.host and testbed.formats (and the top-level errors, console,
+jsonout); no later stage, no command.
 """

@@ -3,7 +3,7 @@
     with recording_browser(proxy_port, spki, netns) as browser:
         result = load(browser, "https://example.org/", timeout=60)
 
-The browser is testbed.chromium.Chromium (headless, DevTools over a
+The browser is testbed.host.chromium.Chromium (headless, DevTools over a
 pipe, as the testbed user with its sandbox, a fresh profile deleted
 afterwards). For recording it sends every request to the proxy, trusts the
 proxy's certificates by the SHA-256 of their public key
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from testbed.chromium import STACK_FLAGS, CDPError, Chromium
+from testbed.host.chromium import STACK_FLAGS, CDPError, Chromium
 
 
 def flags(proxy_port: int, spki: str) -> list[str]:

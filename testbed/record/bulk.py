@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed import recording, safefs
 from testbed.errors import TestbedError
+from testbed.formats import recording
+from testbed.host import safefs
 from testbed.record import recorder, sitelist
 from testbed.record.recorder import RecordOptions
 

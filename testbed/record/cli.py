@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 
-from testbed import jsonout, safefs
-from testbed import recording as recording_mod
+from testbed import jsonout
+from testbed.formats import recording as recording_mod
+from testbed.host import safefs
 
 
 @click.command()
@@ -74,9 +75,9 @@ def _record_list(list_file: Path, template, force: bool) -> None:
     """Every site of the list file; the table; exit status 1 if a line failed."""
     from rich.console import Console
 
-    from testbed import safefs
-    from testbed.progress import Eta
+    from testbed.host import safefs
     from testbed.record import bulk, recorder, sitelist
+    from testbed.record.progress import Eta
     from testbed.record.table import render
 
     entries = sitelist.parse(sitelist.read(list_file), list_file)
@@ -154,8 +155,8 @@ def list_(folder, as_json):
     up to four folders deep (recordings/corpus/NAME). A recording that does
     not load is listed as invalid with the reason, and the exit status is 1.
     """
-    from testbed import recording_search
     from testbed.errors import InputError
+    from testbed.formats import recording_search
     from testbed.record import listing
 
     if folder is not None and not folder.is_dir():
@@ -265,7 +266,7 @@ def har(name, output, bodies):
     NAME is a recording's name (found in the search path) or the path of a
     recording folder.
     """
-    from testbed.har_export import to_har
+    from testbed.record.har_export import to_har
 
     doc = to_har(recording_mod.load(name), bodies=bodies)
     text = json.dumps(doc, indent=1) + "\n"

@@ -13,8 +13,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed import recording, recording_search
 from testbed.errors import TestbedError
+from testbed.formats import recording, recording_search
 from testbed.record.recording_summary import summarise
 
 MANY_ORIGINS = 5

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from testbed.recording_rules import REMOVED_HEADERS as DROPPED  # the one list
+from testbed.formats.recording_rules import REMOVED_HEADERS as DROPPED  # the one list
 
 Header = tuple[str, str]
 

@@ -10,7 +10,7 @@ trust store anywhere is touched. mitmproxy signs every leaf certificate with
 one key (its CA key), so the SHA-256 of that key's SubjectPublicKeyInfo is
 all Chromium needs to trust it.
 
-Files (see testbed.safefs): the workdir is root's (the proxy's log, the copy
+Files (see testbed.host.safefs): the workdir is root's (the proxy's log, the copy
 of an upstream CA); mitmproxy/ and capture/ are the testbed user's, and root
 reads what the proxy wrote there without following a symlink, bodies only by
 their hex digest.
@@ -30,9 +30,9 @@ from typing import Self
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from testbed import proc, runstate, safefs
-from testbed.enter import as_user
 from testbed.errors import InputError, TestbedError
+from testbed.host import proc, runstate, safefs
+from testbed.host.enter import as_user
 from testbed.record import addon
 
 MITMDUMP = Path(sys.executable).parent / "mitmdump"

@@ -6,7 +6,7 @@ Steps: check the input and the tools (before anything starts), start
 mitmdump with the capture addon, load the page N times in a fresh Chromium
 each time, stop the proxy, merge the loads (the union of their exchanges:
 sites pick some resources at random per load), normalise the headers and
-write the recording atomically (testbed.recording.write). A load that fails
+write the recording atomically (testbed.formats.recording.write). A load that fails
 stops the recording with one line naming the cause; nothing is written.
 """
 
@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from testbed import netns as netns_mod
-from testbed import recording, runstate, safefs
 from testbed.errors import InputError, TestbedError
+from testbed.formats import recording
+from testbed.host import netns as netns_mod
+from testbed.host import runstate, safefs
 from testbed.record import browser as browser_mod
 from testbed.record import normalise
 from testbed.record.browser import LoadResult

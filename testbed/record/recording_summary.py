@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from testbed.recording import Exchange, Recording
+from testbed.formats.recording import Exchange, Recording
 
 TYPES = (
     ("html", ("text/html", "application/xhtml")),

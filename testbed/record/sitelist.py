@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed import safefs
 from testbed.errors import InputError
+from testbed.host import safefs
 from testbed.record.recorder import NAME_RE, check_url, default_name
 
 MAX_BYTES = 1024 * 1024

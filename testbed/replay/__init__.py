@@ -3,4 +3,7 @@ or QUIC/HTTP/3 (h3server) inside the replay topology.
 
     with ReplayEnv(recording, stack="quic") as env:
         ... chromium env.chromium_flags() in env.client_netns ...
+
+May import: testbed.host, testbed.formats and the record stage; no later stage,
+no command.
 """

@@ -18,7 +18,7 @@ from http import HTTPStatus
 from pathlib import Path
 
 import testbed
-from testbed import recording as rec
+from testbed.formats import recording as rec
 from testbed.replay.matching import Matcher, Request
 from testbed.replay.server_summary import Summary
 

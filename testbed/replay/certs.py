@@ -4,7 +4,7 @@ The CA lives in CA_DIR (root-owned, mode 0700; the key 0600) and is never
 added to any trust store: Chromium accepts the replay's leaf because its
 SPKI hash is passed with --ignore-certificate-errors-spki-list. Each replay
 gets a fresh ECDSA P-256 leaf naming every recorded host and IP, written to
-one of root's folders in the run's state (see testbed.safefs): the chain
+one of root's folders in the run's state (see testbed.host.safefs): the chain
 0644, the key 0640 with group testbed, so the servers read it without owning it.
 """
 
@@ -27,8 +27,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from testbed import safefs
 from testbed.errors import TestbedError
+from testbed.host import safefs
 
 # Not under the testbed user's home (/var/lib/testbed): a folder the
 # unprivileged user owns could have the CA swapped or symlinked under root.

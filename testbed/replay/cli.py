@@ -29,15 +29,15 @@ from pathlib import Path
 
 import click
 
-from testbed import enter
-from testbed import recording as rec
 from testbed.emulate.shells import ShellChain
 from testbed.errors import InputError, TestbedError
-from testbed.profiles import NetworkProfile, load_network
+from testbed.formats import recording as rec
+from testbed.formats.profiles import NetworkProfile, load_network
+from testbed.host import enter
+from testbed.host.runstate import current
+from testbed.host.topology import ReplayTopology
 from testbed.protocols import ServerOptions, applied, server_options
 from testbed.replay.env import STACKS, ReplayEnv
-from testbed.runstate import current
-from testbed.topology import ReplayTopology
 
 
 def protocol_options(name: str | None, stack: str | None) -> tuple[str, ServerOptions | None]:

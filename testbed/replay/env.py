@@ -12,7 +12,7 @@ recorded IP. Servers run as the testbed user in the server namespace; the
 block starts only when every listener answers a handshake from the client
 namespace.
 
-Files (see testbed.safefs): the replay's folder is root's (0750, group
+Files (see testbed.host.safefs): the replay's folder is root's (0750, group
 testbed) and holds what root writes: nginx.conf, the leaf certificate (key
 0640, group testbed) and the servers' logs (opened by root, written through
 the inherited descriptor). The servers write only in its `var/` subfolder
@@ -36,15 +36,15 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Self
 
-from testbed import enter, proc, safefs
-from testbed import recording as rec
-from testbed.chromium import STACK_FLAGS
 from testbed.errors import InputError, TestbedError
-from testbed.paths import H3SERVER, chown_to_user
+from testbed.formats import recording as rec
+from testbed.host import enter, proc, safefs
+from testbed.host.chromium import STACK_FLAGS
+from testbed.host.paths import H3SERVER, chown_to_user
+from testbed.host.runstate import USER, current
+from testbed.host.topology import ReplayTopology
 from testbed.replay import certs, nginx, server_summary
 from testbed.replay.matching import normalise_host
-from testbed.runstate import USER, current
-from testbed.topology import ReplayTopology
 
 log = logging.getLogger(__name__)
 

@@ -34,8 +34,8 @@ KEYS = ("server", "version", "requests", "misses", "miss_urls", "bytes", "connec
 def read(path: Path) -> dict:
     """The summary at path; an empty one (zero counts) if the server has not written it yet.
     A server (the testbed user) wrote it: a symlink or a non-file there is refused
-    (testbed.safefs.UnsafePath), never read."""
-    from testbed import safefs
+    (testbed.host.safefs.UnsafePath), never read."""
+    from testbed.host import safefs
 
     try:
         return json.loads(safefs.read_user(Path(path)))

@@ -8,4 +8,7 @@ evidence); servers is the paper's server-parity check. site is the synthetic
 file-download site protocols and servers replay.
 
 This package imports the stages and the bottom layer; no stage imports it.
+
+May import: testbed.host, testbed.formats and every stage; not campaign or a
+command.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from testbed.cli_groups import Group
+from testbed.commands.groups import Group
 from testbed.validate.network import validate_network
 from testbed.validate.protocols import validate_protocols
 from testbed.validate.servers import validate_servers

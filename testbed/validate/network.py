@@ -38,13 +38,14 @@ import click
 import numpy as np
 from rich.console import Console
 
-from testbed import jsonout, safefs
+from testbed import jsonout
 from testbed.emulate import calibrate, figures
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import ShellChain, build_chain, link_traces
 from testbed.errors import InputError, TestbedError
-from testbed.profiles import NETWORKS_DIR, NetworkProfile, available, load_network
-from testbed.traces import UDP_PAYLOAD, opportunity_wait_quantile
+from testbed.formats.profiles import NETWORKS_DIR, NetworkProfile, available, load_network
+from testbed.formats.traces import UDP_PAYLOAD, opportunity_wait_quantile
+from testbed.host import safefs
 from testbed.validate import verdict
 from testbed.validate.verdict import Row
 

@@ -49,17 +49,18 @@ from typing import Self
 import click
 from rich.console import Console
 
-from testbed import jsonout, proc, safefs
-from testbed import recording as rec
-from testbed.chromium import CDPError, Chromium
+from testbed import jsonout
 from testbed.emulate import calibrate
 from testbed.emulate.shells import build_chain
 from testbed.errors import TestbedError
-from testbed.profiles import NetworkProfile, ProtocolProfile, load_network, load_protocol
+from testbed.formats import recording as rec
+from testbed.formats.profiles import NetworkProfile, ProtocolProfile, load_network, load_protocol
+from testbed.host import proc, safefs
+from testbed.host.chromium import CDPError, Chromium
+from testbed.host.runstate import current
+from testbed.host.topology import ReplayTopology
 from testbed.protocols.apply import Change, ServerOptions, applied, server_options
 from testbed.replay.env import ReplayEnv
-from testbed.runstate import current
-from testbed.topology import ReplayTopology
 from testbed.validate import bbr_generation, evidence, site, verdict
 from testbed.validate.bbr_generation import BBR1, BBR2, Finding
 from testbed.validate.site import PROTOCOL

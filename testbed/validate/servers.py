@@ -33,16 +33,17 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from testbed import jsonout, proc, safefs
-from testbed import recording as rec
-from testbed.chromium import CDPError, Chromium
+from testbed import jsonout
 from testbed.errors import InputError, TestbedError
-from testbed.profiles import ProtocolProfile
+from testbed.formats import recording as rec
+from testbed.formats.profiles import ProtocolProfile
+from testbed.formats.traces import fixed_rate, write_trace
+from testbed.host import proc, safefs
+from testbed.host.chromium import CDPError, Chromium
+from testbed.host.runstate import current
+from testbed.host.topology import ReplayTopology
 from testbed.protocols.apply import ServerOptions, applied, server_options
 from testbed.replay.env import ReplayEnv
-from testbed.runstate import current
-from testbed.topology import ReplayTopology
-from testbed.traces import fixed_rate, write_trace
 from testbed.validate import evidence, site, verdict
 from testbed.validate.site import PROTOCOL
 from testbed.validate.verdict import Row

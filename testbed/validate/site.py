@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from testbed import recording as rec
-from testbed.chromium import CDPError
+from testbed.formats import recording as rec
+from testbed.host.chromium import CDPError
 
 PROTOCOL = {"tcp": "h2", "quic": "h3"}
 """The protocol Resource Timing names for a download over each stack."""
@@ -68,7 +68,7 @@ class Fetched:
 
 
 def fetch(page, url: str, timeout: float) -> Fetched:
-    """Download url from the page (a testbed.chromium.Page) and time it."""
+    """Download url from the page (a testbed.host.chromium.Page) and time it."""
     got = page.evaluate(FETCH_JS % json.dumps(url), timeout=timeout) or {}
     return Fetched(status=got.get("status"), bytes=got.get("bytes"),
                    protocol=got.get("protocol"), ms=got.get("ms"))
@@ -111,7 +111,7 @@ def make(out_dir: Path, name: str, page_host: str, page_ip: str, files: Iterable
 def exchange(url: str, ip: str, body: bytes, content_type: str = "text/html", *,
              status: int = 200, method: str = "GET",
              headers: tuple[tuple[str, str], ...] = ()) -> tuple[dict, bytes]:
-    """One (exchange dict, body) pair for testbed.recording.write."""
+    """One (exchange dict, body) pair for testbed.formats.recording.write."""
     u = urlsplit(url)
     target = (u.path or "/") + (f"?{u.query}" if u.query else "")
     port = u.port or (443 if u.scheme == "https" else 80)

@@ -30,8 +30,8 @@ from cryptography import x509
 from needs import need
 from test_host_unchanged_e2e import host_state
 
+from testbed.host.runstate import USER
 from testbed.replay import certs
-from testbed.runstate import USER
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TESTBED = str(ROOT / ".venv/bin/testbed")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cleanup import leftovers
+from testbed.host.cleanup import leftovers
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TESTBED = str(ROOT / ".venv/bin/testbed")

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed import runstate
-from testbed.runstate import STATE_ROOT, USER
+from testbed.host import runstate
+from testbed.host.runstate import STATE_ROOT, USER
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TESTBED = str(ROOT / ".venv/bin/testbed")

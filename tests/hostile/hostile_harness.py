@@ -128,6 +128,6 @@ def _runs() -> set[str]:
 def _left_behind(before: set[str]) -> set[str]:
     """New run state folders whose owner has exited: the case's command's own (another
     testbed command running on the machine at the same time is alive)."""
-    from testbed import runstate
+    from testbed.host import runstate
 
     return {r for r in _runs() - before if not runstate.alive(r)}

@@ -1,7 +1,7 @@
 """Hostile configuration files: campaigns and profiles that are too large, not text,
 or whose values would break the one-line message.
 
-Every TOML file goes through testbed.tomlfile; each case reaches it through
+Every TOML file goes through testbed.formats.tomlfile; each case reaches it through
 `testbed run` (a campaign, and the profiles it names) or `testbed validate
 network`.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hostile_harness import Case, Host, run_case
 
-from testbed import tomlfile
+from testbed.formats import tomlfile
 
 CAMPAIGN = 'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp"]\nruns = 1\n'
 NET = "min_rtt_ms = 24\nuplink_mbit = 5\ndownlink_mbit = 25\n"

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from hostile_harness import TESTBED, Case, Host, run_case
 
-from testbed import paths, recording
+from testbed.formats import recording
+from testbed.host import paths
 
 ROW = {"scheme": "https", "host": "www.a.test", "port": 443, "ip": "203.0.113.5",
        "method": "GET", "target": "/", "request_headers": [["user-agent", "x"]],

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hostile_harness import Case, Host, run_case
 
-from testbed import recording
+from testbed.formats import recording
 
 BODY = b"<html>hello</html>"
 GOOD = {"scheme": "https", "host": "www.a.test", "port": 443, "ip": "203.0.113.5",

@@ -21,7 +21,7 @@ import pytest
 from hostile_harness import ROOT, TESTBED, Case, Host, _changed, make_host, run_case, snapshot
 
 from analysis import synthetic
-from testbed import recording
+from testbed.formats import recording
 
 ESC = "\x1b]52;c;SGVsbG8=\x07[bold]x[red]\x1b[2J\x9b31m"
 """An OSC 52 clipboard write, rich markup, a CSI erasing the screen, a C1 CSI."""
@@ -80,7 +80,7 @@ def out_with_symlink(d: Path, host: Host) -> None:
 
 
 def out_testbed_user(d: Path, host: Host) -> None:
-    from testbed.paths import chown_to_user
+    from testbed.host.paths import chown_to_user
 
     two_stores(d, host)
     (d / "o").mkdir()

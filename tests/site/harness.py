@@ -4,7 +4,7 @@
         testbed record site.spec.url() --netns site.netns --upstream-ca site.ca_file \
             --resolve www.site.test=10.77.0.1 ...   (site.record_args())
 
-The namespace (testbed.netns.NetNS, `tb-<run>-site`) gets every IP of the
+The namespace (testbed.host.netns.NetNS, `tb-<run>-site`) gets every IP of the
 site on its loopback; the server (tests/site/server.py) listens there with a
 certificate from a throwaway CA made for this block. Nothing of it is
 reachable from outside the namespace, and everything is removed on exit.
@@ -27,8 +27,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from testbed import proc
-from testbed.netns import NetNS
+from testbed.host import proc
+from testbed.host.netns import NetNS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sitegen

@@ -4,11 +4,11 @@ on a pipe, its profiles, and the flags each part of the testbed gives it.
 Used by the recorder (through the recording proxy), the validations, the
 doctor and the replay's end-to-end tests (trials themselves are measured by
 Browsertime, which gets STACK_FLAGS through the replay environment). Chromium
-runs as the testbed user in a namespace (testbed.enter.as_user), with its
+runs as the testbed user in a namespace (testbed.host.enter.as_user), with its
 sandbox, optionally inside Mahimahi shells (`wrap=["mm-delay", "5"]`);
 --remote-debugging-pipe means no port is opened: commands go in on fd 3,
 replies come out on fd 4 (the pipes survive the execs of ip netns,
-testbed.enter and Mahimahi's shells).
+testbed.host.enter and Mahimahi's shells).
 
     with Chromium(env.client_netns, env.chromium_flags()) as browser:
         page = browser.new_page()
@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
-from testbed import enter, safefs
 from testbed.errors import TestbedError
-from testbed.paths import chown_to_user
-from testbed.runstate import current
+from testbed.host import enter, safefs
+from testbed.host.paths import chown_to_user
+from testbed.host.runstate import current
 
 BASE_FLAGS = (
     "--headless=new", "--no-first-run", "--no-default-browser-check",
@@ -88,7 +88,7 @@ def temp_env_again(tmp: Path) -> list[str]:
 
 
 def command(profile: Path, flags: Sequence[str] = (), binary: str = "chromium") -> list[str]:
-    """Chromium's command line (before testbed.enter.as_user): the base flags, the
+    """Chromium's command line (before testbed.host.enter.as_user): the base flags, the
     profile, then `flags`."""
     return [binary, *BASE_FLAGS, f"--user-data-dir={profile}", *flags]
 

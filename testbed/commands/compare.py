@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from testbed import jsonout, safefs
+from testbed import jsonout
 from testbed.console import echo
 from testbed.errors import InputError
+from testbed.host import safefs
 
 SHOWN_DIFFS = 20
 """Manifest differences printed (all of them are in manifest_diff.csv with --out)."""
@@ -99,7 +100,7 @@ def _out_files(result, a: Path, b: Path) -> dict[str, bytes]:
 
 
 def _write(out: Path, files: dict[str, bytes]) -> list[Path]:
-    """The files into the folder `out`, as every writer of results does (testbed.safefs:
+    """The files into the folder `out`, as every writer of results does (testbed.host.safefs:
     the folder checked again, each file new and renamed into place)."""
     folder = safefs.check_out_dir(out, "--out")
     folder.mkdir(parents=True, exist_ok=True)

@@ -22,9 +22,9 @@ import ipaddress
 from contextlib import ExitStack
 from typing import Self
 
-from testbed import proc
-from testbed.netns import NetNS
-from testbed.runstate import Run, current
+from testbed.host import proc
+from testbed.host.netns import NetNS
+from testbed.host.runstate import Run, current
 
 SERVER_LINK_IP = "198.18.0.1"
 CLIENT_LINK_IP = "198.18.0.2"

@@ -8,7 +8,7 @@ time and its timings are 0; the HTTP version is not recorded
 (`unknown`). Response content is given decoded (HAR's
 `content.text`, base64), as the spec asks; `bodySize` is the size on the
 wire and `content.compression` the difference. Decoding stops at
-testbed.decoding.MAX_DECODED bytes a body (an InputError naming the body);
+testbed.record.decoding.MAX_DECODED bytes a body (an InputError naming the body);
 a body that does not decode is given as stored. `serverIPAddress` is the IP
 that answered.
 """
@@ -19,9 +19,10 @@ import base64
 from http import HTTPStatus
 from urllib.parse import parse_qsl, urlsplit
 
-from testbed import __version__, decoding
+from testbed import __version__
 from testbed.errors import InputError
-from testbed.recording import Exchange, Recording
+from testbed.formats.recording import Exchange, Recording
+from testbed.record import decoding
 
 PAGE_ID = "page_1"
 

@@ -12,7 +12,7 @@ the schema (schemas/recording.schema.json):
 - each origin (scheme, host, port) is listed once, and every exchange's
   scheme, host, port and IP are one of the origins;
 - IPs are IPv4 unicast addresses outside the testbed's own ranges
-  (testbed.topology.OWN_NETWORKS), loopback, link-local, multicast,
+  (testbed.host.topology.OWN_NETWORKS), loopback, link-local, multicast,
   "this network" (0/8) and the reserved 240/4;
 - one scheme per IP:port, counting the listeners every replay opens (443
   with TLS and, for the TCP stack, 80 without on every recorded IP);
@@ -36,7 +36,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from testbed.topology import OWN_NETWORKS
+from testbed.host.topology import OWN_NETWORKS
 
 _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")

@@ -7,8 +7,8 @@ import signal
 import time
 from typing import Self
 
-from testbed import proc
-from testbed.runstate import Run, current
+from testbed.host import proc
+from testbed.host.runstate import Run, current
 
 
 def exists(name: str) -> bool:

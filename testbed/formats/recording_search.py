@@ -22,7 +22,7 @@ someone else. Below a search folder a symbolic link is followed only if the
 folder holding it is trusted (root's or the invoking user's, and the testbed
 user cannot write it); otherwise the lookup is refused with one line naming
 the link, and nothing behind it is read. The recording folder's own files
-are then opened as testbed.recording does for any recording (no symbolic
+are then opened as testbed.formats.recording does for any recording (no symbolic
 link followed for manifest.json, bodies/ or a body).
 """
 
@@ -34,9 +34,9 @@ import pwd
 import stat
 from pathlib import Path
 
-from testbed import safefs
 from testbed.errors import InputError
-from testbed.paths import RECORDINGS_DIR
+from testbed.host import safefs
+from testbed.host.paths import RECORDINGS_DIR
 
 ENV = "TESTBED_RECORDINGS"
 CORPUS = "corpus"

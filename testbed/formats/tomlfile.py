@@ -28,8 +28,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from testbed import safefs
 from testbed.errors import InputError
+from testbed.host import safefs
 
 MAX_BYTES = 1024 * 1024
 """The largest configuration file read (the bundled ones are below 2 kB)."""

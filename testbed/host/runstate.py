@@ -4,7 +4,7 @@ A run is one testbed process. Its id is its pid; namespaces are named
 `tb-<id>-<purpose>`, its state lives in /run/testbed/<id>/ (with the pid and
 start time of the owner, so a reused pid is not mistaken for a live run), and
 every process it starts as the testbed user carries TESTBED_RUN=<id> in its
-environment. `testbed.cleanup` removes what a run whose owner is gone left.
+environment. `testbed.host.cleanup` removes what a run whose owner is gone left.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from testbed import safefs
-from testbed.paths import IPTABLES_SHIM, USER
+from testbed.host import safefs
+from testbed.host.paths import IPTABLES_SHIM, USER
 
 __all__ = [
     "PREFIX",
@@ -63,7 +63,7 @@ class Run:
         """A copy of /etc/alternatives in which iptables is the Mahimahi shim.
 
         Bind-mounted over /etc/alternatives only inside the mount namespaces of
-        processes started by testbed.enter (see setup/mm-iptables-shim.c).
+        processes started by testbed.host.enter (see setup/mm-iptables-shim.c).
         """
         alt = self.dir / "alternatives"
         if not alt.exists():

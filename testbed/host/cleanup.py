@@ -1,6 +1,6 @@
 """What dead testbed runs left behind: find it, remove it.
 
-A run (testbed.runstate) names its namespaces `tb-<id>-*`, keeps its state in
+A run (testbed.host.runstate) names its namespaces `tb-<id>-*`, keeps its state in
 /run/testbed/<id>/ and tags the processes it starts with TESTBED_RUN=<id>.
 Whether a run is alive is runstate.alive's to say (its owner process: pid and
 start time). The command line calls `sweep()` before every command; `testbed
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import click
 
-from testbed import netns, proc, runstate, safefs
 from testbed.errors import InputError
+from testbed.host import netns, proc, runstate, safefs
 
 NS_RE = re.compile(rf"^{re.escape(runstate.PREFIX)}(\d+)-")
 

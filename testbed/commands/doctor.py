@@ -20,10 +20,10 @@ from pathlib import Path
 
 import click
 
-from testbed import chromium, proc, runstate, safefs
-from testbed.enter import as_user
 from testbed.errors import CommandFailed
-from testbed.paths import H3SERVER, PYTHON, ROOT, shown
+from testbed.host import chromium, proc, runstate, safefs
+from testbed.host.enter import as_user
+from testbed.host.paths import H3SERVER, PYTHON, ROOT, shown
 from testbed.validate import verdict
 from testbed.validate.verdict import Row
 
@@ -201,7 +201,7 @@ def check_iperf3() -> Row:
 @contextmanager
 def lab() -> Iterator:
     """A replay topology with one server IP and a tiny HTTP server on it."""
-    from testbed.topology import ReplayTopology
+    from testbed.host.topology import ReplayTopology
 
     with ReplayTopology([PROBE_IP]) as topo:
         www = Path(tempfile.mkdtemp(prefix="doctor-www-"))
@@ -237,7 +237,7 @@ def check_netns_iptables(topo) -> list[Row]:
 
 
 def check_own_ehash(topo) -> Row:
-    """The namespace's own TCP established hash table (testbed.netns.EHASH_ENTRIES)."""
+    """The namespace's own TCP established hash table (testbed.host.netns.EHASH_ENTRIES)."""
     name = "TCP hash table per namespace"
     got = proc.run(topo.server.exec(["sysctl", "-n", "net.ipv4.tcp_ehash_entries"]), check=False)
     try:

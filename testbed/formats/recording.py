@@ -9,13 +9,13 @@ recorder writes it, both replay servers validate against it on load.
 
 A recording may come from someone else, so `load` checks all of it before
 anything is served or written: the schema, the rules of
-testbed.recording_rules, and every body: a regular file in bodies/ (opened
+testbed.formats.recording_rules, and every body: a regular file in bodies/ (opened
 without following a symbolic link), of the manifest's size, whose SHA-256 is
 its name. The folder is opened once and every file of it is read relative to
 that descriptor, so a folder put in its place after it was found (a symbolic
 link to another, another folder) is never read from; a symbolic link as the
 folder's own last step is followed only in a folder that only root or you can
-change (as testbed.recording_search follows one). `Recording.body` opens and
+change (as testbed.formats.recording_search follows one). `Recording.body` opens and
 checks a body the same way again.
 """
 
@@ -36,9 +36,10 @@ from pathlib import Path
 
 import jsonschema
 
-from testbed import recording_rules, recording_search, safefs
 from testbed.errors import InputError
-from testbed.paths import RECORDING_SCHEMA, RECORDINGS_DIR  # noqa: F401 (re-exported)
+from testbed.formats import recording_rules, recording_search
+from testbed.host import safefs
+from testbed.host.paths import RECORDING_SCHEMA, RECORDINGS_DIR  # noqa: F401 (re-exported)
 
 FORMAT = "testbed-recording/1"
 SCHEMA_PATH = RECORDING_SCHEMA
@@ -128,7 +129,7 @@ def schema() -> dict:
 
 
 def resolve(name_or_path: str | os.PathLike, base: Path | None = None) -> Path:
-    """The recording folder a name or path stands for (testbed.recording_search: the
+    """The recording folder a name or path stands for (testbed.formats.recording_search: the
     search path, paths against `base` or the current folder); InputError naming every
     place looked in if there is none."""
     if isinstance(name_or_path, os.PathLike) and Path(name_or_path).is_absolute():

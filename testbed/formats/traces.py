@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from testbed import safefs
+from testbed.host import safefs
 
 OPPORTUNITY_BYTES = 1500
 """IP bytes per delivery opportunity, the convention of Mahimahi's traces."""

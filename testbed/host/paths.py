@@ -15,7 +15,7 @@ from pathlib import Path
 
 from testbed.errors import TestbedError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 """The checkout: testbed/, profiles/, recordings/, .tools/, .venv/."""
 
 # --- installed tools --------------------------------------------------------------------

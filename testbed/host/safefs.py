@@ -42,7 +42,7 @@ import stat
 from pathlib import Path
 
 from testbed.errors import InputError, TestbedError
-from testbed.paths import USER, chown_to_user, user, user_gids, user_group
+from testbed.host.paths import USER, chown_to_user, user, user_gids, user_group
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_LINKS = 40
@@ -52,7 +52,7 @@ class UnsafePath(TestbedError):
     """A path root refuses to write or read through (a symlink, another user's file)."""
 
 
-# --- who may write (the testbed user itself: testbed.paths) ---------------------------
+# --- who may write (the testbed user itself: testbed.host.paths) ---------------------------
 
 def trusted_uids() -> frozenset[int]:
     """Owners root writes below: root, this process's user and the user who ran sudo;

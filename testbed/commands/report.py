@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from testbed import jsonout, safefs
+from testbed import jsonout
 from testbed.console import echo
 from testbed.errors import InputError
+from testbed.host import safefs
 
 DEFAULT_REPORTS = Path("reports")
 

@@ -1,8 +1,8 @@
 """Run a command as the testbed user, with Mahimahi's iptables shim in place.
 
-    testbed.enter.as_user(argv, netns="tb-123-replay")
+    testbed.host.enter.as_user(argv, netns="tb-123-replay")
 
-builds `ip netns exec NS python -m testbed.enter --run ID -- argv`. `ip netns
+builds `ip netns exec NS python -m testbed.host.enter --run ID -- argv`. `ip netns
 exec` gives the process a private mount namespace (/ is a slave), where this
 module, still root, bind-mounts the run's copy of /etc/alternatives (in
 which `iptables` is setup/mm-iptables-shim.c), then drops to the testbed
@@ -18,7 +18,7 @@ import pwd
 import subprocess
 import sys
 
-from testbed.runstate import USER, Run, current
+from testbed.host.runstate import USER, Run, current
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
@@ -27,7 +27,7 @@ def as_user(argv: list, netns: str | None = None, env: dict[str, str] | None = N
             run: Run | None = None, cwd: str | None = None) -> list[str]:
     """The argv that runs `argv` as the testbed user inside `netns` (or the host's)."""
     run = run or current()
-    inner = [sys.executable, "-m", "testbed.enter", "--run", run.id,
+    inner = [sys.executable, "-m", "testbed.host.enter", "--run", run.id,
              "--alternatives", str(run.alternatives)]
     for k, v in (env or {}).items():
         inner += ["--env", f"{k}={v}"]
@@ -40,7 +40,7 @@ def as_user(argv: list, netns: str | None = None, env: dict[str, str] | None = N
 
 
 def main(args: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m testbed.enter")
+    ap = argparse.ArgumentParser(prog="python -m testbed.host.enter")
     ap.add_argument("--run", required=True)
     ap.add_argument("--alternatives", required=True)
     ap.add_argument("--env", action="append", default=[])
@@ -51,7 +51,7 @@ def main(args: list[str] | None = None) -> None:
     if not argv:
         ap.error("no command")
     if os.geteuid() != 0:
-        sys.exit("testbed.enter: must start as root (it drops to the testbed user)")
+        sys.exit("testbed.host.enter: must start as root (it drops to the testbed user)")
     subprocess.run(["mount", "--bind", ns.alternatives, "/etc/alternatives"], check=True)
     pw = pwd.getpwnam(USER)
     env = {

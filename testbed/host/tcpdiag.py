@@ -222,7 +222,7 @@ class DiagSocket:
         """Every TCP connection of `families` open now. The kernel walks the
         namespace's established hash table: ~1 ms a family if the namespace shares
         the host's (262,144 buckets here), some microseconds if it has its own
-        (testbed.netns.NetNS gives every namespace of the testbed its own)."""
+        (testbed.host.netns.NetNS gives every namespace of the testbed its own)."""
         assert self.sock is not None
         out: list[TcpSocket] = []
         for family in families:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
-from testbed import safefs
 from testbed.errors import CommandFailed
+from testbed.host import safefs
 
 
 def run(argv: Sequence[str | os.PathLike], *, check: bool = True, timeout: float | None = 60,
@@ -53,7 +53,7 @@ class Background:
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> Self:
-        # The log is root's own file, never opened through a symlink (see testbed.safefs).
+        # The log is root's own file, never opened through a symlink (see testbed.host.safefs).
         out = safefs.open_log(self.log) if self.log else subprocess.DEVNULL
         try:
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import click
 
-from testbed import jsonout, paths, safefs
+from testbed import jsonout
 from testbed.console import clean_lines
-from testbed.enter import SAFE_PATH
 from testbed.errors import InputError
+from testbed.host import paths, safefs
+from testbed.host.enter import SAFE_PATH
 
 DEFAULT_REPORTS = Path("reports")
 

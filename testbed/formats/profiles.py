@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from testbed import tomlfile
 from testbed.errors import InputError
-from testbed.paths import NETWORKS_DIR, PROTOCOLS_DIR
-from testbed.tomlfile import Expected, KeyProblem
+from testbed.formats import tomlfile
+from testbed.formats.tomlfile import Expected, KeyProblem
+from testbed.host.paths import NETWORKS_DIR, PROTOCOLS_DIR
 
 if TYPE_CHECKING:
-    from testbed.traces import Trace
+    from testbed.formats.traces import Trace
 
 MAHIMAHI_TRACES = Path("/usr/share/mahimahi/traces")
 
@@ -108,7 +108,7 @@ class NetworkProfile(_Profile):
         """Each rate has an exact trace of reasonable size; a buffer holds a packet."""
         from fractions import Fraction
 
-        from testbed import traces
+        from testbed.formats import traces
 
         for d in ("uplink", "downlink"):
             mbit = getattr(self, f"{d}_mbit")
@@ -157,7 +157,7 @@ class NetworkProfile(_Profile):
         if getattr(self, f"{direction}_trace") is None:
             return None
         if direction not in self._traces:
-            from testbed import traces
+            from testbed.formats import traces
 
             path = self.trace_path(direction)
             self._traces[direction] = traces.read_trace(path, beneath=self.trace_home(path))
@@ -291,7 +291,7 @@ def load_network(profile: str | Path) -> NetworkProfile:
 def _check_trace(p: NetworkProfile, d: str) -> None:
     """A trace path resolves into Mahimahi's traces or the profile's folder, and parses
     (read once here: the profile keeps what was read, see NetworkProfile.trace)."""
-    from testbed import traces
+    from testbed.formats import traces
 
     name = getattr(p, f"{d}_trace")
     where = f"{_shown(Path(p.source))}: key {d}_trace"
