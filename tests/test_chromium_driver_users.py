@@ -1,4 +1,4 @@
-"""Everyone takes Chromium from the one driver, in the bottom layer (the layers as a
+"""Everyone takes Chromium from the one driver, testbed.host.chromium (the layers as a
 whole: test_layers.py)."""
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ def sources(*folders: str) -> list[Path]:
 
 
 def test_the_chromium_driver_imports_only_the_bottom_layer():
-    names = imported(PACKAGE / "chromium.py")
+    names = imported(PACKAGE / "host" / "chromium.py")
     assert names and not [n for n in names
                           if n.startswith(tuple(f"testbed.{s}" for s in (*STAGES, "validate")))]
     assert not (PACKAGE / "replay" / "browser.py").exists()
-    for user in ("record/browser.py", "doctor.py", "validate/servers.py",
+    for user in ("record/browser.py", "commands/doctor.py", "validate/servers.py",
                  "validate/protocols.py", "replay/env.py", "protocols/apply.py"):
         assert any(n.startswith("testbed.host.chromium") for n in imported(PACKAGE / user)), user
