@@ -30,6 +30,7 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from analysis import trial_folder
 from testbed import recording as rec
 from testbed import runstate, safefs
 from testbed.campaign import block as block_mod
@@ -168,7 +169,7 @@ class State:
         self.work.mkdir(parents=True, exist_ok=True)
         os.chmod(self.work, 0o755)
         self.out = self.run.path("results")
-        for sub in ("trials", "logs"):
+        for sub in (trial_folder.TRIALS_DIR, "logs"):
             (self.out / sub).mkdir(parents=True, exist_ok=True)
         calibrations, chains = {}, {}
         for name, profile in networks.items():

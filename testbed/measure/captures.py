@@ -32,11 +32,11 @@ import time
 from pathlib import Path
 from typing import Self
 
+from analysis import trial_folder
 from testbed import proc, safefs
 
 KINDS = ("netlog", "pcap", "keylog", "qlog")
-FILES = {"netlog": "netlog.json.gz", "keylog": "keylog.txt.gz", "pcap": "pcap.pcap.gz",
-         "qlog": "qlog.tar.gz"}
+FILES = trial_folder.CAPTURES
 """Capture -> the file it becomes in the trial's folder."""
 LEVEL = 6
 
