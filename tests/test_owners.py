@@ -1,6 +1,7 @@
 """Facts with one owner, checked by reading the source with `ast`: the names in a
-trial's folder are spelled only in analysis/trial_folder.py, and HTML is written
-only in the Jinja templates (analysis/templates/).
+trial's folder are spelled only in analysis/trial_folder.py, HTML is written
+only in the Jinja templates (analysis/templates/), and subprocesses run through
+testbed/proc.py (SUBPROCESS_USERS: the few that need what it does not offer).
 
 A string literal (an f-string's literal parts too; docstrings are prose, not
 code) that spells a trial file's name, or holds an HTML tag, anywhere else in
@@ -166,3 +167,41 @@ def test_workload_pages_are_left_out_and_nothing_else(tmp_path):
                             "testbed/validate/verdict.py": 'P = "<p>x"\n'})
     assert [f.split(":")[0] for f in html_outside_templates(root)] == [
         "testbed/validate/verdict.py"]
+
+
+SUBPROCESS_USERS = {
+    Path("testbed/proc.py"): "the owner",
+    Path("testbed/chromium.py"): "starts Chromium with its DevTools pipe fds (preexec_fn)",
+    Path("testbed/emulate/phasegate.py"): "execs each Mahimahi shell keeping its fds open",
+    Path("testbed/enter.py"): "the namespace entry point: a bind mount before anything runs",
+    Path("testbed/trial_command.py"): "ffmpeg as the testbed user, as analysis.trial_page's "
+                                      "Runner (a CompletedProcess of bytes)",
+}
+"""Who may import subprocess in testbed/: proc, and what proc does not offer."""
+
+
+def subprocess_importers(root: Path) -> list[str]:
+    out = []
+    for path in sorted((root / "testbed").rglob("*.py")):
+        rel = path.relative_to(root)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) else [])
+            if "subprocess" in names and rel not in SUBPROCESS_USERS:
+                out.append(f"{rel}:{node.lineno}: imports subprocess (use testbed.proc)")
+    return out
+
+
+def test_subprocesses_run_through_proc():
+    found = subprocess_importers(ROOT)
+    assert not found, "\n".join(found)
+
+
+def test_a_raw_subprocess_is_found(tmp_path):
+    root = _tree(tmp_path, {"testbed/measure/visual.py": "import subprocess\n",
+                            "testbed/replay/cli.py": "from subprocess import run\n",
+                            "testbed/proc.py": "import subprocess\n"})
+    assert subprocess_importers(root) == [
+        "testbed/measure/visual.py:1: imports subprocess (use testbed.proc)",
+        "testbed/replay/cli.py:1: imports subprocess (use testbed.proc)"]

@@ -23,7 +23,6 @@ import hashlib
 import logging
 import os
 import platform
-import subprocess
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +30,8 @@ from pathlib import Path
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from analysis import trial_folder
+from testbed import proc, runstate, safefs
 from testbed import recording as rec
-from testbed import runstate, safefs
 from testbed.campaign import block as block_mod
 from testbed.campaign import commit
 from testbed.campaign import manifest as manifest_mod
@@ -71,12 +70,7 @@ def _shown(path: Path) -> str:
 
 
 def h3server_version() -> str:
-    try:
-        cp = subprocess.run([str(H3SERVER), "--version"], capture_output=True, text=True,
-                            timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"unavailable ({e.__class__.__name__})"
-    return (cp.stdout or cp.stderr).strip() or f"exit {cp.returncode}"
+    return proc.version([H3SERVER, "--version"]) or "unavailable"
 
 
 def digests(recordings: dict[str, Path], root: Path = ROOT) -> dict[str, str]:

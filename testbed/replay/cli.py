@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
-from testbed import enter
+from testbed import enter, proc
 from testbed import recording as rec
 from testbed.emulate.shells import ShellChain
 from testbed.errors import InputError, TestbedError
@@ -135,7 +134,7 @@ def replay(recording: str, stack: str | None, protocol: str | None, network: str
                              cwd=str(cwd) if _traversable(cwd) else None)
         before = env.summary()
         try:
-            rc = subprocess.run(argv, check=False).returncode
+            rc = proc.call(argv)
         finally:
             after = env.summary()
             click.echo(f"testbed: {after['requests'] - before['requests']} requests, "
