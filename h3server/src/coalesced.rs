@@ -117,14 +117,14 @@ mod tests {
             p.push(0); // no token
         }
         p.extend_from_slice(&[0x40 | (payload >> 8) as u8, payload as u8]); // 2-byte varint
-        p.extend(std::iter::repeat(0x5a).take(payload));
+        p.extend(std::iter::repeat_n(0x5a, payload));
         p
     }
 
     fn short(dcid: &[u8], payload: usize) -> Vec<u8> {
         let mut p = vec![0x40];
         p.extend_from_slice(dcid);
-        p.extend(std::iter::repeat(0x33).take(payload));
+        p.extend(std::iter::repeat_n(0x33, payload));
         p
     }
 
