@@ -19,6 +19,8 @@ test: lint docs unit e2e faults
 
 lint:
 	$(VENV)/bin/ruff check testbed analysis tests bench recordings corpus
+	cd h3server && $(CARGO) fmt --all --check
+	cd h3server && $(CARGO) clippy --release --locked --all-targets -q -- -D warnings
 
 # The reference pages (docs/, mkdocs.yml) built strictly into a temporary folder:
 # a broken link or anchor, or a page missing from the nav, fails.

@@ -31,7 +31,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, NullFormatter, PercentFormatter
 
-from analysis import across
+from analysis import across, trial_folder
 from analysis.connections import with_trials
 from analysis.load import ResultsError
 from analysis.plots import legend_entries, plot_label
@@ -362,7 +362,7 @@ def largest_objects(folder, trials: pd.DataFrame, tries: int = 3) -> dict[str, f
         for trial_id in list(group["trial_id"])[:tries]:
             try:
                 with TrialFiles(folder, str(trial_id)) as files:
-                    har = files.json("browsertime.har.gz")
+                    har = files.json(trial_folder.HAR)
             except ResultsError:
                 continue
             if har is not None:

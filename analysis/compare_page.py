@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import io
 
-import jinja2
 import matplotlib
 
+from analysis import pages
 from analysis.plots import SAVE_RC, cdf_row_figure
 from analysis.report import _table_or_none as table
 from analysis.schema import PLOTTED_METRICS, full_name, label, networks_in
@@ -42,13 +42,10 @@ def figures(result) -> dict[str, bytes]:
 def page(result, a: str, b: str, csv_names, figure_names) -> bytes:
     """index.html: the campaigns, warnings, score, per-cell agreement, equivalence,
     the figures and the manifests' differences, its tables as the report shows them."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("analysis", "templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]),
-                             trim_blocks=True, lstrip_blocks=True)
     tested = int(result.sites["agree"].notna().sum())
     diff = result.manifest_diff
-    return env.get_template("compare.html.j2").render(
-        a=a, b=b, result=result, label=label, tested=tested,
+    return pages.render(
+        "compare.html.j2", a=a, b=b, result=result, label=label, tested=tested,
         score=None if tested == 0 else f"{result.score:.1%}",
         summary=table(result.summary, formats={"agreement": "{:.0%}",
                                                "median_diff_rel": "{:+.1%}"},

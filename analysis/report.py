@@ -20,7 +20,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from analysis import report_stats
+from analysis import pages, report_stats, trial_folder
 from analysis.bbr import BbrAnalysis, analyse_bbr
 from analysis.cdf import relative_cdfs
 from analysis.cells import spreadsheet_safe
@@ -450,9 +450,7 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
     synthetic = bool((manifest or {}).get("synthetic")) or bool(a.trials.attrs.get("synthetic"))
     distributions = distribution_figures(a, out)
     drift = drift_figures(a, out)
-    env = jinja2.Environment(loader=jinja2.PackageLoader("analysis", "templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]),
-                             trim_blocks=True, lstrip_blocks=True)
+    env = pages.environment()
     trial_page = _trial_links(a, out, results_dir, env)
     inspect = inspect_sections(a, out, results_dir, _table_or_none)
     page = env.get_template("report.html.j2").render(
@@ -498,8 +496,8 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
     return index
 
 
-TRIAL_FILES = {"HAR": "browsertime.har.gz", "video": "video.mp4",
-               "Browsertime JSON": "browsertime.json"}
+TRIAL_FILES = {"HAR": trial_folder.HAR, "video": trial_folder.VIDEO,
+               "Browsertime JSON": trial_folder.BROWSERTIME}
 """Files of a trial folder the trials page links to, when present."""
 
 
@@ -508,9 +506,9 @@ def _trial_links(a: Analysis, out: Path, results_dir: Path | None,
     """Write out/trials.html (one row per trial, by site, network, setting and run
     number: status, PLT, links to its kept files) when `results_dir` has trial
     folders; returns its name or None."""
-    if results_dir is None or not (Path(results_dir) / "trials").is_dir():
+    if results_dir is None or not (Path(results_dir) / trial_folder.TRIALS_DIR).is_dir():
         return None
-    trials_dir = Path(results_dir) / "trials"
+    trials_dir = Path(results_dir) / trial_folder.TRIALS_DIR
     here = out.resolve() if out.is_absolute() else out.absolute()
     rows = []
     for t in by_run(a.trials).itertuples(index=False):
@@ -558,4 +556,4 @@ def _regular(trials_dir: Path, trial_id: str, name: str) -> bool:
 def _table_or_none(df: pd.DataFrame, **kwargs) -> Markup | None:
     if df is None or df.empty:
         return None
-    return Markup(f'<div class="scroll">{_html_table(df, **kwargs)}</div>')
+    return pages.piece("scroll_table.html.j2", table=Markup(_html_table(df, **kwargs)))

@@ -12,8 +12,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pandas as pd
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
+from analysis import pages
 from analysis.bbr import delivery_figure, effects_figure
 from analysis.connections import connections_of
 from analysis.load import ResultsError
@@ -87,23 +88,18 @@ def _examples(a, out: Path, results_dir: Path | None) -> Markup | None:
     ex = a.examples
     if ex is None or ex.empty:
         return None
-    cells: dict[tuple[str, str], list[str]] = {}
-    pages: dict[str, str] = {}
+    cells: dict[tuple[str, str], list[dict]] = {}
+    written: dict[str, str | None] = {}
     conns = connections_of(results_dir) if results_dir is not None else None
     for r in ex.itertuples(index=False):
-        text = f"{r.which} {r.value:.0f} ms"
-        href = pages.get(r.trial_id) if results_dir is not None else None
-        if results_dir is not None and r.trial_id not in pages:
+        href = written.get(r.trial_id) if results_dir is not None else None
+        if results_dir is not None and r.trial_id not in written:
             href = _write_page(a, out, Path(results_dir), str(r.trial_id), conns)
-            pages[r.trial_id] = href
-        cell = (f'<a href="{escape(href)}" title="{escape(r.trial_id)}">{escape(text)}</a>'
-                if href else f'<span title="{escape(r.trial_id)}">{escape(text)}</span>')
-        cells.setdefault((r.network, r.protocol), []).append(cell)
-    rows = "".join(f"<tr><td>{escape(label(n))}</td><td>{escape(label(p))}</td>"
-                   f"<td>{' · '.join(c)}</td></tr>" for (n, p), c in cells.items())
-    return Markup('<div class="scroll"><table class="table" id="examples"><thead><tr>'
-                  "<th>network</th><th>setting</th><th>PLT: fastest · median · slowest trial"
-                  f"</th></tr></thead><tbody>{rows}</tbody></table></div>")
+            written[r.trial_id] = href
+        cells.setdefault((r.network, r.protocol), []).append(
+            {"href": href, "trial_id": r.trial_id, "text": f"{r.which} {r.value:.0f} ms"})
+    return pages.piece("examples.html.j2", rows=[
+        {"network": label(n), "setting": label(p), "cells": c} for (n, p), c in cells.items()])
 
 
 def _write_page(a, out: Path, results_dir: Path, trial_id: str,

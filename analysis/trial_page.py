@@ -27,8 +27,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pandas as pd
-from markupsafe import escape
+from markupsafe import Markup
 
+from analysis import pages, trial_folder
 from analysis.connections import connections_of
 from analysis.load import ResultsError, load
 from analysis.schema import METRICS, label
@@ -177,19 +178,19 @@ def trial_view(source: str | Path, trial_id: str, trials: pd.DataFrame | None = 
     folder = source if source.is_dir() else source.parent
     conns = connections_of(source) if conns is None else conns
     mine = conns[conns["trial_id"] == trial_id].reset_index(drop=True)
-    view = TrialView(trial_id, row, folder / "trials" / trial_id, connections=mine,
+    view = TrialView(trial_id, row, folder / trial_folder.TRIALS_DIR / trial_id, connections=mine,
                      has_connections_table=len(conns) > 0)
     with TrialFiles(folder, trial_id) as files:
         if not files.exists:
             view.notes.append("no files kept for this trial (no trials/<id>/ folder)")
             return view
-        view.har = files.json("browsertime.har.gz")
-        view.visual = files.json("visualmetrics.json")
+        view.har = files.json(trial_folder.HAR)
+        view.visual = files.json(trial_folder.VISUAL_METRICS)
         if view.har is None:
             view.notes.append("no HAR kept: no waterfall")
         if not filmstrip:
             return view
-        fd = files.open("video.mp4")
+        fd = files.open(trial_folder.VIDEO)
         if fd is None:
             view.notes.append("no video kept (campaign key keep_video): no filmstrip")
             return view
@@ -264,7 +265,7 @@ def _sealed_copy(fd: int) -> int | None:
     ffmpeg reads, whoever it runs as, and nobody can change while it does."""
     if os.fstat(fd).st_size > MAX_VIDEO:
         return None
-    mem = os.memfd_create("video.mp4", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    mem = os.memfd_create(trial_folder.VIDEO, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         copied = 0
         with open(mem, "wb", closefd=False) as f:
@@ -284,97 +285,45 @@ def _sealed_copy(fd: int) -> int | None:
 
 # -- the page ----------------------------------------------------------------------
 
-CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:1400px;
-padding:0 1em;color:#222;line-height:1.35}
-h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;font-size:.85em}
-td,th{padding:.2em .5em;border-bottom:1px solid #e4e4e4;text-align:left;white-space:nowrap}
-th{background:#f3f3f3}
-.note{background:#fff6d5;border-left:4px solid #e0b000;padding:.3em .8em}
-.muted{color:#666}
-.wf td.bar{width:55%;min-width:300px;position:relative;padding:0}
-.wf .track{position:relative;height:14px}
-.wf .ph{position:absolute;top:2px;height:10px}
-.wf td.url{max-width:28em;overflow:hidden;text-overflow:ellipsis}
-.legend span{display:inline-block;margin-right:1em}
-.legend i{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:middle}
-.strip{display:flex;gap:.5em;overflow-x:auto}
-.strip figure{margin:0;text-align:center;font-size:.8em}
-.strip img{width:""" + str(FRAME_WIDTH) + """px;border:1px solid #ddd}
-.mark{position:absolute;top:0;bottom:0;width:0;border-left:1px dashed #d62728}
-"""
-
-
-def _kv_table(pairs: list[tuple[str, str]]) -> str:
-    return "<table>" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>"
-                               for k, v in pairs) + "</table>"
-
-
-def _waterfall_html(rows: list[dict], marks: dict[str, float]) -> str:
-    if not rows:
-        return "<p class=\"muted\">No HAR kept for this trial: no waterfall.</p>"
+def _waterfall(rows: list[dict], marks: dict[str, float]) -> dict:
+    """The waterfall's values for the template: its end (ms), the legend, and per row
+    its cells and its bars' positions (percent of the end)."""
     end = max([r["start"] + sum(r[p] for p in PHASES) for r in rows] + list(marks.values())
               + [1.0])
-    legend = "".join(f'<span><i style="background:{COLORS[p]}"></i>{p}</span>' for p in PHASES)
-    legend += "".join(f'<span><i style="border-left:2px dashed #d62728"></i>{escape(k)} '
-                      f"{v:.0f} ms</span>" for k, v in marks.items())
-    out = [f'<p class="legend">{legend}</p>',
-           ('<table class="wf" id="waterfall"><thead><tr><th>#</th><th>host</th><th>path</th>'
-           "<th>protocol</th><th>connection</th><th>status</th><th>bytes</th><th>start (ms)</th>"
-           f"<th>time (ms)</th><th>0 – {end:.0f} ms</th></tr></thead><tbody>")]
+    shown = []
     for i, r in enumerate(rows):
-        left = r["start"]
-        bars = []
+        left, bars = r["start"], []
         for p in PHASES:
             if r[p] > 0:
-                bars.append(f'<div class="ph" title="{p} {r[p]:.1f} ms" style="left:'
-                            f'{100 * left / end:.3f}%;width:{max(100 * r[p] / end, 0.15):.3f}%;'
-                            f'background:{COLORS[p]}"></div>')
+                bars.append({"phase": p, "ms": f"{r[p]:.1f}", "color": COLORS[p],
+                             "left": f"{100 * left / end:.3f}",
+                             "width": f"{max(100 * r[p] / end, 0.15):.3f}"})
             left += r[p]
-        bars += [f'<div class="mark" style="left:{100 * v / end:.3f}%"></div>'
-                 for v in marks.values()]
-        total = sum(r[p] for p in PHASES)
-        title = escape(" · ".join(f"{p} {r[p]:.1f}" for p in PHASES if r[p] > 0))
         parts = urlsplit(r["url"])
         path = parts.path + (f"?{parts.query}" if parts.query else "") if parts.scheme else r["url"]
-        out.append(
-            f'<tr data-request="{i}"><td>{i + 1}</td><td>{escape(r["host"])}</td>'
-            f'<td class="url" title="{escape(r["url"])}">{escape(path[:200])}</td>'
-            f'<td>{escape(r["protocol"])}</td><td>{escape(r["connection"])}</td>'
-            f'<td>{escape(str(r["status"]))}</td><td>{_int(r["bytes"])}</td>'
-            f'<td>{r["start"]:.0f}</td><td title="{title}">{total:.0f}</td>'
-            f'<td class="bar"><div class="track">{"".join(bars)}</div></td></tr>')
-    out.append("</tbody></table>")
-    return "".join(out)
+        shown.append({
+            "i": i, "number": i + 1, "host": r["host"], "url": r["url"], "path": path[:200],
+            "protocol": r["protocol"], "connection": r["connection"], "status": str(r["status"]),
+            "bytes": _int(r["bytes"]), "start": f"{r['start']:.0f}",
+            "total": f"{sum(r[p] for p in PHASES):.0f}",
+            "title": " · ".join(f"{p} {r[p]:.1f}" for p in PHASES if r[p] > 0),
+            "bars": bars, "marks": [f"{100 * v / end:.3f}" for v in marks.values()]})
+    return {"end": f"{end:.0f}", "rows": shown, "phases": [(p, COLORS[p]) for p in PHASES],
+            "marks": [(k, f"{v:.0f}") for k, v in marks.items()]}
 
 
-def _connections_html(view: TrialView) -> str:
+def _connections_table(view: TrialView) -> Markup | None:
     if view.connections.empty:
-        why = ("the store has a connections table, but none for this trial"
-               if view.has_connections_table else
-               "this store has no connections table (results stored before per-connection "
-               "figures were recorded, or an export)")
-        return f'<p class="muted" id="no-connections">No connection figures: {why}.</p>'
+        return None
     shown = view.connections[list(SHOWN_CONNECTION_COLUMNS)]
     shown = shown.loc[:, shown.notna().any()]
-    return shown.to_html(index=False, na_rep="–", border=0, escape=True,
-                         float_format=lambda v: f"{v:.1f}" if v % 1 else f"{v:.0f}",
-                         table_id="connections")
-
-
-def _filmstrip_html(view: TrialView) -> str:
-    if not view.frames:
-        return "<p class=\"muted\">No filmstrip (see the notes above).</p>"
-    figs = "".join(
-        f'<figure><img alt="frame at {t:.0f} ms" src="data:image/jpeg;base64,'
-        f'{base64.b64encode(jpeg).decode()}"><figcaption>{t:.0f} ms</figcaption></figure>'
-        for t, jpeg in view.frames)
-    return f'<div class="strip" id="filmstrip">{figs}</div>'
+    return Markup(shown.to_html(index=False, na_rep="–", border=0, escape=True,
+                                float_format=lambda v: f"{v:.1f}" if v % 1 else f"{v:.0f}",
+                                table_id="connections"))
 
 
 def render(view: TrialView) -> str:
-    """The trial's page: one self-contained HTML document."""
+    """The trial's page: one self-contained HTML document (templates/trial.html.j2)."""
     r = view.row
     facts = [("status", r["status"] + (f": {r['reason']}" if r.get("reason") else "")),
              ("site", r["site"]), ("network", f"{label(r['network'])} (RTT {r['rtt_ms']:g} ms)"),
@@ -387,23 +336,17 @@ def render(view: TrialView) -> str:
                if _present(r.get(c))]
     marks = {label(m): float(r[c]) for m, c in (("fcp", "fcp_ms"), ("plt", "plt_ms"))
              if _present(r.get(c))}
-    entries = view.entries
-    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in view.notes)
-    har_note = (f"<p>{len(entries)} requests, one row each; bars from the HAR's timings "
-                "(ms after the first request started).</p>" if view.har is not None else "")
-    return (
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        # nothing on this page may load anything: no network, no script
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-        "img-src data:; style-src 'unsafe-inline'\">"
-        f"<title>Trial {escape(view.trial_id)}</title><style>{CSS}</style></head><body>"
-        f"<h1>Trial <code>{escape(view.trial_id)}</code></h1>{notes}"
-        f"<div style=\"display:flex;gap:2em;flex-wrap:wrap\">{_kv_table(facts)}"
-        f"{_kv_table(metrics) if metrics else ''}</div>"
-        f"<h2 id=\"connections-heading\">Connections</h2>{_connections_html(view)}"
-        f"<h2>Filmstrip</h2>{_filmstrip_html(view)}"
-        f"<h2>Waterfall</h2>{har_note}{_waterfall_html(entries, marks)}"
-        "</body></html>")
+    no_connections = ("the store has a connections table, but none for this trial"
+                      if view.has_connections_table else
+                      "this store has no connections table (results stored before "
+                      "per-connection figures were recorded, or an export)")
+    return pages.render(
+        "trial.html.j2", trial_id=view.trial_id, notes=view.notes, facts=facts,
+        metrics=metrics, connections=_connections_table(view), no_connections=no_connections,
+        frames=[{"at": f"{t:.0f}", "jpeg": base64.b64encode(jpeg).decode()}
+                for t, jpeg in view.frames],
+        har_kept=view.har is not None, waterfall=_waterfall(view.entries, marks),
+        frame_width=FRAME_WIDTH)
 
 
 def write_trial_page(view: TrialView, path: Path) -> Path:

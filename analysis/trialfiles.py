@@ -1,8 +1,7 @@
 """A trial's kept files, read from a results folder that may be hostile.
 
-A results folder holds `trials/<trial_id>/` with browsertime.har.gz,
-browsertime.json, visualmetrics.json, trial.json and video.mp4 when kept
-(analysis.schema). Whoever wrote the folder could have planted a symlink to
+A results folder holds `trials/<trial_id>/` with the files of
+analysis.trial_folder (their names are spelled there only). Whoever wrote the folder could have planted a symlink to
 a file outside it, a FIFO, a gzip bomb or a name with `/` in it, and the
 reader may be root (`testbed trial`, `testbed report`). So every file here is
 read through analysis.results_io (one step at a time from the results folder,
@@ -10,8 +9,8 @@ never through a symlink, only a regular file, up to a cap), and a HAR or
 visual-metrics file only in its expected shape (analysis.shapes).
 
     with TrialFiles(results, trial_id) as files:
-        har = files.json("browsertime.har.gz")      # None if not kept
-        fd = files.open("video.mp4")                 # for ffmpeg, or None
+        har = files.json(trial_folder.HAR)          # None if not kept
+        fd = files.open(trial_folder.VIDEO)         # for ffmpeg, or None
 """
 
 from __future__ import annotations
@@ -20,14 +19,10 @@ import os
 from pathlib import Path
 from typing import Self
 
-from analysis import shapes
+from analysis import shapes, trial_folder
 from analysis.results_io import MAX_FILE, MAX_JSON, Folder, ResultsError  # noqa: F401
 
-KEPT = ("browsertime.har.gz", "browsertime.json", "visualmetrics.json", "trial.json",
-        "video.mp4")
-"""The files a trial folder may hold."""
-
-SHAPES = {"browsertime.har.gz": shapes.har, "visualmetrics.json": shapes.visual_metrics}
+SHAPES = {trial_folder.HAR: shapes.har, trial_folder.VISUAL_METRICS: shapes.visual_metrics}
 """Kept JSON files whose shape the analysis relies on, and their check."""
 
 MAX_NAME = 255
@@ -49,7 +44,7 @@ class TrialFiles:
     def __init__(self, results: Path, trial_id: str):
         self.results = Path(results)
         self.trial_id = trial_id
-        self.where = self.results / "trials" / trial_id
+        self.where = self.results / trial_folder.TRIALS_DIR / trial_id
         self._folder = Folder(self.results)
         self.exists = False
 
@@ -59,7 +54,7 @@ class TrialFiles:
             raise ResultsError(f"{self.where}: {problem}")
         self._folder.__enter__()
         try:
-            fd = self._folder.folder("trials", self.trial_id)
+            fd = self._folder.folder(trial_folder.TRIALS_DIR, self.trial_id)
         except BaseException:
             self._folder.__exit__()
             raise
@@ -74,16 +69,16 @@ class TrialFiles:
     def open(self, name: str) -> int | None:
         """An fd of the regular file `name` in the trial's folder (the caller closes
         it), None if it is not there; ResultsError for a symlink, FIFO or folder."""
-        return self._folder.open("trials", self.trial_id, name) if self.exists else None
+        return self._folder.open(trial_folder.TRIALS_DIR, self.trial_id, name) if self.exists else None
 
     def read(self, name: str, limit: int = MAX_FILE) -> bytes | None:
         """The bytes of `name` (at most `limit`), None if it is not there."""
-        return (self._folder.read("trials", self.trial_id, name, limit=limit)
+        return (self._folder.read(trial_folder.TRIALS_DIR, self.trial_id, name, limit=limit)
                 if self.exists else None)
 
     def json(self, name: str):
         """The JSON in `name` (gunzipped when it ends in .gz), None if it is not there;
         a HAR or visual-metrics file only in its shape (analysis.shapes)."""
-        data = self._folder.json("trials", self.trial_id, name) if self.exists else None
+        data = self._folder.json(trial_folder.TRIALS_DIR, self.trial_id, name) if self.exists else None
         check = SHAPES.get(name)
         return data if data is None or check is None else check(data, self.where / name)

@@ -21,7 +21,7 @@ on a NIC without segmentation offload (the seeds' setup); receive packet steerin
 puts each side's receive processing on its own core.
 
 Clients: iperf3 -c -R, bench/sender_client.py (Python ssl, HTTP/1.1), and h3bulk
-(h3server/src/bin/h3bulk.rs, the same quiche) with an ACK policy (sender_table.ACKS).
+(h3server/h3bulk/, the same quiche) with an ACK policy (sender_table.ACKS).
 
 The server may use only a share of core 0 (a CFS quota in a cgroup the bench makes:
 tcp 15 %, tls and quic 35 %; --server-share), because receiving costs this kernel

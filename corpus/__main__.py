@@ -37,11 +37,13 @@ TESTBED = Path(sys.executable).parent / "testbed"
 
 
 def plan_digest(plan: shape.SitePlan, lock_bytes: bytes) -> str:
-    """What a recording was made from: the plan, the lock, the generator and its encoders."""
+    """What a recording was made from: the plan, the lock, the generator (its Python and
+    its sites' scripts) and its encoders."""
     h = hashlib.sha256(json.dumps(dataclasses.asdict(plan), sort_keys=True).encode())
     h.update(lock_bytes)
-    for src in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        h.update(src.name.encode() + src.read_bytes())
+    here = Path(__file__).resolve().parent
+    for src in sorted([*here.glob("*.py"), *here.glob("js/*.js")]):
+        h.update(src.relative_to(here).as_posix().encode() + src.read_bytes())
     h.update(f"{PIL.__version__} {numpy.__version__}".encode())
     return h.hexdigest()
 

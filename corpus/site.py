@@ -15,7 +15,10 @@ third-party hosts (one answering with a redirect), and a few 404s. Text is
 gzip-compressed as CDNs send it (mtime 0, so the bytes do not change).
 
 Every URL the page or its scripts ask for is in `resources`, so one load
-records all of it; nothing depends on time, randomness or the viewport.
+records all of it; nothing depends on time, randomness or the viewport. The
+sites' own scripts are files beside this one: js/runtime.js (the bundler
+runtime), js/app.js (the app) and js/tracker.js (the analytics tag, its
+BEACONS filled in per site).
 """
 
 from __future__ import annotations
@@ -26,12 +29,16 @@ import json
 import posixpath
 import random
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from corpus import catalog, images
 from corpus.shape import SitePlan
 
 KB = 1024
+SCRIPTS = Path(__file__).resolve().parent / "js"
+"""The sites' own JavaScript: the bundler runtime, the app, the analytics tag."""
 CDN_IPS = {
     "cdn.jsdelivr.net": "10.81.0.1", "unpkg.com": "10.81.0.2",
     "cdnjs.cloudflare.com": "10.81.0.3", "ajax.googleapis.com": "10.81.0.4",
@@ -53,6 +60,12 @@ TYPES = {"js": "application/javascript; charset=utf-8", "css": "text/css; charse
 GIF = bytes.fromhex("47494638396101000100800000000000ffffff21f90401000000002c"
                     "00000000010001000002024401003b")
 WORDS = ["city", "council", "market", "harbour", "season", "festival", "garden", "summer", "river", "project", "museum", "review", "guide", "recipe", "travel", "weekend", "offer", "price", "school", "music", "match", "science", "energy", "health", "design", "bridge", "station", "coast", "forest", "island", "report"]
+
+
+@cache
+def script(name: str) -> str:
+    """One of the sites' scripts (js/NAME), as every site serves it."""
+    return (SCRIPTS / name).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -303,7 +316,7 @@ class _Builder:
         budget = max(4 * KB, self.js_budget - self.js_spent)
         h = hashlib.sha1(p.name.encode()).hexdigest()
         runtime = self._url(self.static, f"/_next/static/chunks/webpack-{h[:16]}.js")
-        self.site.add(runtime, "js", RUNTIME.encode())
+        self.site.add(runtime, "js", script("runtime.js").encode())
         self.tail.insert(0, f'<script src="{runtime}" defer></script>')
         start = rng.randrange(len(modules))
         per_chunk = max(1, budget * 3 // max(1, n_chunks + 1))
@@ -334,15 +347,15 @@ class _Builder:
         tags = []
         if not p.third_party:
             url = self._url(self.www, "/matomo.js")
-            self.site.add(url, "js", TRACKER_JS.replace(
+            self.site.add(url, "js", script("tracker.js").replace(
                 "BEACONS", json.dumps(self.beacons)).encode())
             return [f'<script src="{url}" async></script>']
         gtm = self._url(self._host("www.googletagmanager.com"), f"/gtag/js?id=G-{p.seed % 10**8:08d}")
-        self.site.add(gtm, "js", TRACKER_JS.replace("BEACONS", json.dumps(self.beacons)).encode())
+        self.site.add(gtm, "js", script("tracker.js").replace("BEACONS", json.dumps(self.beacons)).encode())
         tags.append(f'<script src="{gtm}" async></script>')
         if self.fb_beacon:
             fb = self._url(self._host("connect.facebook.net"), "/en_US/fbevents.js")
-            self.site.add(fb, "js", TRACKER_JS.replace(
+            self.site.add(fb, "js", script("tracker.js").replace(
                 "BEACONS", json.dumps([self.fb_beacon])).encode())
             tags.append(f'<script src="{fb}" async></script>')
         return tags
@@ -506,7 +519,7 @@ class _Builder:
                   "site": p.name}
         app_url = self._url(self.static, f"/_next/static/chunks/pages/index-"
                             f"{hashlib.sha1(p.name.encode()).hexdigest()[:16]}.js")
-        self.site.add(app_url, "js", APP_JS.encode())
+        self.site.add(app_url, "js", script("app.js").encode())
         head = "\n".join(["  " + h for h in self.head])
         libs = {a.package for a in self.libs}
         nav_icons = "".join(f'<img src="{u}" width="20" height="20" alt="">' for u in icons)
@@ -575,142 +588,3 @@ def build(plan: SitePlan, packages: dict) -> Site:
     b.first_party_css()
     b.images_and_html()
     return b.site
-
-
-RUNTIME = """/* bundler runtime: registers chunk modules, resolves require() between them */
-(function () {
-  var modules = {}, cache = {};
-  function resolve(from, id) {
-    if (id.charAt(0) !== '.') return id;
-    var base = from.split('/').slice(0, -1).join('/');
-    return (base + '/' + id.replace(/^\\.\\//, '')).replace(/\\.js$/, '');
-  }
-  function req(id) {
-    if (cache[id]) return cache[id].exports;
-    var f = modules[id];
-    if (!f) return undefined;
-    var module = cache[id] = { exports: {} };
-    f.call(module.exports, module, module.exports, function (dep) {
-      return req(resolve(id, dep));
-    });
-    return module.exports;
-  }
-  function install(chunk) {
-    var m = chunk[1];
-    for (var k in m) if (Object.prototype.hasOwnProperty.call(m, k)) modules[k] = m[k];
-  }
-  self.__require = req;
-  self.__modules = modules;
-  var name = 'webpackChunk_' + ((self.__SITE__ || {}).site || '');
-  var q = self[name] = self[name] || [];
-  q.forEach(install);
-  q.push = function (c) { install(c); return 0; };
-})();
-"""
-
-APP_JS = """/* the page's app: renders the feed, the carousel, lazy content; uses the libraries */
-(function () {
-  var cfg = window.__SITE__, req = self.__require || function () {};
-  function el(tag, attrs, text) {
-    var e = document.createElement(tag);
-    for (var k in attrs) e.setAttribute(k, attrs[k]);
-    if (text) e.textContent = text;
-    return e;
-  }
-  function work() {
-    // Run every bundled module that is loaded, as an app's imports do.
-    var n = 0;
-    Object.keys(self.__modules || {}).sort().forEach(function (id) {
-      try { req(id); n++; } catch (e) {}
-    });
-    try {
-      var chunk = req('lodash/chunk'), uniq = req('lodash/uniq');
-      if (chunk && uniq) n += chunk(uniq([3, 1, 3, 2, 5, 8, 1]), 2).length;
-    } catch (e) {}
-    document.documentElement.setAttribute('data-modules', n);
-  }
-  function feed(d) {
-    var ul = document.getElementById('feed');
-    d.items.forEach(function (it) {
-      var li = el('li', {'class': 'feed-item'});
-      li.appendChild(el('strong', {}, it.title));
-      li.appendChild(el('span', {}, ' ' + it.summary));
-      ul.appendChild(li);
-    });
-    var wrap = document.getElementById('slides');
-    d.slides.forEach(function (s, i) {
-      var slide = el('div', {'class': 'swiper-slide', 'style': i ? 'display:none' : ''});
-      slide.appendChild(el('img', {src: s.src, width: s.width, height: s.height,
-                                   style: 'width:100%;height:auto', alt: s.title}));
-      wrap.appendChild(slide);
-    });
-    var cur = 0, slides = wrap.children;
-    function show(k) {
-      if (!slides.length) return;
-      slides[cur].style.display = 'none';
-      cur = (k + slides.length) % slides.length;
-      slides[cur].style.display = '';
-    }
-    document.getElementById('prev').onclick = function () { show(cur - 1); };
-    document.getElementById('next').onclick = function () { show(cur + 1); };
-    if (window.Swiper) { try { new Swiper('#carousel', {}); } catch (e) {} }
-    window.__more = d.more;
-  }
-  function libraries() {
-    try { if (window.jQuery) jQuery('body').addClass('js-ready'); } catch (e) {}
-    try { if (window.dayjs) document.title += ' ' + dayjs('2024-06-01').format('YYYY'); } catch (e) {}
-    try {
-      if (window.React && window.ReactDOM && document.getElementById('react-root')) {
-        var h = React.createElement;
-        ReactDOM.createRoot(document.getElementById('react-root')).render(
-          h('ul', null, ['one', 'two', 'three'].map(function (t) { return h('li', {key: t}, t); })));
-      }
-    } catch (e) {}
-    try { if (window.Vue && document.getElementById('vue-app'))
-      Vue.createApp({data: function () { return {message: 'Vue rendered this'}; }}).mount('#vue-app');
-    } catch (e) {}
-    try { if (window.Chart && document.getElementById('chart'))
-      new Chart(document.getElementById('chart'), {type: 'bar', options: {animation: false},
-        data: {labels: ['a', 'b', 'c', 'd'], datasets: [{label: 'n', data: [3, 7, 4, 9]}]}});
-    } catch (e) {}
-    try { if (window.d3 && document.getElementById('d3-chart'))
-      d3.select('#d3-chart').append('svg').attr('width', 300).attr('height', 100)
-        .selectAll('rect').data([4, 8, 15, 16, 23, 42]).enter().append('rect')
-        .attr('x', function (d, i) { return i * 50; }).attr('y', function (d) { return 100 - d * 2; })
-        .attr('width', 40).attr('height', function (d) { return d * 2; });
-    } catch (e) {}
-    try { if (window.AOS) AOS.init(); } catch (e) {}
-  }
-  function more() {
-    var box = document.getElementById('more');
-    (window.__more || []).forEach(function (m) {
-      var fig = el('figure');
-      fig.appendChild(el('img', {src: m.src, width: m.width, height: m.height, alt: ''}));
-      fig.appendChild(el('figcaption', {}, m.caption));
-      box.appendChild(fig);
-    });
-    var s = el('script', {src: cfg.lazyChunk});
-    document.head.appendChild(s);
-  }
-  var loaded = new Promise(function (ok) {
-    if (document.readyState === 'complete') ok(); else window.addEventListener('load', ok);
-  });
-  var api = cfg.api.map(function (u) {
-    return fetch(u).then(function (r) { return r.json(); });
-  });
-  work();
-  libraries();
-  Promise.all([api[0].then(feed)].concat(api.slice(1))).catch(function () {})
-    .then(function () { return loaded; }).then(more);
-})();
-"""
-
-TRACKER_JS = """/* analytics tag: reports the page view once the page has loaded */
-(function () {
-  var beacons = BEACONS;
-  function send() {
-    beacons.forEach(function (u) { var i = new Image(1, 1); i.src = u; });
-  }
-  if (document.readyState === 'complete') send(); else window.addEventListener('load', send);
-})();
-"""

@@ -26,3 +26,11 @@ class CommandFailed(TestbedError):
         tail = stderr.strip().splitlines()[-1] if stderr and stderr.strip() else ""
         msg = f"`{' '.join(map(str, self.argv))}` exited with status {returncode}"
         super().__init__(msg + (f": {tail}" if tail else ""))
+
+
+class TimedOut(CommandFailed):
+    """A subprocess ran longer than its timeout (and was killed)."""
+
+    def __init__(self, argv, timeout):
+        self.timeout = timeout
+        super().__init__(argv, -1, f"timed out after {timeout} s")

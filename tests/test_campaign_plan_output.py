@@ -13,6 +13,7 @@ from testbed.campaign import estimate
 from testbed.campaign.progress import TrialLines
 from testbed.campaign.store import Row
 from testbed.cli import cli
+from testbed.console import duration
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,8 +48,9 @@ def test_estimate_model_by_hand():
     total = estimate.campaign_s({"s": page}, {"n": link}, {"tcp": tcp, "quic": quic}, runs=3)
     assert total == pytest.approx(3 * (2 * estimate.FIXED_S + (1 + estimate.LOAD_SHARE) * (1.6 + 1.5)),
                                   abs=1e-2)
-    assert estimate.duration(3 * 3600 + 65) == "3 h 01 min"
-    assert estimate.duration(75) == "1 min 15 s"
+    assert duration(3 * 3600 + 65) == "3 h 01 min"
+    assert duration(75) == "1 min 15 s"
+    assert duration(2 * 86400 + 4 * 3600 + 59) == "2 d 4 h 00 min"
 
 
 def test_estimate_is_within_30_percent_of_the_measured_campaign(tmp_path, monkeypatch,
@@ -90,6 +92,6 @@ def row(status, plt):
 def test_trial_lines_give_id_status_plt_and_eta():
     now = iter([0.0, 10.0, 20.0])
     lines = TrialLines(4, clock=lambda: next(now))
-    assert lines.line(row("ok", 1234.4)) == "trial 1/4 s+dsl+tcp+0 ok PLT 1234 ms ETA 0:00:30"
+    assert lines.line(row("ok", 1234.4)) == "trial 1/4 s+dsl+tcp+0 ok PLT 1234 ms ETA 0 min 30 s"
     assert lines.line(row("failed", None)) == ("trial 2/4 s+dsl+tcp+0 failed (timeout) PLT – "
-                                               "ETA 0:00:20")
+                                               "ETA 0 min 20 s")

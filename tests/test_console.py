@@ -7,7 +7,15 @@ import io
 import pytest
 from rich.console import Console
 
-from testbed.console import clean, clean_lines, text
+from testbed.console import (
+    Eta,
+    clean,
+    clean_lines,
+    duration,
+    progress_bar,
+    rows_table,
+    text,
+)
 
 
 @pytest.mark.parametrize("raw, shown", [
@@ -35,3 +43,36 @@ def test_text_is_never_markup():
     out = io.StringIO()
     Console(file=out, force_terminal=False, width=80).print(text("[bold]x[/bold]\x1b]52;c;x\x07"))
     assert out.getvalue() == "[bold]x[/bold]\n"
+
+
+@pytest.mark.parametrize("seconds, shown", [
+    (0, "0 min 00 s"), (75.4, "1 min 15 s"), (3599.6, "1 h 00 min"), (3 * 3600 + 65, "3 h 01 min"),
+    (86400 + 7 * 3600 + 600, "1 d 7 h 10 min"), (-5, "0 min 00 s")])
+def test_durations_read_one_way(seconds, shown):
+    assert duration(seconds) == shown
+
+
+def test_eta_is_the_mean_time_per_step_times_the_steps_left():
+    now = iter([0.0, 40.0, 50.0])
+    eta = Eta(3, clock=lambda: next(now))
+    assert eta.step() == "1 min 20 s" and eta.step() == "0 min 25 s"
+
+
+def test_a_table_on_a_terminal_and_plain_lines_otherwise():
+    rows = [["1", "news\tsite", "two\nlines \x1b[2Jx"], ["2", "", "ok"]]
+    plain = io.StringIO()
+    rows_table(Console(file=plain, force_terminal=False), ["line", "name", "status"], rows)
+    assert plain.getvalue().splitlines() == [
+        "line: 1\tname: news site\tstatus: two lines x", "line: 2\tstatus: ok"]
+    term = io.StringIO()
+    rows_table(Console(file=term, force_terminal=True, width=80), ["line", "name", "status"],
+               rows, right=["line"])
+    drawn = term.getvalue()
+    assert drawn.startswith("┏") and "│    2 │" in drawn and "\x1b[2J" not in drawn
+
+
+def test_the_bar_is_drawn_on_a_terminal_only():
+    assert progress_bar(Console(file=io.StringIO(), force_terminal=False), "x").disable
+    assert not progress_bar(Console(file=io.StringIO(), force_terminal=True), "x").disable
+    assert progress_bar(Console(file=io.StringIO(), force_terminal=True), "x",
+                        disable=True).disable

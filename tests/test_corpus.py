@@ -146,6 +146,34 @@ def test_site_build_is_byte_identical(packages):
     assert site.build(other, packages).digest() != site.build(plan, packages).digest()
 
 
+def test_the_sites_scripts_come_from_their_files(packages, tmp_path, monkeypatch):
+    """The runtime, the app and the analytics tag are corpus/js/*.js as they are, and a
+    changed script is a changed recording (the build's digest covers the files)."""
+    from corpus import __main__ as build_cmd
+    from corpus import site
+
+    plan = _small(_pick(lambda p: p.third_party and p.requests < 40))
+    s = site.build(plan, packages)
+    served = [site.gzip.decompress(r.body).decode() for r in s.resources.values()
+              if r.content_type == site.TYPES["js"] and r.gzip]
+    files = {n: (site.SCRIPTS / n).read_text() for n in ("runtime.js", "app.js", "tracker.js")}
+    assert files["runtime.js"] in served and files["app.js"] in served
+    head, tail = files["tracker.js"].split("BEACONS")
+    assert any(js.startswith(head) and js.endswith(tail) and js != files["tracker.js"]
+               for js in served)
+    assert "BEACONS" not in files["runtime.js"] + files["app.js"]
+    copy = tmp_path / "corpus"
+    for src in [*site.SCRIPTS.parent.glob("*.py"), *site.SCRIPTS.glob("*.js")]:
+        dest = copy / src.relative_to(site.SCRIPTS.parent)
+        dest.parent.mkdir(exist_ok=True)
+        dest.write_bytes(src.read_bytes())
+    monkeypatch.setattr(build_cmd, "__file__", str(copy / "__main__.py"))
+    before = build_cmd.plan_digest(plan, b"")
+    assert before == build_cmd.plan_digest(plan, b"")
+    (copy / "js" / "app.js").write_text(files["app.js"] + "\n")
+    assert build_cmd.plan_digest(plan, b"") != before
+
+
 def test_images_are_real_and_sized():
     from PIL import Image
 

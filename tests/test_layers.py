@@ -88,7 +88,7 @@ def imports(path: Path, root: Path) -> list[Edge]:
         elif isinstance(node, ast.ImportFrom):
             target = _resolve(node, module, path.name == "__init__.py")
             edges.append(Edge(module, target, path, node.lineno))
-            # `from testbed import proc` imports the module testbed.host.proc
+            # `from testbed.host import proc` imports the module testbed.host.proc
             edges += [Edge(module, f"{target}.{a.name}", path, node.lineno) for a in node.names
                       if (root / Path(*f"{target}.{a.name}".split("."))).with_suffix(".py").exists()
                       or (root / Path(*f"{target}.{a.name}".split("."))).is_dir()]

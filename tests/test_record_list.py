@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from testbed.console import Eta, duration
 from testbed.errors import InputError
 from testbed.formats import recording
 from testbed.record import bulk, listing, sitelist
-from testbed.record.progress import Eta, hms
 from testbed.record.sitelist import Bad, Site
 
 
@@ -96,10 +96,10 @@ def test_eta_is_the_mean_time_per_step_times_the_steps_left():
     now = [100.0]
     eta = Eta(4, clock=lambda: now[0])
     now[0] += 30
-    assert eta.step() == "0:01:30"
+    assert eta.step() == "1 min 30 s"
     now[0] += 90
-    assert eta.step() == "0:02:00"
-    assert hms(3725) == "1:02:05"
+    assert eta.step() == "2 min 00 s"
+    assert duration(3725) == "1 h 02 min"
 
 
 def test_deciles_and_the_origin_counts(tmp_path):

@@ -185,8 +185,15 @@ mod tests {
 
     fn parse(extra: &[&str]) -> Result<Args, clap::Error> {
         let mut argv = vec![
-            "h3server", "--recording", "r", "--listen", "127.0.0.1:4433",
-            "--cert", "c.pem", "--key", "k.pem",
+            "h3server",
+            "--recording",
+            "r",
+            "--listen",
+            "127.0.0.1:4433",
+            "--cert",
+            "c.pem",
+            "--key",
+            "k.pem",
         ];
         argv.extend_from_slice(extra);
         Args::try_parse_from(argv)
@@ -210,9 +217,24 @@ mod tests {
     #[test]
     fn protocol_settings() {
         let a = parse(&[
-            "--cc", "bbr2", "--initial-cwnd-packets", "32", "--pacing", "off",
-            "--gso", "on", "--listen", "10.0.0.1:443", "--max-udp-payload", "1252",
-            "--alt-svc", "off", "--max-ack-delay-ms", "5", "--ack-delay-exponent", "8",
+            "--cc",
+            "bbr2",
+            "--initial-cwnd-packets",
+            "32",
+            "--pacing",
+            "off",
+            "--gso",
+            "on",
+            "--listen",
+            "10.0.0.1:443",
+            "--max-udp-payload",
+            "1252",
+            "--alt-svc",
+            "off",
+            "--max-ack-delay-ms",
+            "5",
+            "--ack-delay-exponent",
+            "8",
         ])
         .unwrap();
         assert_eq!((a.max_ack_delay_ms, a.ack_delay_exponent), (5, 8));
@@ -227,15 +249,22 @@ mod tests {
 
     #[test]
     fn cc_names_are_quiches_and_bbr_is_v1() {
-        use std::str::FromStr;
         use quiche::CongestionControlAlgorithm as A;
+        use std::str::FromStr;
         let all = [Cc::Cubic, Cc::Reno, Cc::Bbr, Cc::Bbr2];
         for cc in all {
             // The summary's name is the one quiche parses to the algorithm selected.
-            assert_eq!(A::from_str(cc.quiche_name()).unwrap(), cc.algorithm(), "{cc:?}");
+            assert_eq!(
+                A::from_str(cc.quiche_name()).unwrap(),
+                cc.algorithm(),
+                "{cc:?}"
+            );
         }
         assert_eq!(parse(&["--cc", "bbr"]).unwrap().cc.algorithm(), A::BBR);
-        assert_eq!(parse(&["--cc", "bbr2"]).unwrap().cc.algorithm(), A::Bbr2Gcongestion);
+        assert_eq!(
+            parse(&["--cc", "bbr2"]).unwrap().cc.algorithm(),
+            A::Bbr2Gcongestion
+        );
         assert_eq!(Cc::Bbr.quiche_name(), "bbr");
         assert_eq!(Cc::Bbr2.quiche_name(), "bbr2_gcongestion");
         assert_eq!(Cc::Cubic.quiche_name(), "cubic");

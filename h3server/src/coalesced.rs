@@ -77,7 +77,9 @@ fn packet_end(b: &[u8], cid_len: usize) -> Option<(usize, Option<&[u8]>)> {
         at += n + usize::try_from(token_len).ok()?;
     }
     let (length, n) = varint(b.get(at..)?)?;
-    let end = at.checked_add(n)?.checked_add(usize::try_from(length).ok()?)?;
+    let end = at
+        .checked_add(n)?
+        .checked_add(usize::try_from(length).ok()?)?;
     if end > b.len() || end == 0 {
         return None;
     }
@@ -115,14 +117,14 @@ mod tests {
             p.push(0); // no token
         }
         p.extend_from_slice(&[0x40 | (payload >> 8) as u8, payload as u8]); // 2-byte varint
-        p.extend(std::iter::repeat(0x5a).take(payload));
+        p.extend(std::iter::repeat_n(0x5a, payload));
         p
     }
 
     fn short(dcid: &[u8], payload: usize) -> Vec<u8> {
         let mut p = vec![0x40];
         p.extend_from_slice(dcid);
-        p.extend(std::iter::repeat(0x33).take(payload));
+        p.extend(std::iter::repeat_n(0x33, payload));
         p
     }
 
@@ -135,7 +137,14 @@ mod tests {
         let d = [i.clone(), h.clone(), s].concat();
         assert_eq!(d.len(), 1250);
         let got = packets(&d, CID.len());
-        assert_eq!(got, vec![0..i.len(), i.len()..i.len() + h.len(), i.len() + h.len()..1250]);
+        assert_eq!(
+            got,
+            vec![
+                0..i.len(),
+                i.len()..i.len() + h.len(),
+                i.len() + h.len()..1250
+            ]
+        );
     }
 
     #[test]
@@ -184,7 +193,10 @@ mod tests {
         let mut config = server_config(&cert, &key);
         let (mut client, mut server) = pair(&mut config);
         while !(client.is_established() && server.is_established()) {
-            assert!(deliver(&mut client, &mut server) + deliver(&mut server, &mut client) > 0, "stalled");
+            assert!(
+                deliver(&mut client, &mut server) + deliver(&mut server, &mut client) > 0,
+                "stalled"
+            );
         }
         while deliver(&mut client, &mut server) + deliver(&mut server, &mut client) > 0 {}
         client.stream_send(0, b"GET /", true).unwrap();
@@ -194,11 +206,17 @@ mod tests {
         assert_eq!(request[0] & 0x80, 0, "a 1-RTT packet");
         let initial = long(0, &[0xab; 20], 40); // the server's CID; no key opens it now
         let dgram = [initial.clone(), request].concat();
-        let recv = quiche::RecvInfo { from: info.from, to: info.to };
+        let recv = quiche::RecvInfo {
+            from: info.from,
+            to: info.to,
+        };
 
         let mut whole = dgram.clone();
         let _ = server.recv(&mut whole, recv);
-        assert!(!server.readable().any(|s| s == 0), "quiche read past the Initial");
+        assert!(
+            !server.readable().any(|s| s == 0),
+            "quiche read past the Initial"
+        );
 
         let mut split = dgram.clone();
         let ranges = packets(&split, 20);
@@ -217,8 +235,10 @@ mod tests {
         assert_eq!(varint(&[0x25]), Some((37, 1)));
         assert_eq!(varint(&[0x7b, 0xbd]), Some((15293, 2)));
         assert_eq!(varint(&[0x9d, 0x7f, 0x3e, 0x7d]), Some((494_878_333, 4)));
-        assert_eq!(varint(&[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c]),
-                   Some((151_288_809_941_952_652, 8)));
+        assert_eq!(
+            varint(&[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c]),
+            Some((151_288_809_941_952_652, 8))
+        );
         assert_eq!(varint(&[0x7b]), None);
     }
 }

@@ -69,19 +69,25 @@ impl Settings {
     /// Open the key log and create the qlog folder; Fatal::Input naming the
     /// file and the option when either cannot be.
     pub fn from_args(args: &Args) -> Result<Settings, Fatal> {
-        let keylog = match &args.keylog_file {
-            Some(p) => Some(
-                File::options()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .map_err(|e| Fatal::Input(format!("{}: SSLKEYLOGFILE cannot be opened: {e}", p.display())))?,
-            ),
-            None => None,
-        };
+        let keylog =
+            match &args.keylog_file {
+                Some(p) => Some(File::options().create(true).append(true).open(p).map_err(
+                    |e| {
+                        Fatal::Input(format!(
+                            "{}: SSLKEYLOGFILE cannot be opened: {e}",
+                            p.display()
+                        ))
+                    },
+                )?),
+                None => None,
+            };
         if let Some(dir) = &args.qlog_dir {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Fatal::Input(format!("{}: --qlog-dir cannot be created: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Fatal::Input(format!(
+                    "{}: --qlog-dir cannot be created: {e}",
+                    dir.display()
+                ))
+            })?;
         }
         Ok(Settings {
             listen: args.listen.clone(),
@@ -109,9 +115,19 @@ pub fn quic_config(s: &Settings, cert: &Path, key: &Path) -> Result<quiche::Conf
     let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION)
         .map_err(|e| Fatal::Runtime(format!("quiche config: {e}")))?;
     c.load_cert_chain_from_pem_file(&cert.to_string_lossy())
-        .map_err(|e| Fatal::Input(format!("{}: not a usable PEM certificate chain ({e})", cert.display())))?;
+        .map_err(|e| {
+            Fatal::Input(format!(
+                "{}: not a usable PEM certificate chain ({e})",
+                cert.display()
+            ))
+        })?;
     c.load_priv_key_from_pem_file(&key.to_string_lossy())
-        .map_err(|e| Fatal::Input(format!("{}: not a usable PEM private key ({e})", key.display())))?;
+        .map_err(|e| {
+            Fatal::Input(format!(
+                "{}: not a usable PEM private key ({e})",
+                key.display()
+            ))
+        })?;
     c.set_application_protos(quiche::h3::APPLICATION_PROTOCOL)
         .map_err(|e| Fatal::Runtime(format!("ALPN: {e}")))?;
     c.set_max_idle_timeout(IDLE_TIMEOUT_MS);
@@ -149,8 +165,15 @@ mod tests {
 
     fn args(extra: &[&str]) -> Args {
         let mut argv = vec![
-            "h3server", "--recording", "r", "--listen", "127.0.0.1:4433",
-            "--cert", "c.pem", "--key", "k.pem",
+            "h3server",
+            "--recording",
+            "r",
+            "--listen",
+            "127.0.0.1:4433",
+            "--cert",
+            "c.pem",
+            "--key",
+            "k.pem",
         ];
         argv.extend_from_slice(extra);
         let mut a = Args::try_parse_from(argv).unwrap();
@@ -162,7 +185,16 @@ mod tests {
 
     #[test]
     fn settings_follow_the_options() {
-        let a = args(&["--pacing", "off", "--gso", "on", "--alt-svc", "off", "--max-udp-payload", "1252"]);
+        let a = args(&[
+            "--pacing",
+            "off",
+            "--gso",
+            "on",
+            "--alt-svc",
+            "off",
+            "--max-udp-payload",
+            "1252",
+        ]);
         let s = Settings::from_args(&a).unwrap();
         assert!(!s.pacing && s.gso && !s.alt_svc);
         assert_eq!(s.max_udp_payload, 1252);
@@ -181,13 +213,27 @@ mod tests {
             let mut config = quic_config(&s, &cert, &key).unwrap();
             let (mut client, mut server) = pair(&mut config);
             while !(client.is_established() && server.is_established()) {
-                assert!(deliver(&mut client, &mut server) + deliver(&mut server, &mut client) > 0, "stalled");
+                assert!(
+                    deliver(&mut client, &mut server) + deliver(&mut server, &mut client) > 0,
+                    "stalled"
+                );
             }
             let tp = client.peer_transport_params().unwrap();
-            (tp.max_ack_delay, tp.ack_delay_exponent, server.max_send_udp_payload_size())
+            (
+                tp.max_ack_delay,
+                tp.ack_delay_exponent,
+                server.max_send_udp_payload_size(),
+            )
         };
         assert_eq!(handshake(&[]), (25, 3, 1350));
-        let asked = ["--max-ack-delay-ms", "5", "--ack-delay-exponent", "10", "--max-udp-payload", "1200"];
+        let asked = [
+            "--max-ack-delay-ms",
+            "5",
+            "--ack-delay-exponent",
+            "10",
+            "--max-udp-payload",
+            "1200",
+        ];
         assert_eq!(handshake(&asked), (5, 10, 1200));
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -199,11 +245,17 @@ mod tests {
         let mut a = args(&[]);
         a.qlog_dir = Some(file.join("qlog"));
         let e = Settings::from_args(&a).err().unwrap();
-        assert!(matches!(&e, Fatal::Input(m) if m.contains("--qlog-dir cannot be created")), "{e:?}");
+        assert!(
+            matches!(&e, Fatal::Input(m) if m.contains("--qlog-dir cannot be created")),
+            "{e:?}"
+        );
         a.qlog_dir = None;
         a.keylog_file = Some(file.join("keys"));
         let e = Settings::from_args(&a).err().unwrap();
-        assert!(matches!(&e, Fatal::Input(m) if m.contains("SSLKEYLOGFILE cannot be opened")), "{e:?}");
+        assert!(
+            matches!(&e, Fatal::Input(m) if m.contains("SSLKEYLOGFILE cannot be opened")),
+            "{e:?}"
+        );
         a.keylog_file = None;
         let s = Settings::from_args(&a).unwrap();
         let e = quic_config(&s, &file, &file).err().unwrap();

@@ -77,7 +77,12 @@ impl Track {
     /// Start tracking a connection just accepted for an Initial read at `read_at`.
     pub fn new(conn: &quiche::Connection, read_at: Instant) -> Track {
         let cwnd_initial = conn.path_stats().next().map(|p| p.cwnd).unwrap_or_default();
-        Track { accepted: read_at, cwnd_initial, established: None, ended: None }
+        Track {
+            accepted: read_at,
+            cwnd_initial,
+            established: None,
+            ended: None,
+        }
     }
 
     /// Note the handshake's completion and the connection's end as of `now`;
@@ -96,9 +101,18 @@ impl Track {
     }
 
     /// The connection's figures as of `now` (`requests`: as counted by http.rs).
-    pub fn snapshot(&self, conn: &quiche::Connection, cc: &'static str, requests: u64, now: Instant) -> ConnStats {
+    pub fn snapshot(
+        &self,
+        conn: &quiche::Connection,
+        cc: &'static str,
+        requests: u64,
+        now: Instant,
+    ) -> ConnStats {
         let s = conn.stats();
-        let path = conn.path_stats().find(|p| p.active).or_else(|| conn.path_stats().next());
+        let path = conn
+            .path_stats()
+            .find(|p| p.active)
+            .or_else(|| conn.path_stats().next());
         let end = self.ended.unwrap_or(now);
         let sampled = path.as_ref().and_then(|p| p.min_rtt).is_some();
         let (peer, local) = match &path {
@@ -111,7 +125,9 @@ impl Track {
             local,
             closed: self.ended.is_some(),
             cc,
-            handshake_ms: self.established.map(|t| ms(t.saturating_duration_since(self.accepted))),
+            handshake_ms: self
+                .established
+                .map(|t| ms(t.saturating_duration_since(self.accepted))),
             duration_ms: ms(end.saturating_duration_since(self.accepted)),
             rtt_ms: path.as_ref().filter(|_| sampled).map(|p| ms(p.rtt)),
             min_rtt_ms: path.as_ref().and_then(|p| p.min_rtt).map(ms),
@@ -127,7 +143,9 @@ impl Track {
             recv_bytes: s.recv_bytes,
             lost_bytes: s.lost_bytes,
             stream_retrans_bytes: s.stream_retrans_bytes,
-            delivery_rate_bps: path.as_ref().map_or(0, |p| p.delivery_rate.saturating_mul(8)),
+            delivery_rate_bps: path
+                .as_ref()
+                .map_or(0, |p| p.delivery_rate.saturating_mul(8)),
             requests,
         }
     }
@@ -168,19 +186,24 @@ pub mod tests {
 
         let dir = std::env::temp_dir().join(format!("h3server-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let key = PKey::from_ec_key(EcKey::generate(&EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap()).unwrap())
-            .unwrap();
+        let key = PKey::from_ec_key(
+            EcKey::generate(&EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap()).unwrap(),
+        )
+        .unwrap();
         let mut name = X509NameBuilder::new().unwrap();
         name.append_entry_by_nid(Nid::COMMONNAME, "a.test").unwrap();
         let name = name.build();
         let mut b = X509::builder().unwrap();
         b.set_version(2).unwrap();
-        b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap()).unwrap();
+        b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap())
+            .unwrap();
         b.set_subject_name(&name).unwrap();
         b.set_issuer_name(&name).unwrap();
         b.set_pubkey(&key).unwrap();
-        b.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
-        b.set_not_after(&Asn1Time::days_from_now(1).unwrap()).unwrap();
+        b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
+            .unwrap();
+        b.set_not_after(&Asn1Time::days_from_now(1).unwrap())
+            .unwrap();
         b.sign(&key, MessageDigest::sha256()).unwrap();
         let (cert, keyfile) = (dir.join("cert.pem"), dir.join("key.pem"));
         std::fs::write(&cert, b.build().to_pem().unwrap()).unwrap();
@@ -190,7 +213,8 @@ pub mod tests {
 
     pub fn client_config() -> quiche::Config {
         let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
-        c.set_application_protos(quiche::h3::APPLICATION_PROTOCOL).unwrap();
+        c.set_application_protos(quiche::h3::APPLICATION_PROTOCOL)
+            .unwrap();
         c.verify_peer(false);
         c.set_initial_max_data(1 << 20);
         c.set_initial_max_stream_data_bidi_local(1 << 20);
@@ -210,7 +234,13 @@ pub mod tests {
         loop {
             match from.send(&mut buf) {
                 Ok((len, info)) => {
-                    let _ = to.recv(&mut buf[..len], quiche::RecvInfo { from: info.from, to: info.to });
+                    let _ = to.recv(
+                        &mut buf[..len],
+                        quiche::RecvInfo {
+                            from: info.from,
+                            to: info.to,
+                        },
+                    );
                     n += 1;
                 }
                 Err(quiche::Error::Done) => return n,
@@ -224,16 +254,33 @@ pub mod tests {
     pub fn pair(server_config: &mut quiche::Config) -> (quiche::Connection, quiche::Connection) {
         let (c, s): (SocketAddr, SocketAddr) = (CLIENT.parse().unwrap(), SERVER.parse().unwrap());
         let mut cc = client_config();
-        let client = quiche::connect(Some("a.test"), &quiche::ConnectionId::from_ref(&[1; 16]), c, s, &mut cc).unwrap();
-        let server = quiche::accept(&quiche::ConnectionId::from_ref(&[0xab; 20]), None, s, c, server_config).unwrap();
+        let client = quiche::connect(
+            Some("a.test"),
+            &quiche::ConnectionId::from_ref(&[1; 16]),
+            c,
+            s,
+            &mut cc,
+        )
+        .unwrap();
+        let server = quiche::accept(
+            &quiche::ConnectionId::from_ref(&[0xab; 20]),
+            None,
+            s,
+            c,
+            server_config,
+        )
+        .unwrap();
         (client, server)
     }
 
     pub fn server_config(cert: &std::path::Path, key: &std::path::Path) -> quiche::Config {
         let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
-        c.load_cert_chain_from_pem_file(cert.to_str().unwrap()).unwrap();
-        c.load_priv_key_from_pem_file(key.to_str().unwrap()).unwrap();
-        c.set_application_protos(quiche::h3::APPLICATION_PROTOCOL).unwrap();
+        c.load_cert_chain_from_pem_file(cert.to_str().unwrap())
+            .unwrap();
+        c.load_priv_key_from_pem_file(key.to_str().unwrap())
+            .unwrap();
+        c.set_application_protos(quiche::h3::APPLICATION_PROTOCOL)
+            .unwrap();
         c.set_initial_max_data(1 << 20);
         c.set_initial_max_stream_data_bidi_remote(1 << 20);
         c.set_initial_max_streams_bidi(10);
@@ -252,13 +299,22 @@ pub mod tests {
         assert!(!track.update(&server, t0), "nothing happened yet");
         let fresh = track.snapshot(&server, "cubic", 0, t0);
         assert_eq!(fresh.id, "ab".repeat(20));
-        assert_eq!((fresh.peer.as_str(), fresh.local.as_str()), (CLIENT, SERVER));
+        assert_eq!(
+            (fresh.peer.as_str(), fresh.local.as_str()),
+            (CLIENT, SERVER)
+        );
         assert_eq!(fresh.cwnd_initial_bytes, 32 * 1350);
-        assert_eq!((fresh.handshake_ms, fresh.rtt_ms, fresh.min_rtt_ms), (None, None, None));
+        assert_eq!(
+            (fresh.handshake_ms, fresh.rtt_ms, fresh.min_rtt_ms),
+            (None, None, None)
+        );
         assert!(!fresh.closed && fresh.sent_packets == 0);
 
         while !(client.is_established() && server.is_established()) {
-            assert!(deliver(&mut client, &mut server) + deliver(&mut server, &mut client) > 0, "stalled");
+            assert!(
+                deliver(&mut client, &mut server) + deliver(&mut server, &mut client) > 0,
+                "stalled"
+            );
         }
         let t1 = t0 + Duration::from_millis(7);
         assert!(track.update(&server, t1), "handshake complete");
@@ -287,10 +343,29 @@ pub mod tests {
         assert_eq!(closed.duration_ms, 27.0, "ends when first seen over");
         let json = serde_json::to_value(&closed).unwrap();
         for key in [
-            "id", "peer", "local", "closed", "cc", "handshake_ms", "duration_ms", "rtt_ms", "min_rtt_ms",
-            "rttvar_ms", "cwnd_initial_bytes", "cwnd_bytes", "max_datagram_size", "sent_packets",
-            "recv_packets", "lost_packets", "retrans_packets", "sent_bytes", "recv_bytes", "lost_bytes",
-            "stream_retrans_bytes", "delivery_rate_bps", "requests",
+            "id",
+            "peer",
+            "local",
+            "closed",
+            "cc",
+            "handshake_ms",
+            "duration_ms",
+            "rtt_ms",
+            "min_rtt_ms",
+            "rttvar_ms",
+            "cwnd_initial_bytes",
+            "cwnd_bytes",
+            "max_datagram_size",
+            "sent_packets",
+            "recv_packets",
+            "lost_packets",
+            "retrans_packets",
+            "sent_bytes",
+            "recv_bytes",
+            "lost_bytes",
+            "stream_retrans_bytes",
+            "delivery_rate_bps",
+            "requests",
         ] {
             assert!(json.get(key).is_some(), "{key}");
         }

@@ -64,9 +64,17 @@ impl Streams {
 
     /// Continue the responses whose streams are writable again, then answer
     /// every request and handle every event quiche has for this connection.
-    pub fn serve(&mut self, conn: &mut quiche::Connection, h3: &mut quiche::h3::Connection, r: &mut Responder) {
+    pub fn serve(
+        &mut self,
+        conn: &mut quiche::Connection,
+        h3: &mut quiche::h3::Connection,
+        r: &mut Responder,
+    ) {
         let Streams { pending, requests } = self;
-        let writable: Vec<u64> = conn.writable().filter(|s| pending.contains_key(s)).collect();
+        let writable: Vec<u64> = conn
+            .writable()
+            .filter(|s| pending.contains_key(s))
+            .collect();
         for stream in writable {
             let p = pending.get_mut(&stream).expect("filtered");
             match advance(conn, h3, stream, p, r.summary) {
@@ -76,7 +84,10 @@ impl Streams {
                 }
                 Ok(false) => {}
                 Err(e) => {
-                    debug!("{} stream {stream}: response abandoned: {e}", conn.trace_id());
+                    debug!(
+                        "{} stream {stream}: response abandoned: {e}",
+                        conn.trace_id()
+                    );
                     pending.remove(&stream);
                 }
             }
@@ -105,24 +116,40 @@ impl Streams {
                         Ok(false) => {
                             pending.insert(stream, p);
                         }
-                        Err(e) => debug!("{} stream {stream}: response abandoned: {e}", conn.trace_id()),
+                        Err(e) => debug!(
+                            "{} stream {stream}: response abandoned: {e}",
+                            conn.trace_id()
+                        ),
                     }
                 }
                 Ok((stream, quiche::h3::Event::Data)) => {
                     // Request bodies are not part of the matching rule: drain them.
                     while let Ok(n) = h3.recv_body(conn, stream, &mut scratch) {
-                        trace!("{} stream {stream}: {n} request body bytes ignored", conn.trace_id());
+                        trace!(
+                            "{} stream {stream}: {n} request body bytes ignored",
+                            conn.trace_id()
+                        );
                     }
                 }
                 Ok((_, quiche::h3::Event::Finished)) => {}
                 Ok((stream, quiche::h3::Event::Reset(code))) => {
-                    debug!("{} stream {stream} reset by the client ({code:#x})", conn.trace_id());
+                    debug!(
+                        "{} stream {stream} reset by the client ({code:#x})",
+                        conn.trace_id()
+                    );
                     pending.remove(&stream);
                 }
                 Ok((stream, quiche::h3::Event::PriorityUpdate)) => {
-                    let Ok(value) = h3.take_last_priority_update(stream) else { continue };
-                    let Some(prio) = Priority::parse(&value) else { continue };
-                    trace!("{} stream {stream}: priority update {prio:?}", conn.trace_id());
+                    let Ok(value) = h3.take_last_priority_update(stream) else {
+                        continue;
+                    };
+                    let Some(prio) = Priority::parse(&value) else {
+                        continue;
+                    };
+                    trace!(
+                        "{} stream {stream}: priority update {prio:?}",
+                        conn.trace_id()
+                    );
                     match pending.get_mut(&stream) {
                         Some(p) if p.headers.is_some() => p.priority = prio,
                         _ => {
@@ -165,14 +192,27 @@ impl Responder<'_> {
             }
         }
         let authority = authority.or(host).unwrap_or_default();
-        let req = matching::Request { scheme: &scheme, authority: &authority, method: &method, target: &target };
+        let req = matching::Request {
+            scheme: &scheme,
+            authority: &authority,
+            method: &method,
+            target: &target,
+        };
         let url = format!("{scheme}://{authority}{target}");
         let is_head = method == "HEAD";
         self.summary.requests += 1;
         let (mut headers, body, with_body) = match self.recording.find(&req) {
             Some(x) => {
-                info!("{trace_id} stream {stream}: {method} {url} -> {} ({} bytes)", x.status, x.body.len());
-                (response::headers(x), x.body.clone(), !is_head && response::has_content(x.status))
+                info!(
+                    "{trace_id} stream {stream}: {method} {url} -> {} ({} bytes)",
+                    x.status,
+                    x.body.len()
+                );
+                (
+                    response::headers(x),
+                    x.body.clone(),
+                    !is_head && response::has_content(x.status),
+                )
             }
             None => {
                 warn!("{trace_id} stream {stream}: {method} {url} -> 404 (not in the recording)");
@@ -184,7 +224,13 @@ impl Responder<'_> {
         if let Some(h) = &self.alt_svc {
             headers.push(h.clone());
         }
-        Pending { headers: Some(headers), body, with_body, written: 0, priority }
+        Pending {
+            headers: Some(headers),
+            body,
+            with_body,
+            written: 0,
+            priority,
+        }
     }
 }
 
@@ -258,7 +304,11 @@ mod tests {
     }
 
     fn names(p: &Pending) -> Vec<String> {
-        p.headers.iter().flatten().map(|h| String::from_utf8_lossy(h.name()).into_owned()).collect()
+        p.headers
+            .iter()
+            .flatten()
+            .map(|h| String::from_utf8_lossy(h.name()).into_owned())
+            .collect()
     }
 
     /// The responses to `requests` (method, target), in order, on a fresh
@@ -268,25 +318,51 @@ mod tests {
         let not_found: Arc<[u8]> = Arc::from(response::NOT_FOUND);
         let mut summary = Summary::new("cubic");
         let mut writer = summary::Writer::new(None);
-        let mut r =
-            Responder { recording: &rec, not_found: &not_found, alt_svc, summary: &mut summary, writer: &mut writer };
+        let mut r = Responder {
+            recording: &rec,
+            not_found: &not_found,
+            alt_svc,
+            summary: &mut summary,
+            writer: &mut writer,
+        };
         let streams = (0u64..).step_by(4);
-        let out = streams.zip(requests).map(|(stream, (m, t))| r.answer(ID, stream, &request(m, t))).collect();
+        let out = streams
+            .zip(requests)
+            .map(|(stream, (m, t))| r.answer(ID, stream, &request(m, t)))
+            .collect();
         (out, summary)
     }
 
     #[test]
     fn answers_from_the_recording_and_counts() {
-        let requests = [("GET", "/?v=2"), ("HEAD", "/"), ("GET", "/gone"), ("GET", "/nothing")];
+        let requests = [
+            ("GET", "/?v=2"),
+            ("HEAD", "/"),
+            ("GET", "/gone"),
+            ("GET", "/nothing"),
+        ];
         let (out, summary) = answer_all(Some(response::alt_svc(4433)), &requests);
-        let [hit, head, not_modified, miss] = &out[..] else { panic!("{} responses", out.len()) };
-        let statuses: Vec<String> =
-            out.iter().map(|p| String::from_utf8_lossy(p.headers.as_ref().unwrap()[0].value()).into_owned()).collect();
+        let [hit, head, not_modified, miss] = &out[..] else {
+            panic!("{} responses", out.len())
+        };
+        let statuses: Vec<String> = out
+            .iter()
+            .map(|p| String::from_utf8_lossy(p.headers.as_ref().unwrap()[0].value()).into_owned())
+            .collect();
         assert_eq!(statuses, ["200", "404", "304", "404"]);
         assert_eq!(&*hit.body, b"hello");
         assert!(hit.with_body);
-        assert_eq!(hit.priority, Priority { urgency: 1, incremental: true });
-        assert_eq!(names(hit), [":status", "content-type", "content-length", "alt-svc"]);
+        assert_eq!(
+            hit.priority,
+            Priority {
+                urgency: 1,
+                incremental: true
+            }
+        );
+        assert_eq!(
+            names(hit),
+            [":status", "content-type", "content-length", "alt-svc"]
+        );
         // Not recorded with HEAD: a miss, but a HEAD's, without body.
         assert!(!head.with_body);
         assert!(!not_modified.with_body);
@@ -295,7 +371,10 @@ mod tests {
         assert_eq!(names(miss).last().map(String::as_str), Some("alt-svc"));
         assert_eq!(summary.requests, 4);
         assert_eq!(summary.misses, 2);
-        assert_eq!(summary.miss_urls, ["https://a.test:443/", "https://a.test:443/nothing"]);
+        assert_eq!(
+            summary.miss_urls,
+            ["https://a.test:443/", "https://a.test:443/nothing"]
+        );
         // Body bytes count when handed to quiche, not when decided.
         assert_eq!(summary.bytes, 0);
     }

@@ -76,16 +76,28 @@ mod tests {
 
     #[test]
     fn level_after_trace_id() {
-        assert_eq!(line(&format!("{ID} got request"), Info, ""), format!("{ID} INFO got request"));
-        assert_eq!(line(&format!("{ID} got request"), Info, ID), format!("{ID} INFO got request"));
+        assert_eq!(
+            line(&format!("{ID} got request"), Info, ""),
+            format!("{ID} INFO got request")
+        );
+        assert_eq!(
+            line(&format!("{ID} got request"), Info, ID),
+            format!("{ID} INFO got request")
+        );
         assert_eq!(line("server listening", Info, ""), "server INFO listening");
         assert_eq!(line(ID, Warn, ""), format!("{ID} WARN"));
     }
 
     #[test]
     fn lines_without_trace_id_get_the_current_one() {
-        assert_eq!(line("Indexed index=17", Trace, ID), format!("{ID} TRACE Indexed index=17"));
-        assert_eq!(line("Indexed index=17", Trace, ""), "server TRACE Indexed index=17");
+        assert_eq!(
+            line("Indexed index=17", Trace, ID),
+            format!("{ID} TRACE Indexed index=17")
+        );
+        assert_eq!(
+            line("Indexed index=17", Trace, ""),
+            "server TRACE Indexed index=17"
+        );
     }
 
     #[test]

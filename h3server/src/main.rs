@@ -90,7 +90,11 @@ mod tests {
     fn quiche_version_matches_the_lock_file() {
         let lock = include_str!("../Cargo.lock");
         let pinned = format!("name = \"quiche\"\nversion = \"{}\"", super::QUICHE_VERSION);
-        assert!(lock.contains(&pinned), "Cargo.lock pins another quiche than {}", super::QUICHE_VERSION);
+        assert!(
+            lock.contains(&pinned),
+            "Cargo.lock pins another quiche than {}",
+            super::QUICHE_VERSION
+        );
         assert!(super::VERSION.contains(super::QUICHE_VERSION));
     }
 }

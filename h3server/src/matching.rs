@@ -169,7 +169,10 @@ mod tests {
                 target: &c.request.target,
             });
             if got != c.expect {
-                failed.push(format!("{}: expected {:?}, got {:?}", c.name, c.expect, got));
+                failed.push(format!(
+                    "{}: expected {:?}, got {:?}",
+                    c.name, c.expect, got
+                ));
             }
         }
         assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));

@@ -75,7 +75,11 @@ impl Pacer {
         if !path.has_rtt_sample || path.srtt.is_zero() || path.cwnd == 0 {
             return None;
         }
-        let gain = if self.left_slow_start { GAIN_CONGESTION_AVOIDANCE } else { GAIN_SLOW_START };
+        let gain = if self.left_slow_start {
+            GAIN_CONGESTION_AVOIDANCE
+        } else {
+            GAIN_SLOW_START
+        };
         Some(gain * path.cwnd as f64 / path.srtt.as_secs_f64())
     }
 
@@ -116,7 +120,10 @@ mod tests {
     fn no_pacing_before_an_rtt_sample() {
         let mut p = Pacer::new();
         let now = Instant::now();
-        let v = PathView { has_rtt_sample: false, ..path(32, 333) };
+        let v = PathView {
+            has_rtt_sample: false,
+            ..path(32, 333)
+        };
         for _ in 0..10 {
             assert_eq!(p.release_time(now, MSS, &v), now);
         }
@@ -129,12 +136,16 @@ mod tests {
         let mut p = Pacer::new();
         let t0 = Instant::now();
         let v = path(32, 10);
-        let times: Vec<f64> =
-            (0..32).map(|_| micros(p.release_time(t0, MSS, &v), t0)).collect();
+        let times: Vec<f64> = (0..32)
+            .map(|_| micros(p.release_time(t0, MSS, &v), t0))
+            .collect();
         assert_eq!(times[0], 0.0);
         for (i, t) in times.iter().enumerate().skip(1) {
             let ideal = i as f64 * 156.25 - 100.0;
-            assert!((t - ideal).abs() < 0.01, "packet {i} at {t} µs, ideal {ideal}");
+            assert!(
+                (t - ideal).abs() < 0.01,
+                "packet {i} at {t} µs, ideal {ideal}"
+            );
         }
         // The flight takes about half the RTT: spaced, not a burst.
         assert!(times[31] > 4700.0 && times[31] < 5000.0, "{}", times[31]);
@@ -143,7 +154,10 @@ mod tests {
     #[test]
     fn congestion_avoidance_gain_after_a_loss() {
         let mut p = Pacer::new();
-        let v = PathView { lost: 1, ..path(32, 10) };
+        let v = PathView {
+            lost: 1,
+            ..path(32, 10)
+        };
         let rate = p.rate(&v).unwrap();
         assert!((rate - 1.25 * 43200.0 / 0.010).abs() < 1.0);
         // and a window reduction counts too
@@ -183,7 +197,11 @@ mod tests {
             now = last.max(now) + Duration::from_micros(50);
         }
         let ideal = 99.0 * 156.25 - 100.0;
-        assert!((micros(last, t0) - ideal).abs() < 1.0, "{}", micros(last, t0));
+        assert!(
+            (micros(last, t0) - ideal).abs() < 1.0,
+            "{}",
+            micros(last, t0)
+        );
     }
 
     #[test]
@@ -191,8 +209,13 @@ mod tests {
         // 0.2 ms RTT: interval 3.125 µs, so the 100 µs tolerance lets 33 go at once.
         let mut p = Pacer::new();
         let t0 = Instant::now();
-        let v = PathView { srtt: Duration::from_micros(200), ..path(32, 1) };
-        let due_now = (0..200).filter(|_| p.release_time(t0, MSS, &v) == t0).count();
+        let v = PathView {
+            srtt: Duration::from_micros(200),
+            ..path(32, 1)
+        };
+        let due_now = (0..200)
+            .filter(|_| p.release_time(t0, MSS, &v) == t0)
+            .count();
         assert_eq!(due_now, 33);
     }
 }

@@ -19,7 +19,10 @@ pub struct Priority {
 
 impl Default for Priority {
     fn default() -> Self {
-        Priority { urgency: 3, incremental: false }
+        Priority {
+            urgency: 3,
+            incremental: false,
+        }
     }
 }
 
@@ -30,7 +33,11 @@ impl Priority {
         let urgency = match dict.get("u") {
             Some(sfv::ListEntry::Item(item)) => {
                 let v = item.bare_item.as_int()?;
-                if (0..=7).contains(&v) { v as u8 } else { 7 }
+                if (0..=7).contains(&v) {
+                    v as u8
+                } else {
+                    7
+                }
             }
             Some(sfv::ListEntry::InnerList(_)) => return None,
             None => 3,
@@ -39,7 +46,10 @@ impl Priority {
             Some(sfv::ListEntry::Item(item)) => item.bare_item.as_bool()?,
             _ => false,
         };
-        Some(Priority { urgency, incremental })
+        Some(Priority {
+            urgency,
+            incremental,
+        })
     }
 
     pub fn h3(self) -> quiche::h3::Priority {
@@ -48,7 +58,11 @@ impl Priority {
 
     /// Apply to a stream whose response headers are already sent.
     pub fn apply(self, conn: &mut quiche::Connection, stream_id: u64) -> quiche::Result<()> {
-        conn.stream_priority(stream_id, self.urgency + TRANSPORT_URGENCY_OFFSET, self.incremental)
+        conn.stream_priority(
+            stream_id,
+            self.urgency + TRANSPORT_URGENCY_OFFSET,
+            self.incremental,
+        )
     }
 }
 
@@ -59,11 +73,41 @@ mod tests {
     #[test]
     fn parses_like_quiche() {
         let p = |s: &str| Priority::parse(s.as_bytes());
-        assert_eq!(p("u=0, i"), Some(Priority { urgency: 0, incremental: true }));
-        assert_eq!(p("u=5"), Some(Priority { urgency: 5, incremental: false }));
-        assert_eq!(p("i"), Some(Priority { urgency: 3, incremental: true }));
-        assert_eq!(p("u=9"), Some(Priority { urgency: 7, incremental: false }));
-        assert_eq!(p("i=?0, u=1"), Some(Priority { urgency: 1, incremental: false }));
+        assert_eq!(
+            p("u=0, i"),
+            Some(Priority {
+                urgency: 0,
+                incremental: true
+            })
+        );
+        assert_eq!(
+            p("u=5"),
+            Some(Priority {
+                urgency: 5,
+                incremental: false
+            })
+        );
+        assert_eq!(
+            p("i"),
+            Some(Priority {
+                urgency: 3,
+                incremental: true
+            })
+        );
+        assert_eq!(
+            p("u=9"),
+            Some(Priority {
+                urgency: 7,
+                incremental: false
+            })
+        );
+        assert_eq!(
+            p("i=?0, u=1"),
+            Some(Priority {
+                urgency: 1,
+                incremental: false
+            })
+        );
         assert_eq!(p("u=x"), None);
         assert_eq!(p("u=(1 2)"), None);
         assert_eq!(p(""), Some(Priority::default()));

@@ -86,12 +86,11 @@ pub fn load(dir: &Path) -> Result<Recording, LoadError> {
         std::io::ErrorKind::NotFound => LoadError(format!("{m}: missing (not a recording folder)")),
         _ => LoadError(format!("{m}: cannot read: {e}")),
     })?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        LoadError(format!("{m}: not valid JSON: {e}"))
-    })?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| LoadError(format!("{m}: not valid JSON: {e}")))?;
     validate(&value).map_err(|(key, msg)| LoadError(format!("{m}: key {key}: {msg}")))?;
-    let manifest: Manifest = serde_json::from_value(value)
-        .map_err(|e| LoadError(format!("{m}: {e}")))?;
+    let manifest: Manifest =
+        serde_json::from_value(value).map_err(|e| LoadError(format!("{m}: {e}")))?;
 
     let mut bodies: HashMap<String, Arc<[u8]>> = HashMap::new();
     let empty: Arc<[u8]> = Arc::from(Vec::new());
@@ -103,7 +102,8 @@ pub fn load(dir: &Path) -> Result<Recording, LoadError> {
                 Some(b) => b.clone(),
                 None => {
                     let key = format!("{m}: key exchanges/{i}/body: bodies/{sha}");
-                    let data = read_body(dir, sha).map_err(|why| LoadError(format!("{key} {why}")))?;
+                    let data =
+                        read_body(dir, sha).map_err(|why| LoadError(format!("{key} {why}")))?;
                     if let Some(size) = x.body_size {
                         if size != data.len() as u64 {
                             return Err(LoadError(format!(
@@ -176,13 +176,16 @@ fn read_body(dir: &Path, sha: &str) -> Result<Vec<u8>, String> {
             (_, Some(libc::ELOOP)) => "is a symbolic link, expected a regular file".to_string(),
             _ => format!("cannot be read: {e}"),
         })?;
-    let meta = file.metadata().map_err(|e| format!("cannot be read: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot be read: {e}"))?;
     let kind = meta.file_type();
     if !kind.is_file() || kind.is_fifo() {
         return Err("is not a regular file".into());
     }
     let mut data = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut data).map_err(|e| format!("cannot be read: {e}"))?;
+    file.read_to_end(&mut data)
+        .map_err(|e| format!("cannot be read: {e}"))?;
     Ok(data)
 }
 
@@ -199,8 +202,16 @@ pub fn validate(manifest: &serde_json::Value) -> Result<(), (String, String)> {
     match validator.validate(manifest) {
         Ok(()) => Ok(()),
         Err(e) => {
-            let path = e.instance_path().as_str().trim_start_matches('/').to_string();
-            let key = if path.is_empty() { "(top level)".to_string() } else { path };
+            let path = e
+                .instance_path()
+                .as_str()
+                .trim_start_matches('/')
+                .to_string();
+            let key = if path.is_empty() {
+                "(top level)".to_string()
+            } else {
+                path
+            };
             Err((key, e.to_string()))
         }
     }
@@ -265,7 +276,10 @@ mod tests {
         assert!(msg.contains("loads"), "{msg}");
         let mut m = manifest();
         m["exchanges"][0]["response_headers"] = json!([["Content-Type", "x"]]);
-        assert_eq!(validate(&m).unwrap_err().0, "exchanges/0/response_headers/0/0");
+        assert_eq!(
+            validate(&m).unwrap_err().0,
+            "exchanges/0/response_headers/0/0"
+        );
     }
 
     #[test]
@@ -298,20 +312,31 @@ mod tests {
     #[test]
     fn missing_body_is_named() {
         let e = body_error("missing", None);
-        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} is missing"));
+        assert_eq!(
+            e,
+            format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} is missing")
+        );
     }
 
     #[test]
     fn wrong_body_size_is_named() {
         let e = body_error("size", Some(b"hello!"));
-        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body_size: 5, but bodies/{HELLO} has 6 bytes"));
+        assert_eq!(
+            e,
+            format!(
+                "DIR/manifest.json: key exchanges/0/body_size: 5, but bodies/{HELLO} has 6 bytes"
+            )
+        );
     }
 
     #[test]
     fn tampered_body_is_refused() {
         let e = body_error("tampered", Some(b"HELLO"));
         let why = "does not hash to its name (expected the SHA-256 of its bytes)";
-        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} {why}"));
+        assert_eq!(
+            e,
+            format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} {why}")
+        );
     }
 
     #[test]
@@ -322,7 +347,10 @@ mod tests {
             std::os::unix::fs::symlink(&outside, d.join("bodies").join(HELLO)).unwrap();
         });
         let why = "is a symbolic link, expected a regular file";
-        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} {why}"));
+        assert_eq!(
+            e,
+            format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} {why}")
+        );
         let e = body_error_after("symlink", None, |d| {
             std::fs::remove_dir_all(d.join("bodies")).unwrap();
             std::fs::create_dir_all(d.join("real")).unwrap();
@@ -330,23 +358,36 @@ mod tests {
             std::os::unix::fs::symlink(d.join("real"), d.join("bodies")).unwrap();
         });
         let why = "is in a bodies/ that is a symbolic link, expected a folder";
-        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} {why}"));
+        assert_eq!(
+            e,
+            format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} {why}")
+        );
     }
 
     #[test]
     fn fifo_body_is_not_waited_on() {
         let e = body_error_after("fifo", None, |d| {
-            let path = std::ffi::CString::new(d.join("bodies").join(HELLO).as_os_str().as_encoded_bytes()).unwrap();
+            let path =
+                std::ffi::CString::new(d.join("bodies").join(HELLO).as_os_str().as_encoded_bytes())
+                    .unwrap();
             assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
         });
-        assert_eq!(e, format!("DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} is not a regular file"));
+        assert_eq!(
+            e,
+            format!(
+                "DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} is not a regular file"
+            )
+        );
     }
 
     #[test]
     fn not_a_recording() {
         let d = tmp("empty");
         std::fs::create_dir_all(&d).unwrap();
-        assert!(load(&d).unwrap_err().0.ends_with("manifest.json: missing (not a recording folder)"));
+        assert!(load(&d)
+            .unwrap_err()
+            .0
+            .ends_with("manifest.json: missing (not a recording folder)"));
         std::fs::write(d.join("manifest.json"), "{").unwrap();
         assert!(load(&d).unwrap_err().0.contains("not valid JSON"));
         std::fs::remove_dir_all(&d).unwrap();

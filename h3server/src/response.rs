@@ -24,7 +24,10 @@ pub const ALT_SVC_MAX_AGE: u32 = 86_400;
 /// The `alt-svc` header saying that this origin is served over HTTP/3 on
 /// `port` of the same host (RFC 7838, RFC 9114 §3.1.1).
 pub fn alt_svc(port: u16) -> Header {
-    Header::new(b"alt-svc", format!("h3=\":{port}\"; ma={ALT_SVC_MAX_AGE}").as_bytes())
+    Header::new(
+        b"alt-svc",
+        format!("h3=\":{port}\"; ma={ALT_SVC_MAX_AGE}").as_bytes(),
+    )
 }
 
 /// Status, recorded headers minus hop-by-hop ones, alternative services,
@@ -35,13 +38,20 @@ pub fn headers(x: &Exchange) -> Vec<Header> {
     out.push(Header::new(b":status", x.status.to_string().as_bytes()));
     for (name, value) in &x.response_headers {
         let n = name.as_str();
-        if n.starts_with(':') || n == "content-length" || HOP_BY_HOP.contains(&n) || ALT_SVC.contains(&n) {
+        if n.starts_with(':')
+            || n == "content-length"
+            || HOP_BY_HOP.contains(&n)
+            || ALT_SVC.contains(&n)
+        {
             continue;
         }
         out.push(Header::new(n.as_bytes(), value.as_bytes()));
     }
     if has_content(x.status) {
-        out.push(Header::new(b"content-length", x.body.len().to_string().as_bytes()));
+        out.push(Header::new(
+            b"content-length",
+            x.body.len().to_string().as_bytes(),
+        ));
     }
     out
 }
@@ -78,7 +88,10 @@ mod tests {
                 target: "/".into(),
             },
             status,
-            response_headers: hdrs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+            response_headers: hdrs
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
             body: Arc::from(body.to_vec()),
         }
     }

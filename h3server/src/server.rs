@@ -50,6 +50,9 @@ const CID_LEN: usize = quiche::MAX_CONN_ID_LEN;
 const RECV_BUF: usize = 65_535;
 /// H3_NO_ERROR, for closing connections at exit.
 const H3_NO_ERROR: u64 = 0x100;
+/// QUIC's INTERNAL_ERROR transport error (RFC 9000, 20.1), for closing a connection
+/// this server cannot go on serving.
+const QUIC_INTERNAL_ERROR: u64 = 0x1;
 
 struct Socket {
     io: mio::net::UdpSocket,
@@ -100,36 +103,62 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(settings: Settings, config: quiche::Config, recording: Recording) -> Result<Server, Fatal> {
+    pub fn new(
+        settings: Settings,
+        config: quiche::Config,
+        recording: Recording,
+    ) -> Result<Server, Fatal> {
         let poll = Poll::new().map_err(|e| Fatal::Runtime(format!("epoll: {e}")))?;
         let mut sockets = Vec::new();
         for (i, &addr) in settings.listen.iter().enumerate() {
-            let mut io = udp::bind(addr)
-                .map_err(|e| Fatal::Runtime(format!("--listen {addr}: cannot bind UDP socket: {e}")))?;
+            let mut io = udp::bind(addr).map_err(|e| {
+                Fatal::Runtime(format!("--listen {addr}: cannot bind UDP socket: {e}"))
+            })?;
             if settings.gso && !udp::gso_supported(&io) {
-                return Err(Fatal::Runtime(format!("--gso on: the kernel refuses UDP_SEGMENT on {addr}")));
+                return Err(Fatal::Runtime(format!(
+                    "--gso on: the kernel refuses UDP_SEGMENT on {addr}"
+                )));
             }
-            let local = io.local_addr().map_err(|e| Fatal::Runtime(format!("{addr}: {e}")))?;
+            let local = io
+                .local_addr()
+                .map_err(|e| Fatal::Runtime(format!("{addr}: {e}")))?;
             poll.registry()
                 .register(&mut io, Token(i), Interest::READABLE | Interest::WRITABLE)
                 .map_err(|e| Fatal::Runtime(format!("epoll: {e}")))?;
-            sockets.push(Socket { io, local, blocked: false });
+            sockets.push(Socket {
+                io,
+                local,
+                blocked: false,
+            });
         }
-        let timer = TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC)
-            .map_err(|e| Fatal::Runtime(format!("timerfd: {e}")))?;
+        let timer = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )
+        .map_err(|e| Fatal::Runtime(format!("timerfd: {e}")))?;
         poll.registry()
-            .register(&mut SourceFd(&timer.as_fd().as_raw_fd()), TIMER, Interest::READABLE)
+            .register(
+                &mut SourceFd(&timer.as_fd().as_raw_fd()),
+                TIMER,
+                Interest::READABLE,
+            )
             .map_err(|e| Fatal::Runtime(format!("epoll: {e}")))?;
         let mut mask = SigSet::empty();
         mask.add(Signal::SIGINT);
         mask.add(Signal::SIGTERM);
-        mask.thread_block().map_err(|e| Fatal::Runtime(format!("sigprocmask: {e}")))?;
+        mask.thread_block()
+            .map_err(|e| Fatal::Runtime(format!("sigprocmask: {e}")))?;
         let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
             .map_err(|e| Fatal::Runtime(format!("signalfd: {e}")))?;
         poll.registry()
-            .register(&mut SourceFd(&signals.as_fd().as_raw_fd()), SIGNALS, Interest::READABLE)
+            .register(
+                &mut SourceFd(&signals.as_fd().as_raw_fd()),
+                SIGNALS,
+                Interest::READABLE,
+            )
             .map_err(|e| Fatal::Runtime(format!("epoll: {e}")))?;
-        let h3_config = quiche::h3::Config::new().map_err(|e| Fatal::Runtime(format!("h3 config: {e}")))?;
+        let h3_config =
+            quiche::h3::Config::new().map_err(|e| Fatal::Runtime(format!("h3 config: {e}")))?;
         let writer = summary::Writer::new(settings.summary.clone());
         let summary = Summary::new(settings.cc.quiche_name());
         Ok(Server {
@@ -175,7 +204,10 @@ impl Server {
                     }
                     SIGNALS => {
                         while let Ok(Some(sig)) = self.signals.read_signal() {
-                            info!("{SERVER} signal {}: closing connections and exiting", sig.ssi_signo);
+                            info!(
+                                "{SERVER} signal {}: closing connections and exiting",
+                                sig.ssi_signo
+                            );
                             self.shutdown = true;
                         }
                     }
@@ -214,7 +246,11 @@ impl Server {
         let mut next = self.writer.deadline();
         for c in self.clients.values() {
             let quic = c.conn.timeout_instant();
-            let release = if self.sockets[c.socket].blocked { None } else { c.out.front().map(|d| d.at) };
+            let release = if self.sockets[c.socket].blocked {
+                None
+            } else {
+                c.out.front().map(|d| d.at)
+            };
             for t in [quic, release].into_iter().flatten() {
                 next = Some(next.map_or(t, |n: Instant| n.min(t)));
             }
@@ -224,12 +260,17 @@ impl Server {
             Some(t) if t <= now => Ok(Some(Duration::ZERO)),
             Some(t) => {
                 self.timer
-                    .set(Expiration::OneShot(TimeSpec::from(t - now)), TimerSetTimeFlags::empty())
+                    .set(
+                        Expiration::OneShot(TimeSpec::from(t - now)),
+                        TimerSetTimeFlags::empty(),
+                    )
                     .map_err(|e| Fatal::Runtime(format!("timerfd_settime: {e}")))?;
                 Ok(None)
             }
             None => {
-                self.timer.unset().map_err(|e| Fatal::Runtime(format!("timerfd_settime: {e}")))?;
+                self.timer
+                    .unset()
+                    .map_err(|e| Fatal::Runtime(format!("timerfd_settime: {e}")))?;
                 Ok(None)
             }
         }
@@ -273,13 +314,19 @@ impl Server {
             Some(&id) => id,
             None => {
                 if hdr.ty != quiche::Type::Initial {
-                    debug!("{SERVER} {:?} packet for unknown connection from {from}", hdr.ty);
+                    debug!(
+                        "{SERVER} {:?} packet for unknown connection from {from}",
+                        hdr.ty
+                    );
                     return None;
                 }
                 if !quiche::version_is_supported(hdr.version) {
                     let mut out = [0u8; 1350];
                     if let Ok(n) = quiche::negotiate_version(&hdr.scid, &hdr.dcid, &mut out) {
-                        debug!("{SERVER} version negotiation with {from} (version {:#x})", hdr.version);
+                        debug!(
+                            "{SERVER} version negotiation with {from} (version {:#x})",
+                            hdr.version
+                        );
                         let _ = self.sockets[sock].io.send_to(&out[..n], from);
                     }
                     return None;
@@ -292,7 +339,10 @@ impl Server {
         // each coalesced packet on its own: quiche drops a datagram's rest after a
         // packet it cannot decrypt (crate::coalesced)
         for range in coalesced::packets(pkt, CID_LEN) {
-            if let Err(e) = client.conn.recv(&mut pkt[range], quiche::RecvInfo { from, to: local }) {
+            if let Err(e) = client
+                .conn
+                .recv(&mut pkt[range], quiche::RecvInfo { from, to: local })
+            {
                 debug!("{} recv failed: {e}", client.conn.trace_id());
             }
         }
@@ -359,7 +409,9 @@ impl Server {
     /// Start HTTP/3 once established (or in accepted 0-RTT), continue blocked
     /// responses, answer requests.
     fn serve(&mut self, id: u64) {
-        let Some(c) = self.clients.get_mut(&id) else { return };
+        let Some(c) = self.clients.get_mut(&id) else {
+            return;
+        };
         let _log = logging::scope(c.conn.trace_id());
         // Right after the datagram that completes the handshake was fed.
         c.track.update(&c.conn, Instant::now());
@@ -367,7 +419,12 @@ impl Server {
             match quiche::h3::Connection::with_transport(&mut c.conn, &self.h3_config) {
                 Ok(h3) => {
                     c.h3 = Some(h3);
-                    let rtt = c.conn.path_stats().next().map(|p| p.rtt).unwrap_or_default();
+                    let rtt = c
+                        .conn
+                        .path_stats()
+                        .next()
+                        .map(|p| p.rtt)
+                        .unwrap_or_default();
                     info!(
                         "{} established: {}, cc {:?}, initial cwnd {} packets, pacing {}, rtt {:?}",
                         c.conn.trace_id(),
@@ -380,13 +437,18 @@ impl Server {
                 }
                 Err(e) => {
                     error!("{} cannot start HTTP/3: {e}", c.conn.trace_id());
-                    let _ = c.conn.close(false, 0x1, b"h3 setup failed");
+                    let _ = c.conn.close(false, QUIC_INTERNAL_ERROR, b"h3 setup failed");
                     return;
                 }
             }
         }
-        let alt_svc = self.settings.alt_svc.then(|| response::alt_svc(self.sockets[c.socket].local.port()));
-        let Client { conn, h3, streams, .. } = c;
+        let alt_svc = self
+            .settings
+            .alt_svc
+            .then(|| response::alt_svc(self.sockets[c.socket].local.port()));
+        let Client {
+            conn, h3, streams, ..
+        } = c;
         let Some(h3) = h3.as_mut() else { return };
         let mut responder = Responder {
             recording: &self.recording,
@@ -401,7 +463,9 @@ impl Server {
     /// Send what is due: everything when pacing is off (or `now_all`),
     /// otherwise each datagram at its release time.
     fn flush(&mut self, id: u64, now_all: bool) {
-        let Some(c) = self.clients.get_mut(&id) else { return };
+        let Some(c) = self.clients.get_mut(&id) else {
+            return;
+        };
         let _log = logging::scope(c.conn.trace_id());
         let sock = &mut self.sockets[c.socket];
         if sock.blocked {
@@ -428,12 +492,16 @@ impl Server {
                                 None => now,
                             }
                         };
-                        c.out.push_back(Datagram { data, to: info.to, at });
+                        c.out.push_back(Datagram {
+                            data,
+                            to: info.to,
+                            at,
+                        });
                     }
                     Err(quiche::Error::Done) => break,
                     Err(e) => {
                         error!("{} send failed: {e}", c.conn.trace_id());
-                        let _ = c.conn.close(false, 0x1, b"send failed");
+                        let _ = c.conn.close(false, QUIC_INTERNAL_ERROR, b"send failed");
                         break;
                     }
                 }
@@ -445,8 +513,12 @@ impl Server {
             }
             while due > 0 {
                 let n = if s.gso {
-                    let items: Vec<(usize, SocketAddr)> =
-                        c.out.iter().take(due).map(|d| (d.data.len(), d.to)).collect();
+                    let items: Vec<(usize, SocketAddr)> = c
+                        .out
+                        .iter()
+                        .take(due)
+                        .map(|d| (d.data.len(), d.to))
+                        .collect();
                     udp::gso_batch_len(&items)
                 } else {
                     1
@@ -480,8 +552,12 @@ impl Server {
                 self.writer.changed(now);
             }
         }
-        let closed: Vec<u64> =
-            self.clients.iter().filter(|(_, c)| c.conn.is_closed()).map(|(&id, _)| id).collect();
+        let closed: Vec<u64> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.conn.is_closed())
+            .map(|(&id, _)| id)
+            .collect();
         for id in closed {
             let c = self.clients.remove(&id).expect("listed");
             for cid in &c.cids {
@@ -489,7 +565,8 @@ impl Server {
             }
             if c.streams.requests() > 0 {
                 let cc = self.settings.cc.quiche_name();
-                self.gone.push((id, c.track.snapshot(&c.conn, cc, c.streams.requests(), now)));
+                self.gone
+                    .push((id, c.track.snapshot(&c.conn, cc, c.streams.requests(), now)));
             }
             let s = c.conn.stats();
             let why = match (c.conn.peer_error(), c.conn.local_error()) {
@@ -524,7 +601,10 @@ impl Server {
         self.write_summary(Instant::now(), true)?;
         info!(
             "{SERVER} exit: {} requests, {} misses, {} bytes, {} connections",
-            self.summary.requests, self.summary.misses, self.summary.bytes, self.summary.connections
+            self.summary.requests,
+            self.summary.misses,
+            self.summary.bytes,
+            self.summary.connections
         );
         Ok(())
     }
@@ -536,8 +616,15 @@ impl Server {
         match self.writer.maybe_write(&self.summary, now, force) {
             Ok(_) => Ok(()),
             Err(e) => {
-                let path = self.settings.summary.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-                Err(Fatal::Runtime(format!("{path}: cannot write the summary: {e}")))
+                let path = self
+                    .settings
+                    .summary
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                Err(Fatal::Runtime(format!(
+                    "{path}: cannot write the summary: {e}"
+                )))
             }
         }
     }

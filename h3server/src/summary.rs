@@ -44,7 +44,12 @@ pub struct Summary {
 
 impl Summary {
     pub fn new(cc: &'static str) -> Self {
-        Summary { server: "h3server", version: crate::VERSION, cc, ..Default::default() }
+        Summary {
+            server: "h3server",
+            version: crate::VERSION,
+            cc,
+            ..Default::default()
+        }
     }
 }
 
@@ -59,7 +64,11 @@ pub struct Writer {
 
 impl Writer {
     pub fn new(path: Option<PathBuf>) -> Self {
-        Writer { path, dirty_since: None, last_write: None }
+        Writer {
+            path,
+            dirty_since: None,
+            last_write: None,
+        }
     }
 
     /// Note that the summary changed at `now`.
@@ -94,7 +103,9 @@ impl Writer {
         if !self.due(now, force) {
             return Ok(false);
         }
-        let Some(path) = &self.path else { return Ok(false) };
+        let Some(path) = &self.path else {
+            return Ok(false);
+        };
         write_atomic(path, s)?;
         self.last_write = Some(now);
         self.dirty_since = None;
@@ -104,7 +115,10 @@ impl Writer {
 
 /// Write `s` as JSON to a temporary file beside `path`, then rename it over `path`.
 pub fn write_atomic(path: &Path, s: &Summary) -> std::io::Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     // Compact and buffered: unbuffered, serde_json makes one write(2) per token, and the summary
     // (every connection's figures) grows with the replay's life; each write blocks
@@ -138,7 +152,9 @@ mod tests {
         s.requests = 1;
         w.changed(t0 + Duration::from_millis(10));
         assert_eq!(w.deadline(), Some(t0 + MAX_DELAY));
-        assert!(!w.maybe_write(&s, t0 + Duration::from_millis(20), false).unwrap());
+        assert!(!w
+            .maybe_write(&s, t0 + Duration::from_millis(20), false)
+            .unwrap());
         assert!(w.maybe_write(&s, t0 + MAX_DELAY, false).unwrap());
         assert_eq!(w.deadline(), None);
         // A change long after the last write is written at once.

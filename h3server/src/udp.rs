@@ -33,21 +33,34 @@ pub fn gso_supported(sock: &impl AsFd) -> bool {
 /// Send `bufs` to `to` in one sendmsg: one datagram if there is one buffer,
 /// otherwise a GSO send of `segment`-byte datagrams (every buffer but the
 /// last exactly `segment` bytes, the last at most).
-pub fn send(sock: &impl AsRawFd, bufs: &[&[u8]], to: SocketAddr, segment: usize) -> io::Result<usize> {
+pub fn send(
+    sock: &impl AsRawFd,
+    bufs: &[&[u8]],
+    to: SocketAddr,
+    segment: usize,
+) -> io::Result<usize> {
     let iov: Vec<IoSlice> = bufs.iter().map(|b| IoSlice::new(b)).collect();
     let addr = SockaddrStorage::from(to);
     let seg = segment as u16;
     let gso = [ControlMessage::UdpGsoSegments(&seg)];
     let cmsgs: &[ControlMessage] = if bufs.len() > 1 { &gso } else { &[] };
-    socket::sendmsg(sock.as_raw_fd(), &iov, cmsgs, MsgFlags::empty(), Some(&addr))
-        .map_err(io::Error::from)
+    socket::sendmsg(
+        sock.as_raw_fd(),
+        &iov,
+        cmsgs,
+        MsgFlags::empty(),
+        Some(&addr),
+    )
+    .map_err(io::Error::from)
 }
 
 /// How many datagrams from the front of `items` (length, destination) can
 /// go in one GSO send: same destination, all the size of the first except a
 /// shorter last one, within the kernel's limits.
 pub fn gso_batch_len(items: &[(usize, SocketAddr)]) -> usize {
-    let Some(&(seg, to)) = items.first() else { return 0 };
+    let Some(&(seg, to)) = items.first() else {
+        return 0;
+    };
     let mut n = 1;
     let mut bytes = seg;
     for &(len, dest) in &items[1..] {
@@ -93,7 +106,9 @@ mod tests {
     fn gso_send_arrives_as_separate_datagrams() {
         let server = bind(a(0)).unwrap();
         let client = std::net::UdpSocket::bind(a(0)).unwrap();
-        client.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        client
+            .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
         let to = client.local_addr().unwrap();
         if !gso_supported(&server) {
             eprintln!("UDP_SEGMENT not supported here; skipping");

@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from analysis import trial_folder as tf
 from testbed.campaign import outdir
 from testbed.campaign.store import Row, Store
 from testbed.measure.session import Outcome
@@ -31,16 +32,16 @@ def collect(o: Outcome, out: Path, keep_video: bool) -> dict[str, bytes | Path]:
     """The trial's files from its outcome (out: the results folder)."""
     files: dict[str, bytes | Path] = {}
     if o.result is not None:
-        files["browsertime.json"] = json.dumps(o.result).encode()
+        files[tf.BROWSERTIME] = json.dumps(o.result).encode()
     if o.har is not None:  # about 100 kB a trial as text: kept gzipped
-        files["browsertime.har.gz"] = gzip.compress(json.dumps(o.har).encode(), 6)
+        files[tf.HAR] = gzip.compress(json.dumps(o.har).encode(), 6)
     if o.visual is not None:
-        files["visualmetrics.json"] = json.dumps(o.visual).encode()
+        files[tf.VISUAL_METRICS] = json.dumps(o.visual).encode()
     if o.video is not None and keep_video and o.video.exists():
         # out of the block's folder (removed next); into the trial's when stored
-        staged = out / "trials" / f".video-{os.getpid()}-{time.monotonic_ns()}.mp4"
+        staged = out / tf.TRIALS_DIR / f".video-{os.getpid()}-{time.monotonic_ns()}.mp4"
         shutil.move(str(o.video), staged)
-        files["video.mp4"] = staged
+        files[tf.VIDEO] = staged
     return files
 
 
@@ -57,7 +58,7 @@ def store_trial(out: Path, store: Store, row: Row, files: Mapping[str, bytes | P
     stored together or not at all (a failure removes both; a process killed
     between rename and commit leaves a folder without a row, which the next
     run's reconcile removes)."""
-    final = out / "trials" / row.trial_id
+    final = out / tf.TRIALS_DIR / row.trial_id
     tmp = final.with_name(f".{row.trial_id}.tmp")
     placed = False
     try:
@@ -68,8 +69,8 @@ def store_trial(out: Path, store: Store, row: Row, files: Mapping[str, bytes | P
                 shutil.move(str(content), tmp / name)
             else:
                 (tmp / name).write_bytes(content)
-        listed = tmp / "connections.json"
-        conns = json.loads(listed.read_bytes()) if "connections.json" in files else []
+        listed = tmp / tf.CONNECTIONS
+        conns = json.loads(listed.read_bytes()) if tf.CONNECTIONS in files else []
         with store.adding(row, conns):  # IntegrityError (nothing touched) if already stored
             outdir.remove(final)  # no row: what a killed run left
             tmp.rename(final)

@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     StrictStr,
@@ -44,22 +42,12 @@ HTTP cache is cleared and its connections closed, then the measured load
 resumes the TLS / QUIC sessions of that first load (testbed.measure.session)."""
 
 
-class Campaign(BaseModel):
-    """A matrix of trials: sites x networks x protocols x runs."""
+class Campaign(tomlfile.LoadedFile):
+    """A matrix of trials: sites x networks x protocols x runs (name, source, digest,
+    description: LoadedFile)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True,
-                              use_attribute_docstrings=True)
     # strict: `runs = "3"` or `keep_video = 1` is refused, not converted; the three
     # lists are TOML arrays (lists), taken as tuples of strings (each one strict)
-
-    name: str = Field(default="", exclude=True)
-    """The campaign's name: its file name without .toml (set by the loader)."""
-    source: str = Field(default="", exclude=True)
-    """The file it was loaded from (set by the loader)."""
-    digest: str = Field(default="", exclude=True)
-    """sha256 of the file's bytes."""
-    description: str = ""
-    """One line for people."""
     sites: tuple[StrictStr, ...] = Field(min_length=1, strict=False)
     """Recordings: a name (found in the search path), a path (with a `/` or starting with
     `.`: against the campaign file's folder), or a glob (`corpus/*`) over either."""

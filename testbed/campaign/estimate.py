@@ -23,6 +23,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from testbed.console import duration
+
 FIXED_S = 2.5
 """Per-trial cost beyond the page load, measured (MEASURED): DSL's and LTE's trials
 took 3.0 and 4.1 s for 0.61 and 1.50 s of PLT, 2.4-2.6 s more than their PLT, on a
@@ -129,15 +131,6 @@ def per_network_s(pages: Mapping[str, Page], links: Mapping[str, Link],
 BASIS = ("based on: per trial {fixed:g} s + {factor:g} x the page load modelled from RTT, "
          "rate, loss and congestion control; fitted on a measured campaign ({what})")
 """The line saying what the estimate rests on."""
-
-
-def duration(seconds: float) -> str:
-    s = round(seconds)
-    if s >= 86400:
-        return f"{s // 86400} d {s // 3600 % 24} h {s // 60 % 60:02d} min"
-    if s >= 3600:
-        return f"{s // 3600} h {s // 60 % 60:02d} min"
-    return f"{s // 60} min {s % 60:02d} s"
 
 
 def plan(campaign, runs: int | None = None, stored: set[str] | None = None) -> dict:

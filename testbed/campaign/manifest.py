@@ -16,9 +16,10 @@ import datetime as dt
 import hashlib
 import json
 import platform
-import subprocess
 from pathlib import Path
 
+from testbed.errors import CommandFailed
+from testbed.host import proc
 from testbed.measure import browsertime
 from testbed.replay.env import H3SERVER
 
@@ -26,12 +27,8 @@ SYSCTL_PATTERN = r"^net\.(ipv4\.(tcp|udp)|core)"
 
 
 def _first_line(argv: list[str]) -> str:
-    try:
-        cp = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    text = (cp.stdout or cp.stderr).strip()
-    return text.splitlines()[0] if text else ""
+    """A tool's version line ("" when it cannot say: testbed.host.proc.version)."""
+    return proc.version(argv) or ""
 
 
 def versions() -> dict[str, str]:
@@ -53,8 +50,8 @@ def sysctls(netns_exec: list[str] | None = None) -> dict[str, str]:
     """TCP, UDP and core sysctls (of the host, or of a namespace via its exec prefix)."""
     argv = [*(netns_exec or []), "sysctl", "-a", "--pattern", SYSCTL_PATTERN]
     try:
-        cp = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        cp = proc.run(argv, check=False, timeout=30)
+    except CommandFailed:
         return {}
     out = {}
     for line in cp.stdout.splitlines():

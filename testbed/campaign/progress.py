@@ -1,23 +1,16 @@
 """What a running campaign shows: a progress bar with ETA on a terminal, one line
-per finished trial otherwise (a log file, CI)."""
+per finished trial otherwise (a log file, CI); both from testbed.console."""
 
 from __future__ import annotations
 
 import time
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress
 
 from testbed.campaign import plan as plan_mod
 from testbed.campaign.store import Row
+from testbed.console import Eta, progress_bar
 
 
 class TrialLines:
@@ -25,24 +18,20 @@ class TrialLines:
     terminal; the ETA is the mean time per trial so far times the trials left."""
 
     def __init__(self, total: int, clock=time.monotonic):
-        self.total, self.done, self.clock, self.t0 = total, 0, clock, clock()
+        self.total, self.eta = total, Eta(total, clock)
 
     def line(self, row: Row) -> str:
-        self.done += 1
-        per = (self.clock() - self.t0) / self.done
-        eta = int(per * (self.total - self.done))
+        left = self.eta.step()
         status = row.status if row.status == "ok" else f"{row.status} ({row.reason})"
         plt_ = "–" if row.plt_ms is None else f"{row.plt_ms:.0f} ms"
-        return (f"trial {self.done}/{self.total} {row.trial_id} {status} PLT {plt_} "
-                f"ETA {eta // 3600}:{eta // 60 % 60:02d}:{eta % 60:02d}")
+        return (f"trial {self.eta.done}/{self.total} {row.trial_id} {status} PLT {plt_} "
+                f"ETA {left}")
 
 
 def bar(console: Console, disable: bool) -> Progress:
     """The campaign's progress bar (disabled: nothing drawn)."""
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                    MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
-                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                    console=console, transient=False, disable=disable)
+    return progress_bar(console, "{task.description}", counts="{task.fields[counts]}",
+                        spinner=True, disable=disable)
 
 
 def counts(stats: dict[str, int]) -> str:

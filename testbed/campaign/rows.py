@@ -14,6 +14,7 @@ import json
 import time
 from dataclasses import dataclass
 
+from analysis import trial_folder as tf
 from testbed.campaign import plan as plan_mod
 from testbed.campaign.config import Campaign
 from testbed.campaign.store import Row
@@ -110,7 +111,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         **resumption_columns(setting.stack, evidence.resumption),
     )
     files = dict(kept.files) if kept is not None else {}
-    files["trial.json"] = json.dumps({
+    files[tf.TRIAL] = json.dumps({
         "row": row.__dict__, "evidence": {
             "measured": o.measured, "browser_error": o.browser_error,
             "timed_out": o.timed_out, "visual_error": o.visual_error,
@@ -127,6 +128,6 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         **({"captures": record.captures} if record.captures is not None else {}),
     }, indent=1).encode()
     if record.connections is not None:
-        files["connections.json"] = json.dumps(
+        files[tf.CONNECTIONS] = json.dumps(
             [{"trial_id": row.trial_id, **c} for c in record.connections], indent=1).encode()
     return row, files

@@ -31,6 +31,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
+from analysis import trial_folder
 from testbed.campaign import block as block_mod
 from testbed.campaign import commit, outdir, rows
 from testbed.campaign import config as config_mod
@@ -139,7 +140,7 @@ class Runner:
             return self._run_claimed(runs, retry_failed)
 
     def _run_claimed(self, runs: int, retry_failed: bool) -> dict[str, int]:
-        (self.out / "trials").mkdir(exist_ok=True)
+        (self.out / trial_folder.TRIALS_DIR).mkdir(exist_ok=True)
         (self.out / "logs").mkdir(exist_ok=True)
         work = current().path("campaign")
         work.mkdir(parents=True, exist_ok=True)
@@ -147,7 +148,7 @@ class Runner:
         with Store(self.out / "trials.sqlite") as store:
             if retry_failed:  # rows first: a folder without a row is removed below
                 store.forget_failed()
-            removed = outdir.reconcile(self.out / "trials", store.finished())
+            removed = outdir.reconcile(self.out / trial_folder.TRIALS_DIR, store.finished())
             if removed:
                 log.info("removed %d trial folders without a stored row", len(removed))
             self.calibrate(work)

@@ -69,6 +69,8 @@ class Servers:
         that could not be undone), or None."""
         self._setting = ExitStack()
         """Undoes the setting in force."""
+        self._servers = ExitStack()
+        """The replay servers running now (self.env), stopped when it closes."""
         self.qlog_dir: Path | None = None
         """Where h3server writes a qlog per connection (`<id>.sqlog`), while a campaign
         keeps them (capture "qlog"); None: no qlogs."""
@@ -133,8 +135,8 @@ class Servers:
                             nginx_env=change.nginx_env, topology=self.topology,
                             session_tickets=setting.session_tickets,
                             early_data=setting.early_data)
-            env.__enter__()
-            self.env, self.key = env, (setting.server_key, self.qlog_dir)
+            self.env = self._servers.enter_context(env)
+            self.key = (setting.server_key, self.qlog_dir)
         return self.env
 
     def _undo(self) -> None:
@@ -148,9 +150,8 @@ class Servers:
             raise TestbedError(self.broken)
 
     def _close_env(self) -> None:
-        env, self.env, self.key = self.env, None, None
-        if env is not None:
-            env.__exit__(None, None, None)
+        self.env, self.key = None, None
+        self._servers.close()
 
     def close(self) -> None:
         """The servers stopped, then the setting in force undone."""

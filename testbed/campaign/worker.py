@@ -23,13 +23,13 @@ import hashlib
 import logging
 import os
 import platform
-import subprocess
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from analysis import trial_folder
 from testbed.campaign import block as block_mod
 from testbed.campaign import commit
 from testbed.campaign import manifest as manifest_mod
@@ -40,7 +40,7 @@ from testbed.campaign.servers import Servers
 from testbed.errors import TestbedError
 from testbed.formats import recording as rec
 from testbed.formats.profiles import load_network
-from testbed.host import runstate, safefs
+from testbed.host import proc, runstate, safefs
 from testbed.host.paths import ROOT
 from testbed.host.topology import ReplayTopology
 from testbed.replay.env import H3SERVER
@@ -70,12 +70,7 @@ def _shown(path: Path) -> str:
 
 
 def h3server_version() -> str:
-    try:
-        cp = subprocess.run([str(H3SERVER), "--version"], capture_output=True, text=True,
-                            timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"unavailable ({e.__class__.__name__})"
-    return (cp.stdout or cp.stderr).strip() or f"exit {cp.returncode}"
+    return proc.version([H3SERVER, "--version"]) or "unavailable"
 
 
 def digests(recordings: dict[str, Path], root: Path = ROOT) -> dict[str, str]:
@@ -168,7 +163,7 @@ class State:
         self.work.mkdir(parents=True, exist_ok=True)
         os.chmod(self.work, 0o755)
         self.out = self.run.path("results")
-        for sub in ("trials", "logs"):
+        for sub in (trial_folder.TRIALS_DIR, "logs"):
             (self.out / sub).mkdir(parents=True, exist_ok=True)
         calibrations, chains = {}, {}
         for name, profile in networks.items():

@@ -53,15 +53,6 @@ def first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
-def version_of(argv: list[str]) -> str | None:
-    try:
-        cp = proc.run(argv, check=False, timeout=20)
-    except CommandFailed:
-        return None
-    out = (cp.stdout or cp.stderr).strip()
-    return first_line(out) if cp.returncode == 0 and out else None
-
-
 # ---- checks that need no namespace ----------------------------------------------------
 
 def check_root() -> Row:
@@ -112,8 +103,8 @@ def check_congestion_control() -> Row:
 
 
 def check_chromium() -> Row:
-    chromium = version_of(["chromium", "--version"])
-    driver = version_of(["chromedriver", "--version"])
+    chromium = proc.version(["chromium", "--version"])
+    driver = proc.version(["chromedriver", "--version"])
     if not chromium or not driver:
         return failed("Chromium", f"chromium: {chromium}, chromedriver: {driver}",
                       "apt-get install chromium chromium-driver (make setup)")
@@ -126,14 +117,14 @@ def check_browsertime() -> Row:
     problem = browsertime.missing()
     if problem:
         return failed("Browsertime", problem, "make setup")
-    node = version_of([str(browsertime.NODE), "--version"])
-    if not version_of([str(browsertime.NODE), str(browsertime.BROWSERTIME), "--version"]):
+    node = proc.version([str(browsertime.NODE), "--version"])
+    if not proc.version([str(browsertime.NODE), str(browsertime.BROWSERTIME), "--version"]):
         return failed("Browsertime", f"does not start with Node {node}", "make setup")
     return passed("Browsertime", f"browsertime {browsertime.version()} on Node {node}")
 
 
 def check_visual_metrics() -> Row:
-    ffmpeg = version_of(["ffmpeg", "-version"])
+    ffmpeg = proc.version(["ffmpeg", "-version"])
     try:
         cp = proc.run([str(PYTHON), "-c", "import numpy, PIL; print(numpy.__version__, PIL.__version__)"])
         libs = cp.stdout.split()
@@ -167,7 +158,7 @@ def check_nginx() -> Row:
 
 
 def check_uwsgi() -> Row:
-    ver = version_of(["uwsgi", "--version"])
+    ver = proc.version(["uwsgi", "--version"])
     plugin = Path("/usr/lib/uwsgi/plugins/python3_plugin.so")
     if not ver or not plugin.exists():
         return failed("uWSGI", f"uwsgi {ver}, python3 plugin {'present' if plugin.exists() else 'missing'}",
@@ -178,21 +169,21 @@ def check_uwsgi() -> Row:
 def check_h3server() -> Row:
     if not H3SERVER.exists():
         return failed("HTTP/3 server", f"{shown(H3SERVER)} not built", "make setup")
-    ver = version_of([str(H3SERVER), "--version"])
+    ver = proc.version([str(H3SERVER), "--version"])
     if not ver:
         return failed("HTTP/3 server", "h3server does not start", "make setup rebuilds it")
     return passed("HTTP/3 server", ver)
 
 
 def check_mitmproxy() -> Row:
-    ver = version_of([str(ROOT / ".venv/bin/mitmdump"), "--version"])
+    ver = proc.version([str(ROOT / ".venv/bin/mitmdump"), "--version"])
     if not ver:
         return failed("mitmproxy", "mitmdump missing from .venv", "make setup")
     return passed("mitmproxy", ver)
 
 
 def check_iperf3() -> Row:
-    ver = version_of(["iperf3", "--version"])
+    ver = proc.version(["iperf3", "--version"])
     return passed("iperf3", ver) if ver else failed("iperf3", "missing", "apt-get install iperf3")
 
 
@@ -226,8 +217,8 @@ def lab() -> Iterator:
 def check_netns_iptables(topo) -> list[Row]:
     rows = [passed("network namespaces", f"created {topo.server.name}, {topo.client.name} and a veth pair"),
             check_own_ehash(topo)]
-    ipt = version_of(["iptables", "--version"])
-    nft = version_of(["nft", "--version"])
+    ipt = proc.version(["iptables", "--version"])
+    nft = proc.version(["nft", "--version"])
     cp = proc.run(topo.client.exec(["iptables", "-t", "nat", "-S"]), check=False)
     if cp.returncode != 0:
         rows.append(failed("iptables/nftables", first_line(cp.stderr), "apt-get install iptables nftables"))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from testbed.errors import InputError
 from testbed.formats import tomlfile
@@ -31,18 +31,8 @@ if TYPE_CHECKING:
 MAHIMAHI_TRACES = Path("/usr/share/mahimahi/traces")
 
 
-class _Profile(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True,
-                              use_attribute_docstrings=True)
-
-    name: str = Field(default="", exclude=True)
-    """The profile's name: its file name without .toml (set by the loader)."""
-    source: str = Field(default="", exclude=True)
-    """The file it was loaded from (set by the loader)."""
-    digest: str = Field(default="", exclude=True)
-    """sha256 of the file's bytes, so a campaign can record exactly what ran."""
-    description: str = ""
-    """One line for people: what this profile stands for."""
+class _Profile(tomlfile.LoadedFile):
+    """A network or protocol profile (name, source, digest, description: LoadedFile)."""
 
 
 class NetworkProfile(_Profile):

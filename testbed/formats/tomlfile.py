@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from testbed.errors import InputError
 from testbed.host import safefs
@@ -36,6 +36,23 @@ MAX_BYTES = 1024 * 1024
 
 SET_BY_LOADER = ("name", "source", "digest")
 """Fields the loader sets from the file; the file itself may not."""
+
+
+class LoadedFile(BaseModel):
+    """What every model `load` reads shares: strict (`runs = "3"` is refused, not
+    converted), no key it does not know, frozen, and the keys the loader sets."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True,
+                              use_attribute_docstrings=True)
+
+    name: str = Field(default="", exclude=True)
+    """Its name: its file name without .toml (set by the loader)."""
+    source: str = Field(default="", exclude=True)
+    """The file it was loaded from (set by the loader)."""
+    digest: str = Field(default="", exclude=True)
+    """sha256 of the file's bytes, so a campaign can record exactly what ran."""
+    description: str = ""
+    """One line for people: what it stands for."""
 
 M = TypeVar("M", bound=BaseModel)
 

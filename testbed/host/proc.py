@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
-from testbed.errors import CommandFailed
+from testbed.errors import CommandFailed, TimedOut
 from testbed.host import safefs
 
 
@@ -24,8 +24,10 @@ def run(argv: Sequence[str | os.PathLike], *, check: bool = True, timeout: float
                             env=env, cwd=cwd)
     except FileNotFoundError:
         raise CommandFailed(argv, 127, f"{argv[0]}: not found") from None
+    except PermissionError:
+        raise CommandFailed(argv, 126, f"{argv[0]}: not executable") from None
     except subprocess.TimeoutExpired:
-        raise CommandFailed(argv, -1, f"timed out after {timeout} s") from None
+        raise TimedOut(argv, timeout) from None
     if check and cp.returncode != 0:
         raise CommandFailed(argv, cp.returncode, cp.stderr or cp.stdout)
     return cp
@@ -33,6 +35,40 @@ def run(argv: Sequence[str | os.PathLike], *, check: bool = True, timeout: float
 
 def output(argv: Sequence[str | os.PathLike], **kw) -> str:
     return run(argv, **kw).stdout.strip()
+
+
+def version(argv: Sequence[str | os.PathLike], *, timeout: float = 30) -> str | None:
+    """A tool's version as it prints it (`chromium --version`, `nginx -v`): the first line
+    of its output (stdout, else stderr); None when it cannot run, fails or says nothing.
+    The one way the testbed reads versions (the doctor, the manifest, the workers)."""
+    try:
+        cp = run(argv, check=False, timeout=timeout)
+    except CommandFailed:
+        return None
+    text = (cp.stdout or cp.stderr).strip()
+    return text.splitlines()[0] if cp.returncode == 0 and text else None
+
+
+def call(argv: Sequence[str | os.PathLike], *, env: dict | None = None,
+         forward: Sequence[signal.Signals] = ()) -> int:
+    """Run argv in the foreground on this process's stdin, stdout and stderr, to its end;
+    its exit status (127: not found). `forward`: signals passed on to it while it runs
+    (their handlers here restored after)."""
+    argv = [str(a) for a in argv]
+    try:
+        child = subprocess.Popen(argv, env=env)
+    except FileNotFoundError:
+        return 127
+    before = {sig: signal.signal(sig, lambda s, _f: child.send_signal(s)) for sig in forward}
+    try:
+        return child.wait()
+    except BaseException:  # Ctrl-C here: it does not outlive us (as subprocess.run)
+        child.kill()
+        child.wait()
+        raise
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 class Background:
@@ -44,8 +80,10 @@ class Background:
     """
 
     def __init__(self, argv: Sequence[str | os.PathLike], *, log: Path | None = None,
-                 env: dict | None = None, grace: float = 3.0, cwd=None):
+                 env: dict | None = None, grace: float = 3.0, cwd=None,
+                 pass_fds: Sequence[int] = ()):
         self.argv = [str(a) for a in argv]
+        self.pass_fds = tuple(pass_fds)
         self.log = log
         self.env = env
         self.grace = grace
@@ -58,7 +96,8 @@ class Background:
         try:
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=self.env,
-                                         start_new_session=True, cwd=self.cwd)
+                                         start_new_session=True, cwd=self.cwd,
+                                         pass_fds=self.pass_fds)
         except FileNotFoundError:
             raise CommandFailed(self.argv, 127, f"{self.argv[0]}: not found") from None
         finally:

@@ -26,19 +26,24 @@ from __future__ import annotations
 
 import gzip
 import io
+import logging
 import os
 import tarfile
-import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Self
 
-from testbed.host import proc, safefs
+from analysis import trial_folder
+from testbed.errors import TestbedError
+from testbed.host import safefs
+from testbed.measure.tcpdump import Tcpdump
 
 KINDS = ("netlog", "pcap", "keylog", "qlog")
-FILES = {"netlog": "netlog.json.gz", "keylog": "keylog.txt.gz", "pcap": "pcap.pcap.gz",
-         "qlog": "qlog.tar.gz"}
+FILES = trial_folder.CAPTURES
 """Capture -> the file it becomes in the trial's folder."""
 LEVEL = 6
+
+log = logging.getLogger(__name__)
 
 
 class Captures:
@@ -50,7 +55,7 @@ class Captures:
         self.server_netns = server_netns
         self.server_dev = server_dev
         self.browser_dir: Path | None = None
-        self._pcap: proc.Background | None = None
+        self._pcap: ExitStack | None = None
 
     def __enter__(self) -> Self:
         if self.kinds:
@@ -75,23 +80,28 @@ class Captures:
         return flags
 
     def start(self, k: int) -> None:
-        """Trial k's packet capture begins (the previous trial's ends)."""
+        """Trial k's packet capture begins (the previous trial's ends); a tcpdump that
+        does not start leaves the trial without a pcap, as a capture it did not leave."""
         if "pcap" not in self.kinds:
             return
         self._stop_pcap()
         out = self.folder / f"pcap-{k}.pcap"
-        # -U: each packet written as it comes; -Z root: the file stays root's
-        argv = ["ip", "netns", "exec", self.server_netns, "tcpdump", "-i", self.server_dev,
-                "-s", "0", "-U", "-Z", "root", "-w", str(out), "-q"]
-        self._pcap = proc.Background(argv, grace=2.0).__enter__()
-        deadline = time.monotonic() + 5
-        while not out.exists() and time.monotonic() < deadline:  # listening
-            time.sleep(0.01)
+        # -Z root: the file stays root's
+        dump = Tcpdump(["ip", "netns", "exec", self.server_netns], self.server_dev, out,
+                       log=self.folder / f"pcap-{k}.log", options=("-Z", "root", "-q"),
+                       ready_s=5.0, grace=2.0)
+        exits = ExitStack()
+        try:
+            exits.enter_context(dump)
+        except TestbedError as e:
+            log.warning("trial %d: no packet capture: %s", k, e)
+            return
+        self._pcap = exits
 
     def _stop_pcap(self) -> None:
-        bg, self._pcap = self._pcap, None
-        if bg is not None:
-            bg.__exit__(None, None, None)
+        exits, self._pcap = self._pcap, None
+        if exits is not None:
+            exits.close()
 
     def stop(self) -> None:
         """The capture running now ends (the block's last trial)."""

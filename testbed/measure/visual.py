@@ -10,9 +10,10 @@ overlaps Browsertime's fixed pauses between iterations instead.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
+from testbed.errors import TimedOut
+from testbed.host import proc
 from testbed.measure import browsertime
 
 # Browsertime 28.3.0, lib/video/postprocessing/visualmetrics/visualMetrics.js,
@@ -30,8 +31,8 @@ def run(video: Path, logfile: Path, timeout: float = 300) -> dict:
     argv = [str(browsertime.PYTHON), str(browsertime.VISUALMETRICS), "--video", str(video),
             *ARGS, "--logfile", str(logfile), "-vvv"]
     try:
-        cp = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+        cp = proc.run(argv, check=False, timeout=timeout)
+    except TimedOut:
         raise VisualMetricsError(f"visual metrics took longer than {timeout:.0f} s") from None
     if cp.returncode != 0:
         tail = (cp.stderr.strip().splitlines() or ["no output"])[-1]

@@ -13,6 +13,9 @@ from testbed import jsonout
 from testbed.formats import recording as recording_mod
 from testbed.host import safefs
 
+NUMBERS = ("line", "origins", "IPs", "requests", "bytes")
+"""Columns of the record tables shown right-justified."""
+
 
 @click.command()
 @click.argument("url", required=False)
@@ -75,10 +78,9 @@ def _record_list(list_file: Path, template, force: bool) -> None:
     """Every site of the list file; the table; exit status 1 if a line failed."""
     from rich.console import Console
 
+    from testbed.console import Eta, progress_bar, rows_table
     from testbed.host import safefs
     from testbed.record import bulk, recorder, sitelist
-    from testbed.record.progress import Eta
-    from testbed.record.table import render
 
     entries = sitelist.parse(sitelist.read(list_file), list_file)
     out = safefs.check_out_dir(Path(template.out), "--out")
@@ -93,7 +95,7 @@ def _record_list(list_file: Path, template, force: bool) -> None:
     if skipped:
         console.print(f"{skipped} already recorded in {out} (skipped; --force records "
                       "them again)", soft_wrap=True, highlight=False)
-    bar = _bar(console, len(todo))
+    bar = progress_bar(console, "record {task.fields[site]}")
     with bar:
         task = bar.add_task("record", total=len(todo), site="")
         for i, site in enumerate(todo, start=1):
@@ -110,30 +112,15 @@ def _record_list(list_file: Path, template, force: bool) -> None:
             else:
                 click.echo(f"site {i}/{len(todo)} {site.name} {o.status} ETA {left}")
     outcomes.sort(key=lambda o: o.line)
-    render(console, ["line", "name", "origins", "IPs", "requests", "bytes", "status"],
-           [[str(o.line), o.name, *(("" if v is None else str(v))
-                                    for v in (o.origins, o.ips, o.requests, o.bytes)),
-             o.status] for o in outcomes])
+    rows_table(console, ["line", "name", "origins", "IPs", "requests", "bytes", "status"],
+               [[str(o.line), o.name, *(("" if v is None else str(v))
+                                        for v in (o.origins, o.ips, o.requests, o.bytes)),
+                 o.status] for o in outcomes], right=NUMBERS)
     failed = [o for o in outcomes if not o.ok]
     if failed:
         click.echo(f"{list_file}: {len(failed)} of {len(outcomes)} lines failed "
                    f"(lines {', '.join(str(o.line) for o in failed)})", err=True)
         sys.exit(1)
-
-
-def _bar(console, total: int):
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(TextColumn("record {task.fields[site]}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                    console=console, transient=False, disable=not console.is_terminal)
 
 
 @click.group()
@@ -181,19 +168,20 @@ def _print_list(rows) -> None:
     """The table of `recording list` and its summary line."""
     from rich.console import Console
 
+    from testbed.console import plain_line, rows_table
     from testbed.record import listing
-    from testbed.record.table import plain, render
 
     console = Console(highlight=False)
-    render(console, ["name", "URL", "recorded", "origins", "requests", "bytes", "origin"],
-           [[r.name, r.url, r.recorded_at[:10], str(r.origins), str(r.requests),
-             str(r.bytes), r.kind] if not r.problem else
-            [r.name, "", "", "", "", "", f"invalid: {r.problem}"] for r in rows])
+    rows_table(console, ["name", "URL", "recorded", "origins", "requests", "bytes", "origin"],
+               [[r.name, r.url, r.recorded_at[:10], str(r.origins), str(r.requests),
+                 str(r.bytes), r.kind] if not r.problem else
+                [r.name, "", "", "", "", "", f"invalid: {r.problem}"] for r in rows],
+               right=NUMBERS)
     pairs = listing.summary_pairs(listing.figures(rows))
     if console.is_terminal:
         console.print("  ".join(f"{h}: {v}" for h, v in pairs), soft_wrap=True, markup=False)
     else:
-        click.echo(plain([("summary", "all"), *pairs]))
+        click.echo(plain_line([("summary", "all"), *pairs]))
 
 
 @recording.command()

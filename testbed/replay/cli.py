@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -33,7 +32,7 @@ from testbed.emulate.shells import ShellChain
 from testbed.errors import InputError, TestbedError
 from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile, load_network
-from testbed.host import enter
+from testbed.host import enter, proc
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
 from testbed.protocols import ServerOptions, applied, server_options
@@ -135,7 +134,7 @@ def replay(recording: str, stack: str | None, protocol: str | None, network: str
                              cwd=str(cwd) if _traversable(cwd) else None)
         before = env.summary()
         try:
-            rc = subprocess.run(argv, check=False).returncode
+            rc = proc.call(argv)
         finally:
             after = env.summary()
             click.echo(f"testbed: {after['requests'] - before['requests']} requests, "

@@ -42,6 +42,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Self
@@ -59,6 +60,7 @@ from testbed.host import proc, safefs
 from testbed.host.chromium import CDPError, Chromium
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
+from testbed.measure.tcpdump import Tcpdump
 from testbed.protocols.apply import Change, ServerOptions, applied, server_options
 from testbed.replay.env import ReplayEnv
 from testbed.validate import bbr_generation, evidence, site, verdict
@@ -128,31 +130,17 @@ def make_recording(out_dir: Path) -> Path:
 
 # ------------------------------------------------------------------ capture tools
 
-class Capture:
-    """tcpdump on the server's veth, in the server namespace, while the block runs."""
+def server_capture(topology: ReplayTopology, path: Path, proto: str) -> Tcpdump:
+    """tcpdump on the server's veth, in the server namespace, while the block runs:
+    headers (128 bytes a packet) of `proto` port 443 into `path`."""
+    return Tcpdump(topology.server.exec([]), topology.server_dev, path,
+                   log=path.with_suffix(".log"), snaplen=128,
+                   options=("-n", "--immediate-mode"), expression=(proto, "port", "443"),
+                   linger=0.2)
 
-    def __init__(self, topology: ReplayTopology, path: Path, proto: str):
-        self.topology, self.path, self.proto = topology, path, proto
-        self.log = path.with_suffix(".log")
-        self.bg = proc.Background(topology.server.exec(
-            ["tcpdump", "-i", topology.server_dev, "-n", "-s", "128", "-U", "--immediate-mode",
-             "-w", str(path), self.proto, "port", "443"]), log=self.log)
 
-    def __enter__(self) -> Self:
-        self.bg.__enter__()
-        try:
-            self.bg.wait_for_log("listening on", "tcpdump")
-        except TestbedError:
-            self.bg.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        time.sleep(0.2)
-        self.bg.stop()
-
-    def packets(self) -> list[evidence.Packet]:
-        return evidence.read_pcap(self.path.read_bytes()) if self.path.exists() else []
+def captured(path: Path) -> list[evidence.Packet]:
+    return evidence.read_pcap(path.read_bytes()) if path.exists() else []
 
 
 class SsWatch:
@@ -268,28 +256,23 @@ def _capture_in_force(opts: ServerOptions, change: Change, recording: rec.Record
             check=False, timeout=10).stdout.strip()
     with ReplayEnv(recording, opts.stack, h3server_args=h3args, nginx_env=change.nginx_env,
                    topology=topology) as env, \
-            Capture(topology, pcap, "tcp" if opts.stack == "tcp" else "udp") as cap:
+            server_capture(topology, pcap, "tcp" if opts.stack == "tcp" else "udp"):
         with Chromium(env.client_netns, [*env.chromium_flags(), *opts.chromium_flags],
                       wrap=chain_wrap, timeout=120) as browser:
             time.sleep(site.SETTLE_S)
-            if watch:
-                watch.__enter__()
-            try:
+            with watch if watch else nullcontext():
                 page = browser.new_page(isolated=True)
                 page.navigate(f"https://{PAGE_HOST}/", timeout=120)
                 alt_svc = site.alt_svc(page, timeout=120)
                 fetched.append(site.fetch(page, url + "?first", timeout=180))
                 time.sleep(IDLE_S)
                 fetched.append(site.fetch(page, url + "?after-idle", timeout=180))
-            finally:
-                if watch:
-                    watch.__exit__(None, None, None)
         if opts.stack == "quic":
             time.sleep(0.2)  # h3server rewrites its summary at most every 50 ms
             summary = env.summary()
         env.check_alive()
     return Observation(
-        applied=dict(change.done), fetched=tuple(fetched), packets=tuple(cap.packets()),
+        applied=dict(change.done), fetched=tuple(fetched), packets=tuple(captured(pcap)),
         socks=tuple(watch.of_peer_ip(FILE_IP)) if watch else (),
         qlog=tuple(qlog_events(main_qlog(qlog_dir))) if opts.stack == "quic" else (),
         summary=summary, available_cc=available, alt_svc=alt_svc)

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from testbed.console import clean, clean_lines
+from testbed.console import clean, clean_lines, plain_line, table_or_lines
 
 
 @dataclass(frozen=True)
@@ -111,11 +111,9 @@ def render(console: Console, rows: Sequence[Row], columns: Sequence[Column], tit
     group in a table, with a line between groups; on every plain line).
     fold: fold long cells onto more lines instead of cutting them (tables only).
     """
-    if console.is_terminal:
-        console.print(table(rows, columns, title, words=words, group=group, fold=fold))
-    else:
-        console.file.write("".join(f"{line}\n" for line in lines(rows, columns, title,
-                                                                words=words, group=group)))
+    table_or_lines(console, lambda: table(rows, columns, title, words=words, group=group,
+                                          fold=fold),
+                   lambda: lines(rows, columns, title, words=words, group=group))
 
 
 def table(rows: Sequence[Row], columns: Sequence[Column], title: str = "", *,
@@ -144,7 +142,7 @@ def lines(rows: Sequence[Row], columns: Sequence[Column], title: str = "", *,
     for r in rows:
         pairs = [(group, r.group)] if group else []
         pairs += [(c.header, _cell(r, c, words, styled=False).plain) for c in columns]
-        out.append("\t".join(f"{h}: {_one_line(v)}" for h, v in pairs if v))
+        out.append(plain_line(pairs))
     return out
 
 
@@ -152,7 +150,3 @@ def _cell(r: Row, c: Column, words: Words, styled: bool) -> Text:
     if c.cell is None:
         return Text(words.word(r.ok), style=words.style(r.ok) if styled else "")
     return Text(clean_lines(c.cell(r)))
-
-
-def _one_line(text: str) -> str:
-    return clean(" ".join(text.split()))

@@ -111,7 +111,11 @@ struct Acks {
 
 impl Acks {
     fn threshold(&self) -> u64 {
-        if self.received < self.decimation_after { 2 } else { self.every }
+        if self.received < self.decimation_after {
+            2
+        } else {
+            self.every
+        }
     }
 
     /// A datagram arrived; whether to acknowledge now.
@@ -128,7 +132,9 @@ impl Acks {
     }
 
     fn deadline(&self, min_rtt: Option<Duration>) -> Option<Instant> {
-        let delay = min_rtt.map_or(self.max_delay, |r| r.mul_f64(self.delay_rtt).min(self.max_delay));
+        let delay = min_rtt.map_or(self.max_delay, |r| {
+            r.mul_f64(self.delay_rtt).min(self.max_delay)
+        });
         self.first_unacked.map(|t| t + delay)
     }
 }
@@ -147,7 +153,8 @@ fn main() {
 fn config(args: &Args) -> Result<quiche::Config, String> {
     let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(|e| e.to_string())?;
     c.verify_peer(false);
-    c.set_application_protos(quiche::h3::APPLICATION_PROTOCOL).map_err(|e| e.to_string())?;
+    c.set_application_protos(quiche::h3::APPLICATION_PROTOCOL)
+        .map_err(|e| e.to_string())?;
     c.set_max_idle_timeout(30_000);
     c.set_max_send_udp_payload_size(args.max_udp_payload);
     c.set_max_recv_udp_payload_size(65_527);
@@ -194,22 +201,38 @@ impl Client {
 
 fn run(args: &Args) -> Result<Report, String> {
     let mut cfg = config(args)?;
-    let bind: SocketAddr = if args.connect.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().expect("literal");
+    let bind: SocketAddr = if args.connect.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    }
+    .parse()
+    .expect("literal");
     let std_sock = std::net::UdpSocket::bind(bind).map_err(|e| format!("bind: {e}"))?;
-    std_sock.connect(args.connect).map_err(|e| format!("connect {}: {e}", args.connect))?;
+    std_sock
+        .connect(args.connect)
+        .map_err(|e| format!("connect {}: {e}", args.connect))?;
     std_sock.set_nonblocking(true).map_err(|e| e.to_string())?;
     let _ = nix::sys::socket::setsockopt(&std_sock, nix::sys::socket::sockopt::RcvBuf, &RCVBUF);
     let local = std_sock.local_addr().map_err(|e| e.to_string())?;
     let mut sock = mio::net::UdpSocket::from_std(std_sock);
     let mut poll = Poll::new().map_err(|e| e.to_string())?;
-    poll.registry().register(&mut sock, SOCKET, Interest::READABLE).map_err(|e| e.to_string())?;
+    poll.registry()
+        .register(&mut sock, SOCKET, Interest::READABLE)
+        .map_err(|e| e.to_string())?;
 
     let mut scid = [0u8; quiche::MAX_CONN_ID_LEN];
     getrandom::fill(&mut scid).map_err(|e| e.to_string())?;
     let scid = quiche::ConnectionId::from_ref(&scid);
     let conn = quiche::connect(Some(&args.host), &scid, local, args.connect, &mut cfg)
         .map_err(|e| format!("connect: {e}"))?;
-    let mut c = Client { sock, conn, out: vec![0u8; 65_535], local, started: Instant::now() };
+    let mut c = Client {
+        sock,
+        conn,
+        out: vec![0u8; 65_535],
+        local,
+        started: Instant::now(),
+    };
     let mut acks = Acks {
         every: args.ack_every,
         decimation_after: args.ack_decimation_after,
@@ -246,8 +269,16 @@ fn run(args: &Args) -> Result<Report, String> {
             return Err(format!("no end after {} s ({done} bodies)", args.timeout));
         }
         let min_rtt = c.conn.path_stats().next().and_then(|p| p.min_rtt);
-        let deadlines = [c.conn.timeout_instant(), acks.deadline(min_rtt), Some(give_up)];
-        let next = deadlines.into_iter().flatten().min().expect("give_up is set");
+        let deadlines = [
+            c.conn.timeout_instant(),
+            acks.deadline(min_rtt),
+            Some(give_up),
+        ];
+        let next = deadlines
+            .into_iter()
+            .flatten()
+            .min()
+            .expect("give_up is set");
         let timeout = next.saturating_duration_since(now);
         match poll.poll(&mut events, Some(timeout)) {
             Ok(()) => {}
@@ -276,14 +307,39 @@ fn run(args: &Args) -> Result<Report, String> {
                     acks.acked();
                 }
             }
-            read_bodies(&mut c, &mut h3, &h3_config, &req, &mut body, args, &mut report, &mut t0,
-                        &mut done, &mut finished, &mut status_ok)?;
+            read_bodies(
+                &mut c,
+                &mut h3,
+                &h3_config,
+                &req,
+                &mut body,
+                args,
+                &mut report,
+                &mut t0,
+                &mut done,
+                &mut finished,
+                &mut status_ok,
+            )?;
         }
-        if c.conn.timeout_instant().is_some_and(|t| t <= Instant::now()) {
+        if c.conn
+            .timeout_instant()
+            .is_some_and(|t| t <= Instant::now())
+        {
             c.conn.on_timeout();
         }
-        read_bodies(&mut c, &mut h3, &h3_config, &req, &mut body, args, &mut report, &mut t0,
-                    &mut done, &mut finished, &mut status_ok)?;
+        read_bodies(
+            &mut c,
+            &mut h3,
+            &h3_config,
+            &req,
+            &mut body,
+            args,
+            &mut report,
+            &mut t0,
+            &mut done,
+            &mut finished,
+            &mut status_ok,
+        )?;
         if !status_ok {
             return Err("the server answered with a status other than 200".into());
         }
@@ -335,7 +391,8 @@ fn read_bodies(
         let mut h = quiche::h3::Connection::with_transport(&mut c.conn, h3_config)
             .map_err(|e| format!("h3: {e}"))?;
         *t0 = Some((Instant::now(), cpu_seconds()));
-        h.send_request(&mut c.conn, req, true).map_err(|e| format!("request: {e}"))?;
+        h.send_request(&mut c.conn, req, true)
+            .map_err(|e| format!("request: {e}"))?;
         report.requests += 1;
         *h3 = Some(h);
         c.flush()?;
@@ -344,7 +401,10 @@ fn read_bodies(
     loop {
         match h.poll(&mut c.conn) {
             Ok((_, quiche::h3::Event::Headers { list, .. })) => {
-                let status = list.iter().find(|x| x.name() == b":status").map(|x| x.value().to_vec());
+                let status = list
+                    .iter()
+                    .find(|x| x.name() == b":status")
+                    .map(|x| x.value().to_vec());
                 if status.as_deref() != Some(b"200".as_slice()) {
                     *status_ok = false;
                 }
@@ -358,7 +418,8 @@ fn read_bodies(
                 *done += 1;
                 let elapsed = t0.map_or(0.0, |(t, _)| t.elapsed().as_secs_f64());
                 if *done < args.count || elapsed < args.seconds {
-                    h.send_request(&mut c.conn, req, true).map_err(|e| format!("request: {e}"))?;
+                    h.send_request(&mut c.conn, req, true)
+                        .map_err(|e| format!("request: {e}"))?;
                     report.requests += 1;
                     c.flush()?;
                 } else {
@@ -366,7 +427,9 @@ fn read_bodies(
                 }
             }
             Ok((sid, quiche::h3::Event::Reset(code))) => {
-                return Err(format!("stream {sid} reset by the server (error {code:#x})"));
+                return Err(format!(
+                    "stream {sid} reset by the server (error {code:#x})"
+                ));
             }
             Ok(_) => {}
             Err(quiche::h3::Error::Done) => return Ok(()),
