@@ -198,7 +198,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
      "testbed.host.proc (layer 1) imports testbed.campaign"),
     ({"testbed/campaign/__init__.py": "", "testbed/campaign/plan.py": "import importlib\n"},
      "uses importlib"),
-    ({"analysis/load.py": "from testbed import safefs\n", "testbed/host/safefs.py": ""},
+    ({"analysis/load.py": "from testbed.host import safefs\n", "testbed/host/safefs.py": ""},
      "analysis stands alone"),
     ({"testbed/a.py": "from testbed import b\n", "testbed/b.py": "from testbed import a\n"},
      "import cycle: testbed.a -> testbed.b -> testbed.a"),
