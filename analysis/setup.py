@@ -1,5 +1,5 @@
 """The campaign's setup as run, from its manifest (the paper's Tables 1 and 2):
-networks with their rates, RTT, buffer, loss and calibration; protocol settings with
+networks with their rates, RTT, buffer, loss, calibration and video frame rate; protocol settings with
 their stack, congestion control, initial window and pacing.
 
 A manifest comes from someone's results folder: every value is checked for its type
@@ -21,6 +21,10 @@ NETWORK_COLUMNS = {
 CALIBRATION_COLUMNS = {"min_rtt_ms": "calibrated min RTT (ms)",
                        "median_rtt_ms": "calibrated median RTT (ms)"}
 """Calibration key (manifest `calibration`) -> column of the networks table."""
+
+VIDEO_COLUMN = "video (fps)"
+"""The networks table's column of the frame rate trials were recorded at (manifest
+`networks.NAME.video_fps`; visual metrics move in steps of one frame)."""
 
 SETTING_COLUMNS = {"stack": "stack", "congestion_control": "congestion control",
                    "initial_window_packets": "initial window (packets)", "pacing": "pacing",
@@ -59,8 +63,11 @@ def networks_table(manifest: dict | None, networks=()) -> pd.DataFrame:
                 row[NETWORK_COLUMNS[f"{side}_mbit"]] = f"trace {trace}"
         for key, column in CALIBRATION_COLUMNS.items():
             row[column] = _value(calibration.get(name), key)
+        fps = _value(entry, "video_fps")
+        row[VIDEO_COLUMN] = fps if isinstance(fps, int) and not isinstance(fps, bool) else None
         rows.append(row)
-    columns = ["network", *NETWORK_COLUMNS.values(), *CALIBRATION_COLUMNS.values()]
+    columns = ["network", *NETWORK_COLUMNS.values(), *CALIBRATION_COLUMNS.values(),
+               VIDEO_COLUMN]
     return _drop_empty(pd.DataFrame(rows, columns=columns, dtype=object))
 
 

@@ -32,8 +32,8 @@ from rich.console import Console
 from rich.progress import Progress
 
 from testbed import recording as rec
+from testbed.campaign import adaptive, commit, outdir, rows
 from testbed.campaign import block as block_mod
-from testbed.campaign import commit, outdir, rows
 from testbed.campaign import config as config_mod
 from testbed.campaign import manifest as manifest_mod
 from testbed.campaign import plan as plan_mod
@@ -82,6 +82,9 @@ class Runner:
         """Protocol setting -> what it set in the server namespace (for the manifest)."""
         self.entries: dict[str, dict[str, config_mod.Entry]] = {}
         self._lines: progress_mod.TrialLines | None = None
+        self.decider: adaptive.Decider | None = None
+        """Adaptive runs (the campaign's `runs` is a table and no --runs): which blocks
+        are left out because their site x network is precise enough."""
 
     # --- setup -----------------------------------------------------------------------
     def preconditions(self) -> None:
@@ -131,7 +134,9 @@ class Runner:
         is held (a second runner stops at once) while this one writes into it."""
         self.preconditions()
         self.load()
-        runs = self.campaign.runs if runs is None else runs
+        if runs is None and self.campaign.adaptive is not None:
+            self.decider = adaptive.Decider(self.campaign.adaptive, list(self.settings))
+        runs = self.campaign.max_runs if runs is None else runs
         config_mod.check_size(self.campaign, runs)
         self.check_settings()
         self._check_labels()
@@ -215,8 +220,13 @@ class Runner:
             todo = plan_mod.pending(plan, store.finished())
             total = sum(len(b.trials) for b in todo)
             planned = sum(len(b.trials) for b in plan)
-            self.console.print(f"campaign {self.campaign.name}: {planned} trials planned, "
-                               f"{planned - total} already stored, {total} to run -> {self.out}")
+            up_to = ""
+            if self.decider is not None:
+                self.decider.load(store.db)
+                up_to = f" (at most: runs {self.campaign.adaptive})"
+            self.console.print(f"campaign {self.campaign.name}: {planned} trials planned"
+                               f"{up_to}, {planned - total} already stored, {total} to run "
+                               f"-> {self.out}")
             # Not a terminal (a log file, CI): one line per finished trial instead of a bar.
             self._lines = progress_mod.TrialLines(total) if not self.console.is_terminal else None
             progress = exits.enter_context(progress_mod.bar(self.console,
@@ -231,6 +241,8 @@ class Runner:
                     self._run_on_cluster(todo, store, progress, task)
                     todo = []
                 for block in todo:
+                    if self._done(store, block):
+                        continue
                     if block.site != topo_site or (servers is not None and servers.broken):
                         if servers is not None:
                             self.applied.update(servers.applied)
@@ -242,6 +254,9 @@ class Runner:
                         servers = self._open_site(self.recordings[block.site], site_exits)
                         topo_site = block.site
                     self._run_block(block, servers, store, work, progress, task)
+                if self.decider is not None:
+                    self.decider.finish(store.db, [(site, net) for site in self.recordings
+                                                   for net in self.networks])
             finally:
                 site_exits.close()
                 if servers is not None:
@@ -252,6 +267,12 @@ class Runner:
                 except OSError as e:  # a full disk: the error that stopped the run counts
                     log.error("manifest not updated: %s", e)
             progress.update(task, description="done")
+
+    def _done(self, store: Store, block: plan_mod.Block) -> bool:
+        """Adaptive runs: the block's site x network is precise enough (or at its max);
+        the block is left out (testbed.campaign.adaptive)."""
+        return self.decider is not None and self.decider.skips(store.db, block.site,
+                                                               block.network, block.run)
 
     def _run_on_cluster(self, todo: list[plan_mod.Block], store: Store, progress: Progress,
                         task) -> None:
