@@ -1,6 +1,7 @@
 """The campaign's setup as run, from its manifest (the paper's Tables 1 and 2):
 networks with their rates, RTT, buffer, loss, calibration and video frame rate; protocol settings with
-their stack, congestion control, initial window and pacing.
+their stack, congestion control, initial window and pacing; with adaptive runs, the runs
+each site x network got and why it stopped.
 
 A manifest comes from someone's results folder: every value is checked for its type
 and anything else is shown as missing, never trusted."""
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.schema import networks_in, settings_in
+from analysis.precision import Precision, half_width, meets
+from analysis.schema import OK, networks_in, settings_in
 
 NETWORK_COLUMNS = {
     "downlink_mbit": "downlink (Mbit/s)", "uplink_mbit": "uplink (Mbit/s)",
@@ -91,3 +93,50 @@ def _drop_empty(df: pd.DataFrame) -> pd.DataFrame:
     """Columns no row has a value in are left out (an old manifest, no calibration)."""
     keep = [c for i, c in enumerate(df.columns) if i == 0 or df[c].notna().any()]
     return df[keep]
+
+
+def adaptive_runs(manifest: dict | None) -> tuple[int, int, Precision] | None:
+    """(min, max, precision) of the campaign's adaptive `runs` as the manifest records
+    it; None for a fixed number of runs or anything not in that shape."""
+    campaign = _entries(manifest, "campaign")
+    settings = campaign.get("settings") if isinstance(campaign.get("settings"), dict) else {}
+    runs = settings.get("runs")
+    if not isinstance(runs, dict):
+        return None
+    low, high, text = runs.get("min"), runs.get("max"), runs.get("precision")
+    if not (isinstance(low, int) and isinstance(high, int) and isinstance(text, str)) or \
+            isinstance(low, bool) or isinstance(high, bool) or not 1 <= low <= high:
+        return None
+    try:
+        return low, high, Precision.parse(text)
+    except ValueError:
+        return None
+
+
+def runs_table(trials: pd.DataFrame, manifest: dict | None) -> pd.DataFrame:
+    """Adaptive runs: per site and network, the runs it got, why it stopped (precision met
+    before the maximum, or the maximum reached) and, recomputed from its ok trials, the
+    widest 95 % interval half-width of a setting's PLT mean and whether every setting's
+    meets the precision. Empty for a campaign with a fixed number of runs."""
+    found = adaptive_runs(manifest)
+    columns = ["site", "network", "runs", "stopped", "widest ± (%)", "widest ± (ms)",
+               "precision met"]
+    if found is None or trials.empty:
+        return pd.DataFrame(columns=columns)
+    _, most, bound = found
+    rows = []
+    for (site, network), g in trials.groupby(["site", "network"], observed=True, sort=True):
+        runs = int(g["run"].max()) + 1
+        ok = g[(g["status"] == OK) & (g["plt_ms"] > 0)]
+        widths, met = [], True
+        for protocol in g["protocol"].unique():
+            values = ok.loc[ok["protocol"] == protocol, "plt_ms"].astype(float).tolist()
+            met = met and meets(values, bound)
+            if len(values) >= 2:
+                widths.append((half_width(values), sum(values) / len(values)))
+        rows.append({"site": site, "network": network, "runs": runs,
+                     "stopped": "max reached" if runs >= most else "precision met",
+                     "widest ± (%)": max((100 * w / m for w, m in widths), default=None),
+                     "widest ± (ms)": max((w for w, _ in widths), default=None),
+                     "precision met": "yes" if met else "no"})
+    return pd.DataFrame(rows, columns=columns)

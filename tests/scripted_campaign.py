@@ -26,7 +26,6 @@ from testbed.campaign.runner import Runner
 from testbed.errors import TestbedError
 from testbed.measure.session import Kept, Outcome
 
-
 NOISE = {"dsl": 0.01, "lte": 0.03, "da2gc": 0.08, "mss": 0.2}
 """varied_plt's coefficient of variation per network (others: 0.05)."""
 

@@ -51,7 +51,7 @@ def test_defaults(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    (GOOD + "runs = 0\n", "key runs: expected a number >= 1, got 0"),
+    (GOOD + "runs = 0\n", "key runs: expected a whole number from 1 to 10000 or a table"),
     (GOOD + "rusn = 3\n", "key rusn: unknown key"),
     (GOOD + "timeout_s = 'long'\n", 'key timeout_s: expected a number, got "long"'),
     (GOOD.replace('["tcp", "quic"]', "[]"), "key protocols: expected a list of at least 1 entry, got []"),
