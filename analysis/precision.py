@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 LEVEL = 0.95
 """Confidence level of the interval the precision bounds."""
@@ -46,6 +47,7 @@ class Precision:
         return f"{self.value:g}{self.unit}"
 
 
+@lru_cache(maxsize=4096)
 def t_quantile(df: int, level: float = LEVEL) -> float:
     from scipy.stats import t
 

@@ -20,7 +20,7 @@ from scipy import stats
 
 from analysis import precision, schema
 from analysis.precision import Precision
-from testbed.campaign import config, plan
+from testbed.campaign import adaptive, config, plan
 from testbed.campaign.adaptive import AdaptiveRuns, Decider
 from testbed.campaign.store import Store
 from testbed.errors import InputError
@@ -341,3 +341,40 @@ def scripted_execute(job, block, attempts):
             "worker": "h/scripted", "calibration": {}}
     finally:
         BUSY["now"] -= 1
+
+
+def _stopped_tests(stop_on: str, sims: int = 4000, seed: int = 5) -> tuple[float, float]:
+    """Two settings with the same true PLT (no difference), CV 4 %, 10 to 31 runs: the
+    share of groups whose final two-sample t test rejects at alpha 0.05, when runs stop
+    on the precision rule ("precision": testbed.campaign.adaptive.decide, ±2 %) or at the
+    first p < 0.05 from run 10 on ("p-value", optional stopping); and the mean runs."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    runs = AdaptiveRuns(min=10, max=31, precision="2%")
+    rejected, used = 0, []
+    for _ in range(sims):
+        x = rng.lognormal(0, 0.04, (2, runs.max)) * 1000
+        n = runs.max
+        for r in range(runs.min, runs.max):
+            if stop_on == "precision":
+                done = adaptive.decide({"a": x[0, :r], "b": x[1, :r]}, ("a", "b"), r, runs)
+            else:
+                done = stats.ttest_ind(x[0, :r], x[1, :r]).pvalue < 0.05
+            if done:
+                n = r
+                break
+        used.append(n)
+        rejected += stats.ttest_ind(x[0, :n], x[1, :n]).pvalue < 0.05
+    return rejected / sims, float(np.mean(used))
+
+
+def test_stopping_on_precision_keeps_the_tests_level_and_stopping_on_p_does_not():
+    """Known truth, no difference: after precision-based stopping the t test rejects
+    in 5 % of groups (within 3 binomial SEs of 4000), as with fixed runs; stopping at the
+    first p < 0.05 rejects far more often (the reason the runner never looks at p)."""
+    rate, runs = _stopped_tests("precision")
+    assert abs(rate - 0.05) < 3 * math.sqrt(0.05 * 0.95 / 4000)
+    assert 10 <= runs < 31  # it did stop early
+    rate_p, _ = _stopped_tests("p-value", sims=400)
+    assert rate_p > 0.12
