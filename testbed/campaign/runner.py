@@ -82,6 +82,8 @@ class Runner:
         """Protocol setting -> what it set in the server namespace (for the manifest)."""
         self.entries: dict[str, dict[str, config_mod.Entry]] = {}
         self._lines: progress_mod.TrialLines | None = None
+        self._bar: tuple = (None, None, 0)
+        """(progress, task, trials to run) of the running plan."""
         self.decider: adaptive.Decider | None = None
         """Adaptive runs (the campaign's `runs` is a table and no --runs): which blocks
         are left out because their site x network is precise enough."""
@@ -232,6 +234,7 @@ class Runner:
             progress = exits.enter_context(progress_mod.bar(self.console,
                                                             disable=self._lines is not None))
             task = progress.add_task("starting", total=total, counts="")
+            self._bar = (progress, task, total)
             topo_site: str | None = None
             servers: Servers | None = None
             site_exits = ExitStack()
@@ -271,8 +274,15 @@ class Runner:
     def _done(self, store: Store, block: plan_mod.Block) -> bool:
         """Adaptive runs: the block's site x network is precise enough (or at its max);
         the block is left out (testbed.campaign.adaptive)."""
-        return self.decider is not None and self.decider.skips(store.db, block.site,
-                                                               block.network, block.run)
+        if self.decider is None or not self.decider.skips(store.db, block.site,
+                                                          block.network, block.run):
+            return False
+        progress, task, total = self._bar  # the ETA counts the trials left out no more
+        self._bar = (progress, task, total - len(block.trials))
+        progress.update(task, total=total - len(block.trials))
+        if self._lines is not None:
+            self._lines.total -= len(block.trials)
+        return True
 
     def _run_on_cluster(self, todo: list[plan_mod.Block], store: Store, progress: Progress,
                         task) -> None:
