@@ -40,7 +40,8 @@ def test_bundled_campaigns_load(tmp_path, monkeypatch):
     shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "corpus" / "local-news")
     monkeypatch.setenv("TESTBED_RECORDINGS", str(tmp_path))
     paper = config.load("paper")
-    assert paper.networks == ("dsl", "lte", "da2gc", "mss") and paper.runs == 31
+    assert paper.networks == ("dsl", "lte", "da2gc", "mss") and paper.max_runs == 31
+    assert paper.adaptive is not None and (paper.adaptive.min, paper.adaptive.precision) == (10, "2%")
     assert paper.sites == ("corpus/*",)
 
 
