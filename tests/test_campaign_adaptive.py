@@ -240,6 +240,14 @@ def test_the_runner_stops_groups_and_the_store_says_why(whole):
     assert stops[("local-news", "mss")][:2] == (8, "max")  # 20 % noise: never
 
 
+def _count(out: Path) -> int:
+    """Stored trials (0 before the store exists or while it cannot be read)."""
+    try:
+        return len(_trials(out)) if (out / "trials.sqlite").exists() else 0
+    except sqlite3.Error:
+        return 0
+
+
 def _kill_at_random_moments(campaign: Path, out: Path, kills: int, seed: int) -> list[int]:
     """Start the scripted runner and SIGKILL it `kills` times, then let it finish. What
     a killed run leaves in its state folder (/run/testbed/PID) is removed as `testbed`
@@ -254,12 +262,18 @@ def _kill_at_random_moments(campaign: Path, out: Path, kills: int, seed: int) ->
         p = subprocess.Popen([sys.executable, SCRIPTED, str(campaign), str(out), "--varied"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                              start_new_session=True)
-        time.sleep(rng.uniform(0.8, 3.0))  # interpreter start ~0.7 s, then 20 ms a load
+        before = _count(out)
+        if rng.random() < 0.2:  # while it starts (loads, claims the folder, plans)
+            time.sleep(rng.uniform(0.1, 0.8))
+        else:  # after a few more stored trials (20 ms a load), at a random moment
+            grow = rng.randint(2, 8)
+            while p.poll() is None and _count(out) < before + grow:
+                time.sleep(0.005)
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
         if (STATE_ROOT / str(p.pid)).exists():
             safefs.rmtree(STATE_ROOT / str(p.pid))
-        seen.append(len(_trials(out)) if (out / "trials.sqlite").exists() else 0)
+        seen.append(_count(out))
     cp = subprocess.run([sys.executable, SCRIPTED, str(campaign), str(out), "--varied"],
                         check=False, capture_output=True, text=True, env=env, timeout=600)
     assert cp.returncode == 0, cp.stderr
@@ -270,7 +284,7 @@ def test_sigkill_and_resume_reach_the_same_decisions(tmp_path, whole):
     campaign = _adaptive_campaign(tmp_path)
     out = tmp_path / "out"
     seen = _kill_at_random_moments(campaign, out, kills=10, seed=3)
-    assert len({n for n in seen if 0 < n < len(_trials(whole))}) >= 3  # killed mid-campaign
+    assert len({n for n in seen if 0 < n < len(_trials(whole))}) >= 6  # killed mid-campaign
     assert _stops(out / "trials.sqlite") == _stops(whole / "trials.sqlite")
     assert _trials(out) == _trials(whole)
     folders = {p.name for p in (out / "trials").iterdir()}
