@@ -12,7 +12,7 @@ import pandas as pd
 
 from analysis.plots import distribution_figure, drift_figure, save
 from analysis.schema import full_name, label, networks_in, ordered
-from analysis.setup import networks_table, settings_table
+from analysis.setup import adaptive_runs, networks_table, runs_table, settings_table
 from analysis.stats import measurements, sort_table
 
 STATISTIC = {"anova": "F", "welch": "t", "mannwhitney": "U", "kruskal": "H"}
@@ -97,8 +97,13 @@ def site_tests(a, table) -> list[dict]:
 
 
 def setup_tables(a, manifest: dict | None, table) -> dict:
-    """{networks, settings}: the setup as run (analysis.setup), each HTML or None."""
-    return {"networks": table(networks_table(manifest, set(a.trials["network"]))),
+    """{networks, settings, runs}: the setup as run (analysis.setup), each HTML or None
+    (runs: adaptive runs only)."""
+    runs = runs_table(a.trials, manifest)
+    return {"runs": table(runs, formats={"widest ± (%)": "{:.2f}", "widest ± (ms)": "{:.1f}"})
+            if not runs.empty else None,
+            "precision": adaptive_runs(manifest),
+            "networks": table(networks_table(manifest, set(a.trials["network"]))),
             "settings": table(settings_table(manifest, set(a.trials["protocol"]))
                               .rename(columns={"setting": "protocol"}),  # shown as labels
                               rename={"protocol": "setting"})}

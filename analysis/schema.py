@@ -10,7 +10,9 @@ A results folder:
 
     results/<campaign>/
       trials.sqlite              one row per finished trial (TRIALS); table connections:
-                                 one row per transport connection per trial (CONNECTIONS)
+                                 one row per transport connection per trial (CONNECTIONS);
+                                 table stops: adaptive runs, why each site x network
+                                 got no more runs (STOPS)
       manifest.json              versions, hashes, calibration, one entry per session
       run.lock                   held by the one `testbed run` writing here
       logs/                      Browsertime's log of each block
@@ -272,6 +274,38 @@ def create_connections_table(if_not_exists: bool = False) -> str:
     cols = ", ".join(sql_declaration(c) for c in CONNECTIONS)
     return (f"CREATE TABLE {'IF NOT EXISTS ' if if_not_exists else ''}{CONNECTIONS_TABLE} "
             f"({cols}, FOREIGN KEY (trial_id) REFERENCES {TABLE}(trial_id) ON DELETE CASCADE)")
+
+
+STOP_REASONS = ("precision", "max")
+"""Why a group of an adaptive campaign got no more runs (column `reason` of `stops`)."""
+
+STOPS = (
+    Column("site", TEXT_KIND, True, "The recording's name."),
+    Column("network", TEXT_KIND, True, "The network profile's name."),
+    Column("runs", INTEGER_KIND, True,
+           "Runs the site x network got (0 .. runs-1; each setting's trials of those runs "
+           "are in table trials)."),
+    Column("reason", TEXT_KIND, True,
+           "`precision`: before run `runs`, every setting's 95 % interval of the PLT mean "
+           "over its ok trials was within the campaign's precision; `max`: every run of the "
+           "campaign's maximum was done.", allowed=STOP_REASONS),
+    Column("precise", INTEGER_KIND, True,
+           "1 when every setting's interval met the precision after those runs, else 0."),
+    Column("worst_percent", REAL_KIND, False,
+           "The widest half-width of a setting's interval, in % of its mean."),
+    Column("worst_ms", REAL_KIND, False, "The widest half-width of a setting's interval, ms."),
+)
+"""Every column of table `stops` of an adaptive campaign's store (testbed.campaign.adaptive:
+one row per site x network that got no more runs; empty with a fixed number of runs)."""
+
+STOPS_TABLE = "stops"
+
+
+def create_stops_table(if_not_exists: bool = True) -> str:
+    """The SQL that makes table `stops` of a store (one row per site and network)."""
+    cols = ", ".join(sql_declaration(c) for c in STOPS)
+    return (f"CREATE TABLE {'IF NOT EXISTS ' if if_not_exists else ''}{STOPS_TABLE} "
+            f"({cols}, PRIMARY KEY (site, network))")
 
 
 OK = STATUSES[0]

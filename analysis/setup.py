@@ -1,6 +1,7 @@
 """The campaign's setup as run, from its manifest (the paper's Tables 1 and 2):
-networks with their rates, RTT, buffer, loss and calibration; protocol settings with
-their stack, congestion control, initial window and pacing.
+networks with their rates, RTT, buffer, loss, calibration and video frame rate; protocol settings with
+their stack, congestion control, initial window and pacing; with adaptive runs, the runs
+each site x network got and why it stopped.
 
 A manifest comes from someone's results folder: every value is checked for its type
 and anything else is shown as missing, never trusted."""
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.schema import networks_in, settings_in
+from analysis.precision import Precision, half_width, meets
+from analysis.schema import OK, networks_in, settings_in
 
 NETWORK_COLUMNS = {
     "downlink_mbit": "downlink (Mbit/s)", "uplink_mbit": "uplink (Mbit/s)",
@@ -21,6 +23,10 @@ NETWORK_COLUMNS = {
 CALIBRATION_COLUMNS = {"min_rtt_ms": "calibrated min RTT (ms)",
                        "median_rtt_ms": "calibrated median RTT (ms)"}
 """Calibration key (manifest `calibration`) -> column of the networks table."""
+
+VIDEO_COLUMN = "video (fps)"
+"""The networks table's column of the frame rate trials were recorded at (manifest
+`networks.NAME.video_fps`; visual metrics move in steps of one frame)."""
 
 SETTING_COLUMNS = {"stack": "stack", "congestion_control": "congestion control",
                    "initial_window_packets": "initial window (packets)", "pacing": "pacing",
@@ -59,8 +65,11 @@ def networks_table(manifest: dict | None, networks=()) -> pd.DataFrame:
                 row[NETWORK_COLUMNS[f"{side}_mbit"]] = f"trace {trace}"
         for key, column in CALIBRATION_COLUMNS.items():
             row[column] = _value(calibration.get(name), key)
+        fps = _value(entry, "video_fps")
+        row[VIDEO_COLUMN] = fps if isinstance(fps, int) and not isinstance(fps, bool) else None
         rows.append(row)
-    columns = ["network", *NETWORK_COLUMNS.values(), *CALIBRATION_COLUMNS.values()]
+    columns = ["network", *NETWORK_COLUMNS.values(), *CALIBRATION_COLUMNS.values(),
+               VIDEO_COLUMN]
     return _drop_empty(pd.DataFrame(rows, columns=columns, dtype=object))
 
 
@@ -84,3 +93,50 @@ def _drop_empty(df: pd.DataFrame) -> pd.DataFrame:
     """Columns no row has a value in are left out (an old manifest, no calibration)."""
     keep = [c for i, c in enumerate(df.columns) if i == 0 or df[c].notna().any()]
     return df[keep]
+
+
+def adaptive_runs(manifest: dict | None) -> tuple[int, int, Precision] | None:
+    """(min, max, precision) of the campaign's adaptive `runs` as the manifest records
+    it; None for a fixed number of runs or anything not in that shape."""
+    campaign = _entries(manifest, "campaign")
+    settings = campaign.get("settings") if isinstance(campaign.get("settings"), dict) else {}
+    runs = settings.get("runs")
+    if not isinstance(runs, dict):
+        return None
+    low, high, text = runs.get("min"), runs.get("max"), runs.get("precision")
+    if not (isinstance(low, int) and isinstance(high, int) and isinstance(text, str)) or \
+            isinstance(low, bool) or isinstance(high, bool) or not 1 <= low <= high:
+        return None
+    try:
+        return low, high, Precision.parse(text)
+    except ValueError:
+        return None
+
+
+def runs_table(trials: pd.DataFrame, manifest: dict | None) -> pd.DataFrame:
+    """Adaptive runs: per site and network, the runs it got, why it stopped (precision met
+    before the maximum, or the maximum reached) and, recomputed from its ok trials, the
+    widest 95 % interval half-width of a setting's PLT mean and whether every setting's
+    meets the precision. Empty for a campaign with a fixed number of runs."""
+    found = adaptive_runs(manifest)
+    columns = ["site", "network", "runs", "stopped", "widest ± (%)", "widest ± (ms)",
+               "precision met"]
+    if found is None or trials.empty:
+        return pd.DataFrame(columns=columns)
+    _, most, bound = found
+    rows = []
+    for (site, network), g in trials.groupby(["site", "network"], observed=True, sort=True):
+        runs = int(g["run"].max()) + 1
+        ok = g[(g["status"] == OK) & (g["plt_ms"] > 0)]
+        widths, met = [], True
+        for protocol in g["protocol"].unique():
+            values = ok.loc[ok["protocol"] == protocol, "plt_ms"].astype(float).tolist()
+            met = met and meets(values, bound)
+            if len(values) >= 2:
+                widths.append((half_width(values), sum(values) / len(values)))
+        rows.append({"site": site, "network": network, "runs": runs,
+                     "stopped": "max reached" if runs >= most else "precision met",
+                     "widest ± (%)": max((100 * w / m for w, m in widths), default=None),
+                     "widest ± (ms)": max((w for w, _ in widths), default=None),
+                     "precision met": "yes" if met else "no"})
+    return pd.DataFrame(rows, columns=columns)

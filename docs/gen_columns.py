@@ -4,7 +4,7 @@
     .venv/bin/python docs/gen_columns.py --check   # exit 1 if the page is out of date
 
 The page holds two generated blocks, each between a `<!-- columns:NAME -->`
-marker and `<!-- end columns:NAME -->` (NAME: trials, connections); nothing
+marker and `<!-- end columns:NAME -->` (NAME: trials, connections, stops); nothing
 else of the page is touched. `tests/test_docs_pages.py` fails when the
 committed page differs from what this renders.
 """
@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 from analysis import schema
 
-TABLES = {"trials": schema.TRIALS, "connections": schema.CONNECTIONS}
+TABLES = {"trials": schema.TRIALS, "connections": schema.CONNECTIONS,
+          "stops": schema.STOPS}
 
 
 def _cell(text: str) -> str:

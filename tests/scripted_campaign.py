@@ -3,7 +3,7 @@ labels, the results folder (lock, store, trial folders, manifest) are the runner
 own; each block's loads return made-up ok outcomes, without namespaces, servers or
 a browser.
 
-    python tests/scripted_campaign.py CAMPAIGN OUT [GATE]
+    python tests/scripted_campaign.py CAMPAIGN OUT [GATE] [--varied]
 
 GATE (a folder): before the second block's loads, create GATE/waiting and wait
 for GATE/go, so a test can act while the runner holds its results folder.
@@ -26,16 +26,29 @@ from testbed.errors import TestbedError
 from testbed.host import runstate
 from testbed.measure.session import Kept, Outcome
 
+NOISE = {"dsl": 0.01, "lte": 0.03, "da2gc": 0.08, "mss": 0.2}
+"""varied_plt's coefficient of variation per network (others: 0.05)."""
 
-def outcome(k: int, stack: str, ok: bool = True) -> Outcome:
+
+def varied_plt(trial) -> float:
+    """A made-up PLT that depends on the trial id alone (the same on every run of a test,
+    after any resume): 500 ms x a per-setting factor, with noise per network (NOISE)."""
+    import random
+
+    rng = random.Random(trial.id)
+    base = 500 * (1.1 if trial.protocol == "tcp" else 1.0) * (2 if trial.site != "local-news" else 1)
+    return max(1.0, round(rng.gauss(base, base * NOISE.get(trial.network, 0.05)), 1))
+
+
+def outcome(k: int, stack: str, ok: bool = True, plt: float = 500) -> Outcome:
     """A scripted page load of trial k: measured (ok) or failed as Browsertime fails it."""
     proto = "h3" if stack == "quic" else "h2"
     return Outcome(
         index=k, measured=ok, began=0.0, ended=1.0,
         browser_error=None if ok else "UrlLoadError",
         result=[{"browserScripts": {"timings": {
-            "pageTimings": {"pageLoadTime": 500, "domContentLoadedTime": 90},
-            "loadEventEnd": 500, "ttfb": 40,
+            "pageTimings": {"pageLoadTime": plt, "domContentLoadedTime": 90},
+            "loadEventEnd": plt, "ttfb": 40,
             "paintTiming": {"first-paint": 95, "first-contentful-paint": 97},
             "largestContentfulPaint": {"startTime": 310}}}}],
         har={"log": {"pages": [], "entries": [
@@ -48,8 +61,13 @@ class ScriptedRunner(Runner):
     """Runner.run as it is, but no sysctl check, calibration, topology or browser."""
 
     def __init__(self, campaign, out, gate: Path | None = None, before_block=None,
-                 failing: frozenset[str] = frozenset()):
+                 failing: frozenset[str] = frozenset(), varied: bool = False,
+                 pause_s: float = 0.0):
         super().__init__(campaign, out)
+        self.varied = varied
+        """PLTs from varied_plt (else 500 ms each)."""
+        self.pause_s = pause_s
+        """Each scripted load takes this long (so a test can kill the runner mid-block)."""
         self.gate = gate
         self.before_block = before_block
         self.failing = failing
@@ -76,17 +94,22 @@ class ScriptedRunner(Runner):
         out = []
         for k, t in enumerate(block.trials):
             setting = self.settings[t.protocol]
-            o = outcome(k, setting.stack, ok=t.protocol not in self.failing)
+            time.sleep(self.pause_s)
+            o = outcome(k, setting.stack, ok=t.protocol not in self.failing,
+                        plt=varied_plt(t) if self.varied else 500)
             o.kept = Kept(files=commit.collect(o, self.out, self.campaign.keep_video))
             out.append((t, o, TrialRecord(setting, before={}, after={})))
         return out
 
 
 def main(argv: list[str]) -> None:
+    varied = "--varied" in argv  # PLTs from varied_plt, 20 ms a load
+    argv = [a for a in argv if a != "--varied"]
     campaign, out = argv[0], Path(argv[1])
     gate = Path(argv[2]) if len(argv) > 2 else None
     try:
-        stats = ScriptedRunner(config.load(campaign), out, gate).run()
+        stats = ScriptedRunner(config.load(campaign), out, gate, varied=varied,
+                               pause_s=0.02 if varied else 0.0).run()
     except TestbedError as e:
         print(f"testbed: error: {e}", file=sys.stderr)
         sys.exit(e.exit_code)

@@ -40,7 +40,8 @@ def test_bundled_campaigns_load(tmp_path, monkeypatch):
     shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "corpus" / "local-news")
     monkeypatch.setenv("TESTBED_RECORDINGS", str(tmp_path))
     paper = config.load("paper")
-    assert paper.networks == ("dsl", "lte", "da2gc", "mss") and paper.runs == 31
+    assert paper.networks == ("dsl", "lte", "da2gc", "mss") and paper.max_runs == 31
+    assert paper.adaptive is not None and (paper.adaptive.min, paper.adaptive.precision) == (10, "2%")
     assert paper.sites == ("corpus/*",)
 
 
@@ -51,7 +52,7 @@ def test_defaults(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    (GOOD + "runs = 0\n", "key runs: expected a number >= 1, got 0"),
+    (GOOD + "runs = 0\n", "key runs: expected a whole number from 1 to 10000 or a table"),
     (GOOD + "rusn = 3\n", "key rusn: unknown key"),
     (GOOD + "timeout_s = 'long'\n", 'key timeout_s: expected a number, got "long"'),
     (GOOD.replace('["tcp", "quic"]', "[]"), "key protocols: expected a list of at least 1 entry, got []"),

@@ -72,7 +72,7 @@ def test_estimate_is_within_30_percent_of_the_measured_campaign(tmp_path, monkey
     for line in lines:
         name, _, text = line.strip().partition(": ")
         if name in measured:
-            minutes, seconds = text.replace(" min", "").replace(" s", "").split()
+            minutes, seconds = text.split(" (")[0].replace(" min", "").replace(" s", "").split()
             got[name] = 60 * int(minutes) + int(seconds)
     assert set(got) == set(measured)
     for name, secs in measured.items():
@@ -95,3 +95,65 @@ def test_trial_lines_give_id_status_plt_and_eta():
     assert lines.line(row("ok", 1234.4)) == "trial 1/4 s+dsl+tcp+0 ok PLT 1234 ms ETA 0 min 30 s"
     assert lines.line(row("failed", None)) == ("trial 2/4 s+dsl+tcp+0 failed (timeout) PLT – "
                                                "ETA 0 min 20 s")
+
+
+def test_expected_runs_of_adaptive_groups():
+    """The simulated stopping: a quiet network stops at the minimum, a noisy one at the
+    maximum, more settings need more runs, and a precision in ms for a fast page."""
+    quiet = estimate.expected_runs(0.005, 5, 10, 31, 2.0)
+    assert quiet == 10
+    assert estimate.expected_runs(0.5, 5, 10, 31, 2.0) == 31
+    one, five = (estimate.expected_runs(0.037, k, 10, 31, 2.0) for k in (1, 5))
+    assert 10 < one < five < 31
+    # ±2 % of 1000 ms is 20 ms: the same rule in ms
+    assert estimate.expected_runs(0.037, 5, 10, 31, None, ms=20, mean_ms=1000) == \
+        pytest.approx(five, abs=1.0)
+
+
+def test_dry_run_says_how_far_the_estimate_was_off(tmp_path, monkeypatch, bundled_only):
+    """With a store, each network's stored wall time against the model's for the same
+    trials, and the elapsed time from the first start to the last end; adaptive runs show
+    the expected runs with the noise's source (here measured from the store)."""
+    import datetime as dt
+
+    from analysis import schema
+    from testbed.campaign import config
+    from testbed.campaign.store import Store
+
+    (tmp_path / "c.toml").write_text(
+        'sites = ["local-news"]\nnetworks = ["dsl", "mss"]\nprotocols = ["tcp", "quic"]\n'
+        'runs = { min = 3, max = 9, precision = "2%" }\n')
+    c = config.load(tmp_path / "c.toml")
+    model = estimate.plan(c)
+    per_trial = {x["name"]: x["trial_s"] for x in model["per_network"]}
+    assert {x["name"]: x["video_fps"] for x in model["per_network"]} == {"dsl": 60, "mss": 10}
+    assert [x["lanes"] for x in model["per_network"]] == [1, 1]
+    t0 = dt.datetime(2026, 11, 26, tzinfo=dt.UTC)
+    made_up = {schema.TEXT_KIND: "x", schema.INTEGER_KIND: 1, schema.REAL_KIND: 1.0}
+    clock = 0.0
+    with Store(tmp_path / "out" / "trials.sqlite") as store:
+        for run in range(4):
+            for network, factor in (("dsl", 1.0), ("mss", 2.0)):
+                for k, protocol in enumerate(("tcp", "quic")):
+                    row = {col.name: made_up[col.kind] for col in schema.TRIALS if col.required}
+                    wall = factor * per_trial[network]  # dsl as modelled, mss twice as long
+                    row.update(trial_id=f"local-news+{network}+{protocol}+{run}",
+                               site="local-news", network=network, protocol=protocol, run=run,
+                               status="ok", wall_s=wall,
+                               plt_ms=1000 * (1 + 0.03 * ((run + k) % 3 - 1)),
+                               started_at=(t0 + dt.timedelta(seconds=clock)).isoformat())
+                    clock += wall
+                    store.db.execute(f"INSERT INTO trials ({', '.join(row)}) VALUES "
+                                     f"({', '.join('?' * len(row))})", list(row.values()))
+    done = CliRunner().invoke(cli, ["run", str(tmp_path / "c.toml"), "--dry-run",
+                                    "--out", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    text = " ".join(done.output.split())
+    assert "measured so far" in text
+    assert "dsl: 8 trials took" in text and "+0 % against the model" in text
+    assert "mss: 8 trials took" in text and "+100 % against the model" in text
+    assert "measured: this campaign's stored trials" in text
+    # trials back to back: elapsed = the stored wall times (dsl as modelled, mss twice)
+    d, m = per_trial["dsl"], per_trial["mss"]
+    assert "elapsed from the first start to the last end" in text
+    assert f"{100 * ((d + 2 * m) / (d + m) - 1):+.0f} % against the model" in text

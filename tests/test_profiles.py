@@ -264,3 +264,19 @@ def test_trace_largest_value_and_folder(tmp_path):
     (f.parent / "big.trace").mkdir()
     with pytest.raises(InputError, match=r"not a regular file"):
         load_network(f)
+
+
+def test_a_networks_frame_rate_fits_four_frames_in_one_rtt(tmp_path):
+    from testbed.formats.profiles import FRAMES_PER_RTT, frame_rate_for
+
+    got = {n: load_network(n).fps for n in ("dsl", "lte", "da2gc", "mss", "none")}
+    assert got == {"dsl": 60, "lte": 60, "da2gc": 20, "mss": 10, "none": 60}
+    for rtt in (0, 24, 66, 67, 74, 80, 200, 262, 266, 400, 760, 5000):
+        rate = frame_rate_for(rtt)
+        if rate < 60:  # four frames fit, and at the next lower rate they would not
+            assert FRAMES_PER_RTT * 1000 / rate <= rtt
+    (tmp_path / "x.toml").write_text("min_rtt_ms = 262\nvideo_fps = 30\n")
+    assert load_network(tmp_path / "x.toml").fps == 30
+    (tmp_path / "x.toml").write_text("min_rtt_ms = 262\nvideo_fps = 5\n")
+    with pytest.raises(InputError, match="x.toml: key video_fps: expected a number >= 10"):
+        load_network(tmp_path / "x.toml")

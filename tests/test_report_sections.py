@@ -203,3 +203,43 @@ def test_percent_ticks_carry_the_decimals_their_spacing_needs():
         ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
         assert want in ticks and "0.0%" not in ticks[:1] + ticks[-1:], ticks
         assert not any(t.endswith(".0%") for t in ticks if want == "3%"), ticks
+
+
+def test_adaptive_runs_table_per_site_and_network(tmp_path):
+    """A synthetic campaign whose groups got different runs (the manifest's `runs` a
+    table): the report says per site and network how many runs and why it stopped, with
+    the widest interval recomputed; a campaign with a fixed number of runs has no table."""
+    from analysis.precision import Precision, half_width, meets
+    from analysis.setup import runs_table
+
+    trials = synthetic.campaign(sites=2, networks=["dsl", "mss"], settings=["tcp", "quic"],
+                                runs=12, seed=3)
+    # mss got all 12 runs, dsl stopped after 5
+    trials = trials[(trials["network"] == "mss") | (trials["run"] < 5)]
+    manifest = {**MANIFEST, "campaign": {"settings": {
+        "runs": {"min": 5, "max": 12, "precision": "2%"}}}}
+    table = runs_table(trials, manifest).set_index(["site", "network"])
+    assert len(table) == 4
+    for (site, network), row in table.iterrows():
+        assert row["runs"] == (5 if network == "dsl" else 12)
+        assert row["stopped"] == ("precision met" if network == "dsl" else "max reached")
+        g = trials[(trials["site"] == site) & (trials["network"] == network)
+                   & (trials["status"] == "ok")]
+        widths = [half_width(g.loc[g["protocol"] == p, "plt_ms"].tolist()) for p in ("tcp", "quic")]
+        assert row["widest ± (ms)"] == pytest.approx(max(widths))
+        met = all(meets(g.loc[g["protocol"] == p, "plt_ms"].tolist(), Precision(2, "%"))
+                  for p in ("tcp", "quic"))
+        assert row["precision met"] == ("yes" if met else "no")
+    assert runs_table(trials, MANIFEST).empty  # fixed runs
+    for bad in ({"min": "5", "max": 12, "precision": "2%"}, {"min": 5, "max": 12},
+                {"min": 5, "max": 12, "precision": "fast"}, [5, 12], True):
+        assert runs_table(trials, {"campaign": {"settings": {"runs": bad}}}).empty
+    results = tmp_path / "results"
+    synthetic.write_folder(trials, results, manifest=manifest)
+    (results / "trials").mkdir()
+    index = write_report(analyse(load(results)), tmp_path / "report",
+                         manifest=load_manifest(results), results_dir=results)
+    page = html.unescape(index.read_text(encoding="utf-8"))
+    setup = page[page.index('id="setup"'):page.index('id="distributions"')]
+    assert "Runs per site and network" in setup and "±2%" in setup
+    assert setup.count("precision met</td>") == 2 and setup.count("max reached</td>") == 2

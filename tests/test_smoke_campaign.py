@@ -72,7 +72,8 @@ def test_smoke_campaign_five_settings_all_ok_with_protocol_proven(tmp_path):
             p.name for p in files.iterdir()}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["versions"]["browsertime"] == "28.3.0"
-    assert manifest["campaign"]["settings"]["video_fps"] == 60
+    assert manifest["campaign"]["settings"]["video_fps"] is None  # each network's own
+    assert manifest["networks"]["dsl"]["video_fps"] == 60
     assert manifest["calibration"]["dsl"]["delay_ms"] >= 0
     assert set(manifest["server_sysctls"]) == {r["protocol"] for r in got}
     csv = subprocess.run(check=False, args=[*TESTBED, "export", str(out), "--csv", "-"], cwd=ROOT,

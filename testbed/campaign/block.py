@@ -165,7 +165,8 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
     driver = BlockDriver(block, servers, setup.settings, on_trial=on_trial, visits=visits)
     opts = browsertime.BrowsertimeOptions(
         iterations=len(block.trials), timeout_s=c.timeout_s, settle_ms=c.settle_ms,
-        settle_max_ms=c.settle_max_ms, video_fps=c.video_fps)
+        settle_max_ms=c.settle_max_ms,
+        video_fps=c.fps_of(setup.networks[block.network]))
     wrap = setup.chains[block.network].argv([])
     blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))
     session = Session(r.url, opts, blockdir, netns=servers.topology.client.name,

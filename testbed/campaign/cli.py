@@ -75,7 +75,7 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
     from testbed.campaign import runner
 
     if dry_run:
-        config.check_size(campaign, n or campaign.runs)
+        config.check_size(campaign, n or campaign.max_runs)
         _dry_run(campaign, n, out or runner.default_out(campaign), as_json)
         return
 
@@ -98,13 +98,14 @@ def _dry_run(campaign, runs: int | None, out: Path, as_json: bool) -> None:
 
     db = out / "trials.sqlite"
     try:
-        stored = {r["trial_id"] for r in read_rows(db)} if db.is_file() else None
+        rows = read_rows(db) if db.is_file() else None
     except sqlite3.DatabaseError as e:
         raise InputError(f"{db}: expected a campaign store ({e})") from None
+    stored = None if rows is None else {r["trial_id"] for r in rows}
     if as_json:
-        jsonout.echo(estimate.plan(campaign, runs, stored))
+        jsonout.echo(estimate.plan(campaign, runs, stored, rows))
         return
-    for line in estimate.plan_text(campaign, runs, stored=stored):
+    for line in estimate.plan_text(campaign, runs, stored=stored, rows=rows):
         click.echo(line)
 
 

@@ -16,7 +16,9 @@ Browsertime process) is one Dask task with resource `testbed=1`, submitted in
 the plan's seeded order (a few blocks ahead of the workers; Dask priority: an
 earlier block first, a retried one before any other), so the blocks are taken in the same shuffled order as on one
 machine, and a worker's speed or drift applies to every setting of a block
-alike. A worker sends back each trial's row and files; the coordinator alone
+alike. With adaptive runs a site x network's next block waits until its earlier
+blocks are stored, then is left out if the group is precise enough
+(testbed.campaign.adaptive): the same decisions as on one machine. A worker sends back each trial's row and files; the coordinator alone
 stores them (testbed.campaign.commit, as for a local trial) and writes the
 manifest, where each worker's host, versions and network calibration are kept
 (`workers`), and calibrations that differ between workers by more than the
@@ -171,6 +173,8 @@ class Coordinator:
         self.job = worker_mod.Job.of(runner.campaign, runner.entries)
         self.attempts: dict[str, int] = {}
         self.order = 0
+        self.in_flight: dict[tuple[str, str], int] = {}
+        """(site, network) -> its blocks submitted and not yet stored."""
 
     def join_check(self) -> list[str]:
         """Register the join check with the scheduler (every worker, now and later,
@@ -186,6 +190,8 @@ class Coordinator:
 
     def _submit(self, block: plan_mod.Block, first: bool = False):
         self.order += 1
+        group = (block.site, block.network)
+        self.in_flight[group] = self.in_flight.get(group, 0) + 1
         # an earlier block first; a block run again (retry, not reached) before any other
         priority = 1 if first else -self.order
         attempts = {t.id: self.attempts.get(t.id, 0) for t in block.trials}
@@ -210,6 +216,13 @@ class Coordinator:
         def top_up() -> None:
             ahead = len(self.client.scheduler_info(n_workers=-1)["workers"]) + 1
             while queue and pending.count() < ahead:
+                if r.decider is not None:  # adaptive runs: decided on the group's stored rows
+                    group = (queue[0].site, queue[0].network)
+                    if self.in_flight.get(group):
+                        break  # its earlier blocks first: the same decision on resume
+                    if r._done(store, queue[0]):
+                        queue.popleft()
+                        continue
                 futures.append(self._submit(queue.popleft()))
                 pending.add(futures[-1])
 
@@ -226,6 +239,8 @@ class Coordinator:
                     raise
                 self._worker(info)
                 again = self._store(packed, store, progress, task)
+                group = (packed.trials[0].trial.site, packed.trials[0].trial.network)
+                self.in_flight[group] -= 1
                 if again:
                     b = again[0]
                     futures.append(self._submit(

@@ -22,18 +22,20 @@ from pydantic import (
     Field,
     PrivateAttr,
     StrictStr,
+    ValidationError,
     field_validator,
     model_validator,
 )
 
 from analysis import schema
+from testbed.campaign.adaptive import AdaptiveRuns
 from testbed.errors import InputError
 from testbed.formats import profiles, tomlfile
 from testbed.formats import recording as rec
 from testbed.formats import recording_search as search
+from testbed.formats.profiles import MAX_FPS, MIN_FPS
 from testbed.formats.tomlfile import KeyProblem
 from testbed.host.paths import CAMPAIGNS_DIR
-from testbed.measure.browsertime import VIDEO_FPS
 
 VISITS = ("first", "warm")
 """How a trial visits its page: `first`, a fresh browser profile (no cache, no
@@ -55,17 +57,35 @@ class Campaign(tomlfile.LoadedFile):
     """Network profiles (profiles/networks/NAME or a path to a TOML file)."""
     protocols: tuple[StrictStr, ...] = Field(min_length=1, strict=False)
     """Protocol settings (profiles/protocols/NAME or a path to a TOML file)."""
-    runs: int = Field(default=31, ge=1, le=10_000)  # MAX_RUNS
-    """Page loads per site, network and protocol setting."""
+    runs: int | AdaptiveRuns = 31
+    """Page loads per site, network and protocol setting (1 to 10000), or a table
+    `{ min = N, max = M, precision = "2%" }`: each site x network gets runs until every
+    setting's 95 % interval of the PLT mean is within +-precision (a share of the mean,
+    or "50ms"), at least min and at most max (testbed.campaign.adaptive)."""
+
+    @property
+    def max_runs(self) -> int:
+        """The runs the plan holds: `runs`, or its max."""
+        return self.runs.max if isinstance(self.runs, AdaptiveRuns) else self.runs
+
+    @property
+    def adaptive(self) -> AdaptiveRuns | None:
+        return self.runs if isinstance(self.runs, AdaptiveRuns) else None
     timeout_s: float = Field(default=120, gt=0, le=3600)
     """Longest a page load may take; a slower one fails as `timeout`."""
     retries: int = Field(default=2, ge=0, le=10)
     """How often a failed trial is tried again before it is stored as failed."""
     keep_video: bool = False
     """Keep each trial's screen recording (large); visual metrics are computed either way."""
-    video_fps: int = Field(default=VIDEO_FPS, ge=10, le=120)
-    """Frames per second of the screen recording: FVC, LVC, VC85 and SI move in steps of
-    one frame (16.7 ms at 60)."""
+    video_fps: int | None = Field(default=None, ge=MIN_FPS, le=MAX_FPS)
+    """Frames per second of the screen recording on every network: FVC, LVC, VC85 and SI
+    move in steps of one frame (16.7 ms at 60). Omitted: each network profile's own
+    (its `video_fps`, or the default for its RTT: 60 on DSL and LTE, 20 on DA2GC, 10 on
+    MSS; testbed.formats.profiles.frame_rate_for)."""
+
+    def fps_of(self, network: profiles.NetworkProfile) -> int:
+        """The frame rate trials on `network` are recorded at."""
+        return self.video_fps if self.video_fps is not None else network.fps
     seed: int = 0
     """Seeds the order of the trials (the same seed gives the same order)."""
     settle_ms: int = Field(default=300, ge=0, le=60_000)
@@ -127,6 +147,24 @@ class Campaign(tomlfile.LoadedFile):
                 return visit
         return "first"
 
+    @field_validator("runs", mode="before")
+    @classmethod
+    def _runs(cls, v: Any) -> int | AdaptiveRuns:
+        """A whole number from 1 to MAX_RUNS, or a table {min, max, precision}."""
+        if isinstance(v, dict):
+            try:
+                return AdaptiveRuns.model_validate(v)
+            except ValidationError as e:
+                key, _, message = tomlfile.describe(AdaptiveRuns, e.errors()[0], v
+                                                    ).removeprefix("key ").partition(": ")
+                raise KeyProblem(key if key.startswith("runs.") else f"runs.{key}",
+                                 message) from None
+        if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_RUNS:
+            return v
+        raise KeyProblem("runs", f"expected a whole number from 1 to {MAX_RUNS} or a table "
+                                 f'{{ min = 10, max = 31, precision = "2%" }}, got '
+                                 f"{tomlfile.toml_repr(v)}")
+
     @field_validator("sites", "networks", "protocols", "capture")
     @classmethod
     def _distinct(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -152,7 +190,7 @@ def load(path: str | Path, check_names: bool = True) -> Campaign:
     p = _locate(path)
     c = tomlfile.load(p, Campaign, what="campaign")
     c._found = tuple(find_sites(c))
-    check_size(c, c.runs, "key runs")
+    check_size(c, c.max_runs, "key runs" + (".max" if c.adaptive else ""))
     if check_names:
         _check_names(c, p)
     return c

@@ -5,7 +5,8 @@ level and every session (each `testbed run` of the campaign, a resume is a
 new session) in `sessions`: versions of the kernel, Chromium, chromedriver,
 Browsertime, Node, nginx, uWSGI, the HTTP/3 server and Mahimahi; the host's
 TCP/UDP/core sysctls; sha256 of the campaign, profile and recording files;
-the network calibrations; what each protocol setting changed in the server
+the network calibrations; each network's video frame rate (`video_fps`); what
+each protocol setting changed in the server
 namespace; the file behind every site, network and protocol label and how the
 campaign listed it (`file`, `listed_as`).
 """
@@ -88,7 +89,8 @@ def session_record(campaign, recordings: dict, networks: dict, settings: dict,
                               "origins": len(r.hosts), "requests": len(r.exchanges)}
                        for name, r in recordings.items()},
         "networks": {name: {"source": p.source, **files("networks", name), "sha256": p.digest,
-                            "profile": p.model_dump(mode="json")}
+                            "profile": p.model_dump(mode="json"),
+                            "video_fps": campaign.fps_of(p)}
                      for name, p in networks.items()},
         "protocols": {name: {"source": s.source, **files("protocols", name),
                              "sha256": s.digest, "stack": s.stack,

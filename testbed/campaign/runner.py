@@ -32,8 +32,8 @@ from rich.console import Console
 from rich.progress import Progress
 
 from analysis import trial_folder
+from testbed.campaign import adaptive, commit, outdir, rows
 from testbed.campaign import block as block_mod
-from testbed.campaign import commit, outdir, rows
 from testbed.campaign import config as config_mod
 from testbed.campaign import manifest as manifest_mod
 from testbed.campaign import plan as plan_mod
@@ -83,6 +83,11 @@ class Runner:
         """Protocol setting -> what it set in the server namespace (for the manifest)."""
         self.entries: dict[str, dict[str, config_mod.Entry]] = {}
         self._lines: progress_mod.TrialLines | None = None
+        self._bar: tuple = (None, None, 0)
+        """(progress, task, trials to run) of the running plan."""
+        self.decider: adaptive.Decider | None = None
+        """Adaptive runs (the campaign's `runs` is a table and no --runs): which blocks
+        are left out because their site x network is precise enough."""
 
     # --- setup -----------------------------------------------------------------------
     def preconditions(self) -> None:
@@ -132,7 +137,9 @@ class Runner:
         is held (a second runner stops at once) while this one writes into it."""
         self.preconditions()
         self.load()
-        runs = self.campaign.runs if runs is None else runs
+        if runs is None and self.campaign.adaptive is not None:
+            self.decider = adaptive.Decider(self.campaign.adaptive, list(self.settings))
+        runs = self.campaign.max_runs if runs is None else runs
         config_mod.check_size(self.campaign, runs)
         self.check_settings()
         self._check_labels()
@@ -216,13 +223,19 @@ class Runner:
             todo = plan_mod.pending(plan, store.finished())
             total = sum(len(b.trials) for b in todo)
             planned = sum(len(b.trials) for b in plan)
-            self.console.print(f"campaign {self.campaign.name}: {planned} trials planned, "
-                               f"{planned - total} already stored, {total} to run -> {self.out}")
+            up_to = ""
+            if self.decider is not None:
+                self.decider.load(store.db)
+                up_to = f" (at most: runs {self.campaign.adaptive})"
+            self.console.print(f"campaign {self.campaign.name}: {planned} trials planned"
+                               f"{up_to}, {planned - total} already stored, {total} to run "
+                               f"-> {self.out}")
             # Not a terminal (a log file, CI): one line per finished trial instead of a bar.
             self._lines = progress_mod.TrialLines(total) if not self.console.is_terminal else None
             progress = exits.enter_context(progress_mod.bar(self.console,
                                                             disable=self._lines is not None))
             task = progress.add_task("starting", total=total, counts="")
+            self._bar = (progress, task, total)
             topo_site: str | None = None
             servers: Servers | None = None
             site_exits = ExitStack()
@@ -232,6 +245,8 @@ class Runner:
                     self._run_on_cluster(todo, store, progress, task)
                     todo = []
                 for block in todo:
+                    if self._done(store, block):
+                        continue
                     if block.site != topo_site or (servers is not None and servers.broken):
                         if servers is not None:
                             self.applied.update(servers.applied)
@@ -243,6 +258,9 @@ class Runner:
                         servers = self._open_site(self.recordings[block.site], site_exits)
                         topo_site = block.site
                     self._run_block(block, servers, store, work, progress, task)
+                if self.decider is not None:
+                    self.decider.finish(store.db, [(site, net) for site in self.recordings
+                                                   for net in self.networks])
             finally:
                 site_exits.close()
                 if servers is not None:
@@ -253,6 +271,19 @@ class Runner:
                 except OSError as e:  # a full disk: the error that stopped the run counts
                     log.error("manifest not updated: %s", e)
             progress.update(task, description="done")
+
+    def _done(self, store: Store, block: plan_mod.Block) -> bool:
+        """Adaptive runs: the block's site x network is precise enough (or at its max);
+        the block is left out (testbed.campaign.adaptive)."""
+        if self.decider is None or not self.decider.skips(store.db, block.site,
+                                                          block.network, block.run):
+            return False
+        progress, task, total = self._bar  # the ETA counts the trials left out no more
+        self._bar = (progress, task, total - len(block.trials))
+        progress.update(task, total=total - len(block.trials))
+        if self._lines is not None:
+            self._lines.total -= len(block.trials)
+        return True
 
     def _run_on_cluster(self, todo: list[plan_mod.Block], store: Store, progress: Progress,
                         task) -> None:

@@ -79,6 +79,7 @@ class Store:
         self.db.execute(schema.create_connections_table(if_not_exists=True))
         self.db.execute(f"CREATE INDEX IF NOT EXISTS connections_trial ON "
                         f"{schema.CONNECTIONS_TABLE} (trial_id)")
+        self.db.execute(schema.create_stops_table())  # adaptive runs (an older store gains it)
         # a store made before a column was added to the contract gains it (NULL in its rows)
         have = {r[1] for r in self.db.execute("PRAGMA table_info(trials)")}
         for column in TRIALS:

@@ -31,6 +31,34 @@ if TYPE_CHECKING:
 MAHIMAHI_TRACES = Path("/usr/share/mahimahi/traces")
 
 
+MIN_FPS, MAX_FPS = 10, 120
+FRAME_RATES = (10, 15, 20, 25, 30, 50, 60)
+"""Frame rates a network's recording defaults to: common video rates that x11grab
+(Browsertime's ffmpeg) records and visualmetrics reads, from 10 (one frame per 100 ms)
+to the testbed's 60 (16.7 ms)."""
+FRAMES_PER_RTT = 4
+"""A network's default frame rate fits this many frames into one minimum RTT."""
+
+
+def frame_rate_for(min_rtt_ms: float) -> int:
+    """The default frame rate of a network: the lowest of FRAME_RATES whose frame (1000 /
+    rate ms) is at most min_rtt_ms / FRAMES_PER_RTT, so that one RTT spans at least four
+    frames and a one-RTT difference (QUIC's handshake) moves the visual metrics by four
+    frames or more; 60 when none is (an RTT under 67 ms, or no delay). Every frame costs
+    CPU to record and to analyse, and a slow link's load is long: at 60 fps a 90 s load
+    on DA2GC is 5,400 frames, at its default 20 fps 1,800.
+
+        DSL 24 ms -> 60 (16.7 ms: 0.7 RTT; 60 is the most the testbed records by default)
+        LTE 74 ms -> 60 (16.7 ms <= 18.5 ms)
+        DA2GC 262 ms -> 20 (50 ms <= 65.5 ms; 15 fps would be 66.7 ms)
+        MSS 760 ms -> 10 (100 ms <= 190 ms)
+    """
+    for rate in FRAME_RATES:
+        if 1000 / rate * FRAMES_PER_RTT <= min_rtt_ms:
+            return rate
+    return FRAME_RATES[-1]
+
+
 class _Profile(tomlfile.LoadedFile):
     """A network or protocol profile (name, source, digest, description: LoadedFile)."""
 
@@ -72,8 +100,18 @@ class NetworkProfile(_Profile):
     """Random loss of uplink packets in percent (mm-loss uplink); 0: no shell."""
     downlink_loss_percent: float = Field(default=0, ge=0, lt=100)
     """Random loss of downlink packets in percent (mm-loss downlink); 0: no shell."""
+    video_fps: int | None = Field(default=None, ge=MIN_FPS, le=MAX_FPS)
+    """Frames per second of the screen recording of trials on this network (the visual
+    metrics move in steps of one frame). Omitted: the lowest of FRAME_RATES whose frame
+    is at most a quarter of min_rtt_ms (at most 60): see frame_rate_for."""
     _traces: dict[str, Trace] = PrivateAttr(default_factory=dict)
     """Each trace file as read once (load_network reads it when it checks it)."""
+
+    @property
+    def fps(self) -> int:
+        """The frame rate trials on this network are recorded at: video_fps, or the
+        default for its minimum RTT (frame_rate_for)."""
+        return self.video_fps if self.video_fps is not None else frame_rate_for(self.min_rtt_ms)
 
     @model_validator(mode="after")
     def _consistent(self) -> NetworkProfile:
