@@ -1,0 +1,68 @@
+"""End to end: the campaign files the docs tell a researcher to run, run.
+
+smoke.toml runs in test_smoke_campaign.py, in-flight.toml and warm.toml in their own
+tests. Here the two others a page shows as commands: bbr.toml (docs/campaigns.md,
+docs/analysis-and-statistics.md) narrowed to one site, one network and one run, then
+its report with the section the docs point to; and corpus-check.toml
+(docs/recording-and-corpus.md) over a recordings folder whose `corpus/` holds the
+bundled site, so it runs without `make corpus` as CI does.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from needs import need
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTBED = [str(ROOT / ".venv/bin/testbed")]
+
+pytestmark = pytest.mark.e2e
+
+
+def needs_parts():
+    from testbed.measure import browsertime
+    need(browsertime.missing())
+
+
+def statuses(out: Path) -> dict[str, str]:
+    db = sqlite3.connect(out / "trials.sqlite")
+    try:
+        return dict(db.execute("SELECT trial_id, status FROM trials"))
+    finally:
+        db.close()
+
+
+def test_the_bbr_campaign_runs_and_its_report_has_the_bbr_section(tmp_path):
+    needs_parts()
+    out = tmp_path / "bbr"
+    cp = subprocess.run(check=False, cwd=ROOT, capture_output=True, text=True, timeout=900,
+                        args=[*TESTBED, "run", "profiles/campaigns/bbr.toml", "--out", str(out),
+                              "--site", "local-news", "--network", "dsl", "--runs", "1"])
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    got = statuses(out)
+    assert sorted(got) == [f"local-news+dsl+{p}+0"
+                           for p in sorted(("tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr"))]
+    assert set(got.values()) == {"ok"}, got
+    report = subprocess.run(check=False, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            args=[*TESTBED, "report", str(out), "--out", str(tmp_path / "rep")])
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert '<h2 id="bbr">Where BBR beats CUBIC</h2>' in html
+
+
+def test_the_corpus_check_campaign_runs_over_a_corpus_folder(tmp_path):
+    needs_parts()
+    recordings = tmp_path / "recordings"
+    shutil.copytree(ROOT / "recordings" / "local-news", recordings / "corpus" / "local-news")
+    out = tmp_path / "check"
+    cp = subprocess.run(check=False, cwd=ROOT, capture_output=True, text=True, timeout=900,
+                        args=[*TESTBED, "--recordings", str(recordings), "run",
+                              "profiles/campaigns/corpus-check.toml", "--out", str(out),
+                              "--site", "local-news"])
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    assert statuses(out) == {"local-news+none+tcp+0": "ok", "local-news+none+quic+0": "ok"}
