@@ -2,15 +2,15 @@
 
 analysis.across.mixed_fit (statsmodels MixedLM on log values: setting fixed, site
 random in intercept and slope, run block within site as a variance component) is
-fitted to CAMPAIGNS campaigns of analysis.synthetic.blocked (20 sites x 10 runs,
+fitted to --campaigns campaigns of analysis.synthetic.blocked (20 sites x 10 runs,
 site-level effects spread around the truth with SD 2 %, a 3 % block shock, 5 % run
 noise) with no true effect and as many with a true 3 % effect. Printed: how often
 it calls a difference at alpha 0.01 and 0.05 without an effect, how often it finds
 the 3 % one, and how often its 95 % interval covers the truth, with the normal
 (Wald z) quantile and with Student's t on sites - 1 degrees of freedom (what
 mixed_fit reports), beside the t test across sites on the same campaigns, and the
-median ratio of the model's SE to the t test's. Too slow for a unit test (about 0.6 s a
-fit on the 2-core VM). Run via bench/mixed-model.
+median ratio of the model's SE to the t test's. Too slow for a unit test (about 0.25 s
+a fit on the 2-core VM). Run via bench/mixed-model.
 """
 
 from __future__ import annotations
