@@ -132,8 +132,10 @@ def _echo_equivalence(result) -> None:
         line = (f"  {label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
                 f"{label(r.metric):<6} {r.verdict:<13} shift {r.shift:+.1%} "
                 f"[{r.shift_low:+.1%}, {r.shift_high:+.1%}] over {r.sites} sites")
-        if r.verdict == "inconclusive" and r.runs_needed == r.runs_needed:  # not NaN
+        if r.verdict == "inconclusive" and r.runs_needed > r.runs:  # (False for NaN)
             line += f"; needs ~{r.runs_needed:.0f} runs (now {r.runs:.0f})"
+        elif r.verdict == "inconclusive" and r.runs_needed <= r.runs:
+            line += f"; {r.runs:.0f} runs would do for no shift: this shift keeps it open"
         echo(line)
     counts = eq["verdict"].value_counts()
     echo("equivalence: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in
