@@ -27,9 +27,8 @@ from analysis.stats import DEFAULT_ALPHA, measurements, sort_pairs, summarize
 
 KEYS = ["a", "b", "network", "metric", "site"]
 
-EQUIVALENCE_ALPHA = 0.05
-"""Level of the two one-sided tests: equivalent when the 90 % interval of the shift lies
-within the margin (the usual TOST, Lakens 2017)."""
+EQUIVALENCE_POWER = 0.8
+"""Power the runs printed for an inconclusive cell aim at (analysis.planner)."""
 
 SUSPECTS = ("version", "calibration", "sysctl", "kernel", "chromium", "browsertime", "hash")
 """Manifest keys containing these words are listed first."""
@@ -53,7 +52,9 @@ class Agreement:
     """Per pair x network x metric: TOST across sites on the difference of the two
     campaigns' log ratios (`cell_equivalence`): equivalent / different / inconclusive."""
     margin: float = DEFAULT_MARGIN
-    equivalence_alpha: float = EQUIVALENCE_ALPHA
+    equivalence_alpha: float = DEFAULT_ALPHA
+    """Level of the two one-sided tests: the per-site tests' (the report's) alpha unless
+    given."""
     warnings: tuple[str, ...] = ()
     """Why the verdicts deserve caution, as `testbed report` says it (few runs), per
     campaign ("A: …", "B: …")."""
@@ -106,9 +107,11 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
               pairs=None, alpha: float = DEFAULT_ALPHA, test: str = "anova",
               correction: str = "none", metrics=None, resamples: int = 2000,
               margin: float = DEFAULT_MARGIN,
-              equivalence_alpha: float = EQUIVALENCE_ALPHA) -> Agreement:
+              equivalence_alpha: float | None = None) -> Agreement:
     """Compare two campaigns' verdicts on the settings, networks, sites and metrics they
-    share, and test per cell whether their effects are equivalent within ±margin."""
+    share, and test per cell whether their effects are equivalent within ±margin (two
+    one-sided tests at `equivalence_alpha`, by default `alpha`)."""
+    equivalence_alpha = alpha if equivalence_alpha is None else equivalence_alpha
     common = set(trials_a["protocol"]) & set(trials_b["protocol"])
     if baseline is not None and baseline not in common:
         raise ValueError(f"no setting {baseline} in both campaigns; "
@@ -156,16 +159,33 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
 
 
 def cell_equivalence(logs_a: pd.DataFrame, logs_b: pd.DataFrame, pairs,
-                     margin: float = DEFAULT_MARGIN,
-                     alpha: float = EQUIVALENCE_ALPHA) -> pd.DataFrame:
+                     margin: float = DEFAULT_MARGIN, alpha: float = DEFAULT_ALPHA,
+                     power: float = EQUIVALENCE_POWER) -> pd.DataFrame:
     """Per pair x network x metric: do the two campaigns find the same effect? Per site,
     the difference of their log ratios a/b (analysis.across.site_table), then two
     one-sided tests across sites (analysis.across.equivalence, a random-effects shift:
     the sites' spread is its error) at ±margin: shift (ratio - 1) with its
-    (1 - 2 alpha) interval, p_tost, p_diff and the verdict."""
+    (1 - 2 alpha) interval, p_tost, p_diff and the verdict. Beside it: runs, the
+    campaigns' runs per setting and site (the harmonic mean over the four groups and
+    the sites), and runs_needed, the runs per setting and site each campaign would
+    need for the test to say "equivalent" with probability `power` if both measure the
+    same thing (analysis.planner.equivalence_runs, from the sites' observed spread)."""
+    from analysis.planner import equivalence_runs
+
     both = logs_a.merge(logs_b, on=KEYS, suffixes=("_a", "_b"))
     both["d"] = both["d_a"] - both["d_b"]
+    # each site's variance factor 1/n_a + 1/n_b (A) + the same (B); 4 / it is its runs
+    inverse = sum(1 / both[c] for c in ("n_a_a", "n_b_a", "n_a_b", "n_b_b"))
+    both["runs"] = 4 / inverse
     out = equivalence_table(both, KEYS[:4], margin, alpha)
+    keys = KEYS[:4]
+    spread = both.groupby(keys, sort=False, observed=True).agg(
+        runs=("runs", lambda r: len(r) / (1 / r).sum()), sd=("d", "std"), n=("d", "count"))
+    out = out.merge(spread.reset_index(), on=keys, how="left")
+    out["runs_needed"] = [equivalence_runs(sd * np.sqrt(r), n, margin, alpha, power)
+                          if n >= 2 else np.nan
+                          for sd, r, n in zip(out["sd"], out["runs"], out["n"])]
+    out = out.drop(columns=["sd", "n"])
     return sort_pairs(out, list(pairs)) if len(out) else out
 
 

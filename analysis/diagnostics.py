@@ -110,3 +110,27 @@ def variance_checks(trials: pd.DataFrame, pairs: Sequence[tuple[str, str]],
             rows.append((a, b, network, sa, sb, sa / sb if sb > 0 else np.nan, p))
     out = pd.DataFrame(rows, columns=["a", "b", "network", "sd_a", "sd_b", "sd_ratio", "p"])
     return sort_pairs(out, list(pairs)) if len(out) else out
+
+
+def failures_beside(table: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """`table` (columns a, b, network, ...: an effect per row) with the failed trials of
+    each side beside each effect: failed_a, failed_b (counts of trials that did not
+    end ok, so are left out of the effect) and their shares of the side's trials, after
+    the keys (a, b, network, metric)."""
+    if table is None or table.empty or "network" not in table.columns:
+        return table
+    counts = trials.groupby(["network", "protocol"], observed=True)["status"].agg(
+        trials="size", failed=lambda x: int((x != OK).sum()))
+    out = table.copy()
+    at = list(out.columns).index("metric") + 1 if "metric" in out.columns else 3
+    for side in ("a", "b"):
+        key = pd.MultiIndex.from_arrays([out["network"], out[side]])
+        found = counts.reindex(key)
+        failed = found["failed"].fillna(0).astype(int).to_numpy()
+        total = found["trials"].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = failed / total
+        out.insert(at, f"failed_share_{side}", share)
+        out.insert(at, f"failed_{side}", failed)
+        at += 2
+    return out

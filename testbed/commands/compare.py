@@ -34,13 +34,15 @@ SHOWN_DIFFS = 20
               default=0.02, show_default=True,
               help="Equivalence margin: effects within ±margin (0.02 = ±2 %) count as the same.")
 @click.option("--equivalence-alpha", type=click.FloatRange(0, 0.5, min_open=True, max_open=True),
-              default=0.05, show_default=True,
-              help="Level of the two one-sided tests (0.05: the 90 % interval within the margin).")
+              default=None,
+              help="Level of the two one-sided tests (default: --alpha, the report's level; "
+                   "0.05 is the usual 90 % interval within the margin).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the result (score, per-cell summary, per-site verdicts, manifest "
                    "differences, equivalence) as JSON instead of text.")
 def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: float, test: str,
-            correction: str, margin: float, equivalence_alpha: float, as_json: bool = False):
+            correction: str, margin: float, equivalence_alpha: float | None,
+            as_json: bool = False):
     """Compare two campaigns' results (folders or exports): their manifests' differences
     first, then per pair, network and metric how many sites get the same verdict
     (win / tie / loss) in both, the median difference of relative differences, and
@@ -125,16 +127,26 @@ def _echo_equivalence(result) -> None:
     if eq is None or eq.empty:
         return
     echo(f"equivalence of the effects across sites: margin ±{result.margin:.1%}, "
-               f"TOST at {result.equivalence_alpha:g} "
-               f"({1 - 2 * result.equivalence_alpha:.0%} interval of the shift)")
+         f"TOST at {result.equivalence_alpha:g} "
+         f"({1 - 2 * result.equivalence_alpha:.0%} interval of the shift)")
     for r in eq.itertuples(index=False):
-        echo(f"  {label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
-                   f"{label(r.metric):<6} {r.verdict:<13} shift {r.shift:+.1%} "
-                   f"[{r.shift_low:+.1%}, {r.shift_high:+.1%}] over {r.sites} sites")
+        line = (f"  {label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
+                f"{label(r.metric):<6} {r.verdict:<13} shift {r.shift:+.1%} "
+                f"[{r.shift_low:+.1%}, {r.shift_high:+.1%}] over {r.sites} sites")
+        if r.verdict == "inconclusive" and r.runs_needed > r.runs:  # (False for NaN)
+            line += f"; needs ~{r.runs_needed:.0f} runs (now {r.runs:.0f})"
+        elif r.verdict == "inconclusive" and r.runs_needed <= r.runs:
+            line += f"; {r.runs:.0f} runs would do for no shift: this shift keeps it open"
+        echo(line)
     counts = eq["verdict"].value_counts()
     echo("equivalence: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in
-                                            ("equivalent", "different", "inconclusive"))
-               + f" of {len(eq)} cells")
+                                     ("equivalent", "different", "inconclusive"))
+         + f" of {len(eq)} cells")
+    if counts.get("inconclusive", 0):
+        from analysis.agreement import EQUIVALENCE_POWER
+
+        echo(f"  runs: per setting and site in each campaign for {EQUIVALENCE_POWER:.0%} power "
+             "to show equivalence if both measure the same thing (analysis.planner)")
 
 
 def _short(value: str, width: int = 60) -> str:
