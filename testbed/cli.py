@@ -24,6 +24,7 @@ COMMANDS = {  # in pipeline order: `testbed --help` lists them so
     "trials": "testbed.trial_command:trials",
     "trial": "testbed.trial_command:trial",
     "export": "testbed.campaign.cli:export",
+    "checkpoint": "testbed.campaign.cli:checkpoint",
     "report": "testbed.report_command:report",
     "compare": "testbed.compare:compare",
     "doctor": "testbed.doctor:doctor",
