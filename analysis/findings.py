@@ -20,6 +20,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analysis.across import equivalence_table, site_table
@@ -230,14 +231,15 @@ def _lacking(network: str, settings, ctx: _Context) -> str:
     return ""
 
 
-def _direction(verdict: str, expect: str) -> tuple[str, str]:
+def _direction(verdict: str, expect: str, p: float, alpha: float) -> tuple[str, str]:
     """The across-site t test's verdict ('faster', 'slower', 'no difference') against the
     paper's direction."""
+    test = f"t test across sites p = {p:.2g}" if pd.notna(p) else "no t test"
     if verdict == "no difference":
-        return "inconclusive", "The across-site interval includes 0."
+        return "inconclusive", f"Not significant across sites ({test}, not < {alpha:g})."
     if verdict == expect:
-        return "reproduced", "Same direction as the paper, significant across sites."
-    return "contradicted", f"The opposite of the paper, significant across sites ({verdict})."
+        return "reproduced", f"The paper's direction, significant across sites ({test})."
+    return "contradicted", f"The opposite of the paper ({verdict}), significant across sites ({test})."
 
 
 def _across(ctx: _Context, network: str, x: str, y: str, metric: str) -> pd.Series | None:
@@ -270,7 +272,7 @@ def _relative(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Conte
     t = _across(ctx, network, x, y, metric)
     if t is None or pd.isna(t["estimate"]):
         return {**out, "verdict": "inconclusive", "why": "Fewer than 3 sites with both settings."}
-    verdict, why = _direction(str(t["verdict"]), f.expect)
+    verdict, why = _direction(str(t["verdict"]), f.expect, t["p"], ctx.alpha)
     return {**out, "estimate": _pct(t["estimate"]),
             "interval": f"[{_pct(t['low'])}, {_pct(t['high'])}]", "verdict": verdict,
             "why": why, "value": float(t["estimate"]), "low": float(t["low"]),
@@ -284,7 +286,7 @@ def _difference(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Con
     t = _across(ctx, network, x, y, metric)
     if t is None or pd.isna(t["estimate"]):
         return {**out, "verdict": "inconclusive", "why": "Fewer than 3 sites with both settings."}
-    verdict, why = _direction(str(t["verdict"]), f.expect)
+    verdict, why = _direction(str(t["verdict"]), f.expect, t["p"], ctx.alpha)
     return {**out, "estimate": f"{_ms(t['estimate_ms'])} ({_pct(t['estimate'])})",
             "interval": f"[{_ms(t['low_ms'])}, {_ms(t['high_ms'])}]", "verdict": verdict,
             "why": why, "value": float(t["estimate_ms"]), "low": float(t["low_ms"]),
@@ -297,9 +299,13 @@ def _site_tests(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Con
     if m.empty:
         return {"verdict": "inconclusive", "why": "No per-site test of this pair."}
     r = m.iloc[0]
-    wins, ties, losses, sites = (int(r[k]) for k in ("wins", "ties", "losses", "sites"))
-    out = {"testbed": f"{wins} faster, {ties} equal, {losses} slower of {sites}",
-           "value": float(wins)}
+    wins, ties, losses, untested, sites = (int(r[k]) for k in ("wins", "ties", "losses",
+                                                                 "untested", "sites"))
+    out = {"testbed": f"{wins} faster, {ties} equal, {losses} slower of {sites}"
+                      + (f" ({untested} untested)" if untested else ""), "value": float(wins)}
+    if untested == sites:
+        return {**out, "verdict": "inconclusive",
+                "why": "No site has two ok runs of both settings yet: no per-site test."}
     if wins >= f.min_win_share * sites and losses <= f.max_loss_share * sites:
         return {**out, "verdict": "reproduced",
                 "why": f"Faster on at least {f.min_win_share:.0%} of the sites, slower on at "
@@ -354,7 +360,8 @@ def _one_rtt(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Contex
     worst = int(lead.argmax())
     out = {"testbed": "lead " + ", ".join(f"{s} {v:+.2f} RTT" for s, v in zip(m["site"], lead)),
            "estimate": f"{lead[worst]:+.2f} RTT",
-           "interval": f"[{low[worst]:+.2f}, {high[worst]:+.2f}]",
+           "interval": (f"[{low[worst]:+.2f}, {high[worst]:+.2f}]" if np.isfinite(low[worst])
+                        else "–"),
            "value": float(lead[worst]), "low": float(low[worst]), "high": float(high[worst])}
     if (upper < f.max_lead_rtt).all():
         return {**out, "verdict": "reproduced",
@@ -363,6 +370,9 @@ def _one_rtt(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Contex
     if (low > f.max_lead_rtt).any():
         return {**out, "verdict": "contradicted",
                 "why": f"A site's lead is above {f.max_lead_rtt:g} RTT (95 % interval)."}
+    if not np.isfinite(upper).all():
+        return {**out, "verdict": "inconclusive",
+                "why": "Fewer than two ok runs of a setting on a site: no interval."}
     return {**out, "verdict": "inconclusive",
             "why": f"A site's interval reaches {f.max_lead_rtt:g} RTT."}
 
@@ -415,6 +425,11 @@ def campaign_status(a) -> dict:
             "last": str(a.trials["started_at"].max()) if len(a.trials) else "–"}
 
 
+def _many(rows: pd.DataFrame, r: dict) -> bool:
+    """Whether finding r's id has several rows on its network (then its comparison is named)."""
+    return int(((rows["id"] == r["id"]) & (rows["network"].map(label) == r["network"])).sum()) > 1
+
+
 def markdown(rows: pd.DataFrame, a) -> str:
     """The findings as a Markdown block (what REPLICATION.md quotes between its markers)."""
     s = campaign_status(a)
@@ -424,7 +439,12 @@ def markdown(rows: pd.DataFrame, a) -> str:
             f"{s['last']}.")
     columns = ("| finding | network | comparison | paper | testbed | estimate [95 % CI] | "
                "verdict | why |")
-    lines = [head, "", columns, "|---|---|---|---|---|---|---|---|"]
+    lines = [head, ""]
+    for verdict in VERDICTS:
+        ids = [f"{r['id']} ({r['network']}{', ' + r['comparison'] if _many(rows, r) else ''})"
+               for r in shown(rows) if r["verdict"] == verdict]
+        lines.append(f"- **{verdict}** ({len(ids)}): {'; '.join(ids) if ids else 'none'}")
+    lines += ["", columns, "|---|---|---|---|---|---|---|---|"]
     for r in shown(rows):
         est = r["estimate"] if r["interval"] == "–" else f"{r['estimate']} {r['interval']}"
         cells = [r["id"], r["network"], r["comparison"], r["paper"], r["testbed"], est,
