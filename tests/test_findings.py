@@ -176,3 +176,26 @@ def test_the_report_shows_the_findings_with_a_verdict_in_every_row(dsl_only, tmp
     assert len(table) == rows
     md = markdown(a.findings, a)
     assert md.count("\n| ") == rows + 1 and "**reproduced**" in md
+
+
+def single_origin(lead_ms: float, runs: int = 10) -> pd.DataFrame:
+    """One single-origin site on DSL (RTT 24 ms): QUIC `lead_ms` faster than TCP+ on FVC
+    and PLT, with a little deterministic spread."""
+    rows = []
+    for r in range(runs):
+        jitter = (r % 5 - 2) * 2.0
+        for protocol, minus in (("tcp-plus", 0.0), ("quic", lead_ms)):
+            plt = 1000.0 + jitter - minus
+            rows.append({"site": "gnu.org", "network": "dsl", "protocol": protocol, "run": r,
+                         "rtt_ms": 24.0, "origins": 1, "plt_ms": plt, "fvc_ms": plt / 2,
+                         "si_ms": plt * 0.6, "vc85_ms": plt * 0.8, "lvc_ms": plt})
+    return synthetic.trials(rows)
+
+
+@pytest.mark.parametrize("lead_ms, verdict", [(12.0, "reproduced"), (60.0, "contradicted")])
+def test_one_rtt_lead_under_or_over_one_rtt(lead_ms, verdict):
+    rows = evaluate(analyse(single_origin(lead_ms), FAST))
+    r = one(rows, "one-rtt-lossless", "dsl", metric="plt")
+    assert r["verdict"] == verdict, r["why"]
+    assert r["value"] == pytest.approx(lead_ms / 24.0)
+    assert one(rows, "one-rtt-lossless", "lte", metric="plt")["verdict"] == "not tested"
