@@ -37,8 +37,8 @@ MIN_RUNS = 10
 """Fewer ok runs than this in a group: the row says its tests see only large effects."""
 
 COLUMNS = ["id", "claim", "figure", "network", "a", "b", "metric", "paper", "testbed",
-           "estimate", "interval", "verdict", "why", "runs", "link", "note", "value", "low",
-           "high"]
+           "estimate", "interval", "verdict", "why", "runs", "link", "note", "evidence",
+           "value", "low", "high"]
 
 
 class FindingsError(ValueError):
@@ -63,6 +63,7 @@ class Finding:
     or_faster: bool = False
     max_lead_rtt: float = 1.0
     note: str = ""
+    evidence: str = ""
 
     def paper_for(self, network: str, metric: str) -> str:
         """The paper's number for a row: the table's entry for the network or the
@@ -74,7 +75,12 @@ class Finding:
 
 REQUIRED = ("id", "claim", "figure", "paper", "kind", "networks", "pairs", "metrics", "link")
 OPTIONAL = {"expect": str, "min_win_share": float, "max_loss_share": float, "margin": float,
-            "or_faster": bool, "max_lead_rtt": float, "note": str}
+            "or_faster": bool, "max_lead_rtt": float, "note": str, "evidence": str}
+EVIDENCE = ("busiest_connection",)
+"""Mechanism evidence a finding's rows may show from table connections:
+busiest_connection: per setting, the median over ok trials of the share of the trial's
+bytes its busiest connection sent, and the median connections per trial (the pooling
+that docs/quic-heavy.md found behind QUIC's losses under DSL)."""
 
 
 def load_findings(path: Path | str = TABLE) -> tuple[Finding, ...]:
@@ -142,6 +148,8 @@ def _finding(raw: dict, where: str) -> Finding:
         extra[key] = value
     if extra.get("expect", "faster") not in EXPECT:
         raise bad("expect", f"one of {', '.join(EXPECT)}")
+    if extra.get("evidence", EVIDENCE[0]) not in EVIDENCE:
+        raise bad("evidence", f"one of {', '.join(EVIDENCE)}")
     return Finding(id=raw["id"], claim=raw["claim"].strip(), figure=raw["figure"], paper=paper,
                    kind=raw["kind"], networks=networks, metrics=metrics,
                    pairs=tuple((a, b) for a, b in pairs), link=raw["link"], **extra)
@@ -157,13 +165,16 @@ def _names(raw: dict, key: str, known: dict, bad) -> tuple[str, ...]:
 # -- evaluation -------------------------------------------------------------------------
 
 
-def evaluate(a, findings: tuple[Finding, ...] | None = None) -> pd.DataFrame:
+def evaluate(a, findings: tuple[Finding, ...] | None = None,
+             connections: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per finding x network x pair x metric of `findings` (default: the
     table's) on the campaign analysed in `a` (analysis.report.Analysis): the paper's
     number, the testbed's computed the same way, the estimate and its interval where
-    one applies, the verdict and why, the ok runs per group, the report section."""
+    one applies, the verdict and why, the ok runs per group, the report section, and
+    the mechanism evidence from `connections` (table connections) where a finding
+    asks for it."""
     findings = load_findings() if findings is None else findings
-    ctx = _Context(a)
+    ctx = _Context(a, connections)
     rows = []
     for f in findings:
         for network in f.networks:
@@ -176,8 +187,9 @@ def evaluate(a, findings: tuple[Finding, ...] | None = None) -> pd.DataFrame:
 class _Context:
     """What the rows read from one analysis, computed once."""
 
-    def __init__(self, a):
+    def __init__(self, a, connections: pd.DataFrame | None = None):
         self.a = a
+        self.busiest = busiest_connection(connections, a.trials)
         ok = a.trials[a.trials["status"] == "ok"]
         self.present = {(n, p) for n, p in zip(ok["network"], ok["protocol"])}
         self.networks = set(ok["network"])
@@ -201,7 +213,7 @@ def _base(f: Finding, network: str, x: str, y: str, metric: str) -> dict:
     return {"id": f.id, "claim": f.claim, "figure": f.figure, "network": network, "a": x,
             "b": y, "metric": metric, "paper": f.paper_for(network, metric), "testbed": "–",
             "estimate": "–", "interval": "–", "verdict": "not tested", "why": "", "runs": "–",
-            "link": f.link, "note": f.note, "value": math.nan, "low": math.nan,
+            "link": f.link, "note": f.note, "evidence": "", "value": math.nan, "low": math.nan,
             "high": math.nan}
 
 
@@ -214,6 +226,8 @@ def _row(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -
     lo, hi = ctx.runs(network, x, y, "plt" if f.kind in ("one_rtt", "load_order") else metric)
     row["runs"] = f"{lo}" if lo == hi else f"{lo}–{hi}"
     row.update(JUDGES[f.kind](f, network, x, y, metric, ctx))
+    if f.evidence == "busiest_connection":
+        row["evidence"] = _busiest_text(ctx.busiest, network, x, y)
     if lo < MIN_RUNS and row["verdict"] != "not tested":
         row["why"] += (f" Fewer than {MIN_RUNS} ok runs in some groups (fewest {lo}; "
                        "the paper had 31): the tests see only large differences.")
@@ -394,6 +408,36 @@ def _load_order(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Con
                    "sites whose verdicts disagree is only a pointer."}
 
 
+def busiest_connection(conns: pd.DataFrame | None, trials: pd.DataFrame) -> pd.DataFrame:
+    """Per network x setting over its ok trials with connection rows: the median share of
+    a trial's bytes sent that its busiest connection sent (share), and the median number
+    of connections per trial (connections)."""
+    columns = ["network", "protocol", "trials", "share", "connections"]
+    if conns is None or conns.empty:
+        return pd.DataFrame(columns=columns)
+    from analysis.connections import with_trials
+
+    c = with_trials(conns, trials).dropna(subset=["bytes_sent"])
+    if c.empty:
+        return pd.DataFrame(columns=columns)
+    per = (c.groupby(["network", "protocol", "trial_id"], observed=True)["bytes_sent"]
+           .agg(top="max", total="sum", n="count").reset_index())
+    per = per[per["total"] > 0].assign(share=lambda d: d["top"] / d["total"])
+    return (per.groupby(["network", "protocol"], observed=True)
+            .agg(trials=("trial_id", "count"), share=("share", "median"),
+                 connections=("n", "median")).reset_index())
+
+
+def _busiest_text(busiest: pd.DataFrame, network: str, x: str, y: str) -> str:
+    b = busiest[busiest["network"] == network].set_index("protocol")
+    if x not in b.index or y not in b.index:
+        return ""
+    return (f"Busiest connection's share of a trial's bytes (median): {label(x)} "
+            f"{b.at[x, 'share']:.0%}, {label(y)} {b.at[y, 'share']:.0%}; connections per "
+            f"trial {b.at[x, 'connections']:.0f} and {b.at[y, 'connections']:.0f} (table "
+            "connections).")
+
+
 JUDGES = {"relative": _relative, "difference": _difference, "site_tests": _site_tests,
           "same": _same, "one_rtt": _one_rtt, "load_order": _load_order}
 
@@ -410,7 +454,8 @@ def shown(rows: pd.DataFrame) -> list[dict]:
                     "comparison": f"{label(r.a)} vs {label(r.b)} · {label(r.metric)}",
                     "paper": r.paper, "testbed": r.testbed, "estimate": r.estimate,
                     "interval": r.interval, "verdict": r.verdict, "why": r.why.strip(),
-                    "runs": r.runs, "link": r.link, "note": r.note})
+                    "runs": r.runs, "link": r.link, "note": r.note,
+                    "evidence": r.evidence})
     return out
 
 
@@ -447,7 +492,8 @@ def markdown(rows: pd.DataFrame, a) -> str:
     lines += ["", columns, "|---|---|---|---|---|---|---|---|"]
     for r in shown(rows):
         est = r["estimate"] if r["interval"] == "–" else f"{r['estimate']} {r['interval']}"
+        why = f"{r['why']} {r['evidence']}".strip()
         cells = [r["id"], r["network"], r["comparison"], r["paper"], r["testbed"], est,
-                 f"**{r['verdict']}**", r["why"]]
+                 f"**{r['verdict']}**", why]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -273,7 +273,7 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
         examples=examples(trials), distribution=distribution(meas),
         reviewer=report_stats.compute(trials, meas, pairs, config.alpha, config.resamples,
                                       config.mixed_metrics), **per_worker)
-    return replace(analysis, findings=evaluate_findings(analysis))
+    return replace(analysis, findings=evaluate_findings(analysis, connections=conns))
 
 
 def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:

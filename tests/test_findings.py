@@ -199,3 +199,21 @@ def test_one_rtt_lead_under_or_over_one_rtt(lead_ms, verdict):
     assert r["verdict"] == verdict, r["why"]
     assert r["value"] == pytest.approx(lead_ms / 24.0)
     assert one(rows, "one-rtt-lossless", "lte", metric="plt")["verdict"] == "not tested"
+
+
+def test_busiest_connection_evidence_from_table_connections():
+    from analysis.connections import normalise as connections_frame
+    from analysis.findings import busiest_connection
+
+    t = synthetic.campaign(sites=3, networks=["dsl"], settings=["tcp-plus", "quic"], runs=2,
+                           seed=1, failure_rate=0.0)
+    rows = []
+    for tid, protocol in zip(t["trial_id"], t["protocol"]):
+        sent = [80, 10, 10] if protocol == "quic" else [50, 30, 20, 0]
+        rows += [{"trial_id": tid, "transport": "quic" if protocol == "quic" else "tcp",
+                  "server_ip": "10.0.0.1", "server_port": 443, "bytes_sent": b} for b in sent]
+    b = busiest_connection(connections_frame(pd.DataFrame(rows), "test"), t).set_index("protocol")
+    assert b.at["quic", "share"] == pytest.approx(0.8) and b.at["quic", "connections"] == 3
+    assert b.at["tcp-plus", "share"] == pytest.approx(0.5) and b.at["tcp-plus", "connections"] == 4
+    assert b.at["quic", "trials"] == 6
+    assert busiest_connection(None, t).empty
