@@ -36,7 +36,7 @@ LINKS = ("relative", "anova", "site-tests", "across", "bbr", "design", "paired")
 MIN_RUNS = 10
 """Fewer ok runs than this in a group: the row says its tests see only large effects."""
 
-COLUMNS = ["id", "claim", "figure", "network", "a", "b", "metric", "paper", "testbed",
+COLUMNS = ["id", "kind", "claim", "figure", "network", "a", "b", "metric", "paper", "testbed",
            "estimate", "interval", "verdict", "why", "runs", "link", "note", "evidence",
            "value", "low", "high"]
 
@@ -210,7 +210,8 @@ class _Context:
 
 
 def _base(f: Finding, network: str, x: str, y: str, metric: str) -> dict:
-    return {"id": f.id, "claim": f.claim, "figure": f.figure, "network": network, "a": x,
+    return {"id": f.id, "kind": f.kind, "claim": f.claim, "figure": f.figure,
+            "network": network, "a": x,
             "b": y, "metric": metric, "paper": f.paper_for(network, metric), "testbed": "–",
             "estimate": "–", "interval": "–", "verdict": "not tested", "why": "", "runs": "–",
             "link": f.link, "note": f.note, "evidence": "", "value": math.nan, "low": math.nan,
@@ -454,9 +455,18 @@ def shown(rows: pd.DataFrame) -> list[dict]:
                     "comparison": f"{label(r.a)} vs {label(r.b)} · {label(r.metric)}",
                     "paper": r.paper, "testbed": r.testbed, "estimate": r.estimate,
                     "interval": r.interval, "verdict": r.verdict, "why": r.why.strip(),
-                    "runs": r.runs, "link": r.link, "note": r.note,
+                    "runs": r.runs, "links": _links(r), "note": r.note,
                     "evidence": r.evidence})
     return out
+
+
+def _links(r) -> list[tuple[str, str]]:
+    """(anchor, text) of the report sections a row's figures come from: its own, and
+    the across-site table where its estimate is that table's."""
+    links = [(r.link, r.link)]
+    if r.kind in ("relative", "difference") and r.link != "across" and r.estimate != "–":
+        links.append(("across", "across"))
+    return links
 
 
 def campaign_status(a) -> dict:
