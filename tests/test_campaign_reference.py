@@ -123,3 +123,18 @@ def test_checkpoint_refuses_a_symlinked_store(tmp_path):
     assert "trials.sqlite: the results folder's store: expected a file (not a symlink)" in str(
         done.exception)
     assert not (tmp_path / "r").exists()
+
+
+def test_seed_refuses_a_trial_id_that_is_not_one_folder_name(tmp_path):
+    from analysis import synthetic
+
+    source = tmp_path / "kept"
+    source.mkdir()
+    rows = synthetic.trials([{"site": "s", "network": "dsl", "protocol": "tcp", "run": 0,
+                              "trial_id": "../escape"}])
+    synthetic.write_sqlite(rows, source / "trials.sqlite")
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(InputError, match="trial_id '../escape' is not one folder name"):
+        reference.seed(out, source, "c")
+    assert list(out.iterdir()) == [] and not (tmp_path / "escape").exists()
