@@ -130,9 +130,12 @@ def test_seed_refuses_a_trial_id_that_is_not_one_folder_name(tmp_path):
 
     source = tmp_path / "kept"
     source.mkdir()
-    rows = synthetic.trials([{"site": "s", "network": "dsl", "protocol": "tcp", "run": 0,
-                              "trial_id": "../escape"}])
+    rows = synthetic.trials([{"site": "s", "network": "dsl", "protocol": "tcp", "run": 0}])
     synthetic.write_sqlite(rows, source / "trials.sqlite")
+    db = sqlite3.connect(source / "trials.sqlite")  # a store someone edited
+    with db:
+        db.execute("UPDATE trials SET trial_id = '../escape'")
+    db.close()
     out = tmp_path / "out"
     out.mkdir()
     with pytest.raises(InputError, match="trial_id '../escape' is not one folder name"):
