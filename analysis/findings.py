@@ -30,7 +30,22 @@ from analysis.stats import measurements
 TABLE = Path(__file__).with_name("findings.toml")
 VERDICTS = ("reproduced", "contradicted", "inconclusive", "not tested")
 KINDS = ("relative", "difference", "site_tests", "same", "one_rtt", "load_order")
+"""Kinds of finding; HOW says in a line how each is computed and decided."""
 EXPECT = ("faster", "slower")
+HOW = {
+    "relative": "median over sites of (mean_a − mean_b) / mean_b (the paper's CDFs); across "
+                "sites the geometric-mean ratio − 1, t interval, t test at alpha decides",
+    "difference": "mean over sites of mean_a − mean_b (ms); across sites the geometric-mean "
+                  "ratio in ms, t interval, t test at alpha decides",
+    "site_tests": "per-site one-way ANOVA at p < alpha (the paper's): sites faster, equal, "
+                  "slower; the shares of faster and slower sites decide",
+    "same": "across sites: two one-sided t tests on the sites' log ratios (equivalence "
+            "within the margin) decide",
+    "one_rtt": "single-origin sites: (TCP setting − QUIC setting) / RTT, Welch intervals; "
+               "the one-sided upper bound against the paper's bound decides",
+    "load_order": "per-site ANOVA verdicts on PLT against SI / VC85 (a pointer only)",
+}
+"""How each kind of finding is computed and decided, in a line (shown with each row)."""
 LINKS = ("relative", "anova", "site-tests", "across", "bbr", "design", "paired")
 """Report sections a finding may link to (their anchors in report.html.j2)."""
 MIN_RUNS = 10
@@ -453,6 +468,7 @@ def shown(rows: pd.DataFrame) -> list[dict]:
         out.append({"id": r.id, "claim": r.claim, "figure": r.figure,
                     "network": label(r.network),
                     "comparison": f"{label(r.a)} vs {label(r.b)} · {label(r.metric)}",
+                    "how": HOW[r.kind],
                     "paper": r.paper, "testbed": r.testbed, "estimate": r.estimate,
                     "interval": r.interval, "verdict": r.verdict, "why": r.why.strip(),
                     "runs": r.runs, "links": _links(r), "note": r.note,

@@ -221,3 +221,9 @@ def test_busiest_connection_evidence_from_table_connections():
     assert b.at["tcp-plus", "share"] == pytest.approx(0.5) and b.at["tcp-plus", "connections"] == 4
     assert b.at["quic", "trials"] == 6
     assert busiest_connection(None, t).empty
+
+
+def test_every_kind_says_how_it_is_computed():
+    from analysis.findings import HOW, KINDS
+
+    assert set(HOW) == set(KINDS) and all(len(HOW[k]) > 30 for k in KINDS)
