@@ -32,6 +32,8 @@ VERDICTS = ("reproduced", "contradicted", "inconclusive", "not tested")
 KINDS = ("relative", "difference", "site_tests", "same", "one_rtt", "load_order")
 """Kinds of finding; HOW says in a line how each is computed and decided."""
 EXPECT = ("faster", "slower")
+PAIRED = ("relative", "difference", "site_tests", "load_order")
+"""Kinds whose figures come from the report's tables of its compared pairs."""
 HOW = {
     "relative": "median over sites of (mean_a − mean_b) / mean_b (the paper's CDFs); across "
                 "sites the geometric-mean ratio − 1, t interval, t test at alpha decides",
@@ -241,6 +243,11 @@ def _row(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -
         return row
     lo, hi = ctx.runs(network, x, y, "plt" if f.kind in ("one_rtt", "load_order") else metric)
     row["runs"] = f"{lo}" if lo == hi else f"{lo}–{hi}"
+    compared = {tuple(p) for p in ctx.a.pairs}
+    if f.kind in PAIRED and (x, y) not in compared:
+        row["why"] = (f"{label(x)} vs {label(y)} is not among the pairs this report compares "
+                      "(--pair).")
+        return row
     row.update(JUDGES[f.kind](f, network, x, y, metric, ctx))
     if f.evidence == "busiest_connection":
         row["evidence"] = _busiest_text(ctx.busiest, network, x, y)

@@ -227,3 +227,11 @@ def test_every_kind_says_how_it_is_computed():
     from analysis.findings import HOW, KINDS
 
     assert set(HOW) == set(KINDS) and all(len(HOW[k]) > 30 for k in KINDS)
+
+
+def test_a_pair_the_report_does_not_compare_is_not_tested(dsl_only):
+    a = analyse(dsl_only, Config(resamples=200, mixed_metrics=(), pairs=(("quic", "tcp"),)))
+    rows = evaluate(a)
+    r = one(rows, "tcp-plus-vs-tcp", "dsl")
+    assert r["verdict"] == "not tested" and "--pair" in r["why"]
+    assert one(rows, "quic-vs-tcp", "dsl")["verdict"] == "reproduced"
