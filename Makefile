@@ -68,8 +68,7 @@ REFERENCE ?= reference
 REFERENCE_RESULTS ?= results/reference
 reference-report:
 	@mkdir -p reports/reference
-	$(TESTBED) report $(REFERENCE) --out reports/reference \
-	  --findings-markdown reports/reference/findings.md
+	$(TESTBED) report $(REFERENCE) --out reports/reference
 
 reference-checkpoint:
 	$(TESTBED) checkpoint $(REFERENCE_RESULTS) --out $(REFERENCE)

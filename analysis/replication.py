@@ -1,10 +1,10 @@
 """REPLICATION.md's findings block, regenerated from the report's own computation.
 
-    testbed report reference --out reports/reference --findings-markdown findings.md
-    python -m analysis.replication findings.md REPLICATION.md
+    testbed report reference --out reports/reference     # writes reports/reference/findings.md
+    python -m analysis.replication reports/reference/findings.md REPLICATION.md
 
 The block between BEGIN and END in REPLICATION.md is replaced by the file `testbed
-report --findings-markdown` wrote (analysis.findings.markdown), so every number there
+report` wrote into the report folder (analysis.findings.markdown), so every number there
 is one the report prints; tests/test_reference.py checks that it still is.
 """
 

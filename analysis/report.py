@@ -4,8 +4,9 @@
     write_report(analysis, Path("reports/paper"))
 
 The folder holds index.html (tables inline, figures referenced relatively,
-readable from file:// without a server), plots/*.png and plots/*.svg, and
-tables/*.csv with every table in full.
+readable from file:// without a server), plots/*.png and plots/*.svg,
+tables/*.csv with every table in full, and findings.md, the paper's findings with
+their verdicts as Markdown (what REPLICATION.md quotes).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from analysis.connections import transport_summary
 from analysis.design import DESIGN_METRICS, DESIGN_PAIRS, design_impact
 from analysis.findings import campaign_status
 from analysis.findings import evaluate as evaluate_findings
+from analysis.findings import markdown as markdown_findings
 from analysis.findings import shown as shown_findings
 from analysis.health import failures_by_reason, overview, trial_health
 from analysis.inference import CORRECTIONS, DEFAULT_MDE, TESTS
@@ -503,6 +505,8 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
         if a.workers is not None else [])
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
+    if len(a.findings):  # what REPLICATION.md quotes (analysis.replication)
+        (out / "findings.md").write_text(markdown_findings(a.findings, a), encoding="utf-8")
     return index
 
 

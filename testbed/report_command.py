@@ -49,13 +49,9 @@ def _pair(value: str) -> tuple[str, str]:
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary (counts, baseline, warnings, notes, the workers' "
                    "agreement, the page written) as JSON instead of text.")
-@click.option("--findings-markdown", "findings_md", metavar="FILE",
-              type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the paper's findings with their verdicts as a Markdown "
-                   "block (what REPLICATION.md quotes; '-': stdout).")
 def report(source: Path, out: Path | None, baseline: str | None, alpha: float, test: str,
            correction: str, mde: float, pairs: tuple[str, ...], plot_lvc: bool,
-           by_worker: bool, as_json: bool = False, findings_md: Path | None = None):
+           by_worker: bool, as_json: bool = False):
     """Analyse a campaign and write a report folder.
 
     SOURCE is a campaign results folder (with trials.sqlite) or an export
@@ -71,8 +67,6 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
 
     if out is not None:  # root may write the report: checked before anything is read
         out = safefs.check_out_dir(out, "--out")
-    if findings_md is not None and str(findings_md) != "-":
-        safefs.check_out_file(findings_md, "--findings-markdown")
     try:
         trials = load(source)
     except ResultsError as e:
@@ -106,14 +100,6 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
 
     index = write_report(result, out, source=str(source), manifest=manifest,
                          results_dir=folder if in_store else None)
-    if findings_md is not None:
-        from analysis.findings import markdown
-
-        text = markdown(result.findings, result)
-        if str(findings_md) == "-":
-            click.echo(text, nl=False)
-        else:
-            safefs.write_out_file(findings_md, text, "--findings-markdown")
     if as_json:
         jsonout.echo(summary(result, index))
         return

@@ -180,6 +180,7 @@ def test_the_report_shows_the_findings_with_a_verdict_in_every_row(dsl_only, tmp
     assert len(table) == rows
     md = markdown(a.findings, a)
     assert md.count("\n| ") == rows + 1 and "**reproduced**" in md
+    assert (tmp_path / "report" / "findings.md").read_text(encoding="utf-8") == md
 
 
 def single_origin(lead_ms: float, runs: int = 10) -> pd.DataFrame:

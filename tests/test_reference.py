@@ -24,8 +24,7 @@ KEPT = {"README.md", "manifest.json", "trials.sqlite"}
 def rendered(tmp_path_factory):
     out = tmp_path_factory.mktemp("reference-report")
     began = time.monotonic()
-    done = CliRunner().invoke(cli, ["report", str(REFERENCE), "--out", str(out / "report"),
-                                    "--findings-markdown", str(out / "findings.md")])
+    done = CliRunner().invoke(cli, ["report", str(REFERENCE), "--out", str(out / "report")])
     assert done.exit_code == 0, done.output
     print(f"reference report rendered in {time.monotonic() - began:.1f} s")
     return out
@@ -56,7 +55,7 @@ def test_the_report_has_a_verdict_in_every_findings_row(rendered):
 
 def test_replication_quotes_what_the_report_prints(rendered):
     text = (ROOT / "REPLICATION.md").read_text(encoding="utf-8")
-    printed = (rendered / "findings.md").read_text(encoding="utf-8")
+    printed = (rendered / "report" / "findings.md").read_text(encoding="utf-8")
     assert block(text) == printed, "REPLICATION.md is stale: run `make replication`"
     # every figure with a unit outside the block is one the report prints too
     rest = text.replace(block(text), "")
