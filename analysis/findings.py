@@ -81,6 +81,9 @@ class Finding:
     max_lead_rtt: float = 1.0
     note: str = ""
     evidence: str = ""
+    paper_values: dict[str, tuple[float, float]] | None = None
+    """Network -> the paper's figure as [low, high], in the estimate's unit (a fraction,
+    or ms): the row says whether the interval reaches it."""
 
     def paper_for(self, network: str, metric: str) -> str:
         """The paper's number for a row: the table's entry for the network or the
@@ -92,7 +95,8 @@ class Finding:
 
 REQUIRED = ("id", "claim", "figure", "paper", "kind", "networks", "pairs", "metrics", "link")
 OPTIONAL = {"expect": str, "min_win_share": float, "max_loss_share": float, "margin": float,
-            "or_faster": bool, "max_lead_rtt": float, "note": str, "evidence": str}
+            "or_faster": bool, "max_lead_rtt": float, "note": str, "evidence": str,
+            "paper_values": dict}
 EVIDENCE = ("busiest_connection",)
 """Mechanism evidence a finding's rows may show from table connections:
 busiest_connection: per setting, the median over ok trials of the share of the trial's
@@ -160,7 +164,9 @@ def _finding(raw: dict, where: str) -> Finding:
         value = raw[key]
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if not isinstance(value, kind) or (kind is float and not 0 <= value <= 10):
+        if key == "paper_values":
+            value = _paper_values(value, bad)
+        elif not isinstance(value, kind) or (kind is float and not 0 <= value <= 10):
             raise bad(key, kind.__name__ + (" from 0 to 10" if kind is float else ""))
         extra[key] = value
     if extra.get("expect", "faster") not in EXPECT:
@@ -170,6 +176,16 @@ def _finding(raw: dict, where: str) -> Finding:
     return Finding(id=raw["id"], claim=raw["claim"].strip(), figure=raw["figure"], paper=paper,
                    kind=raw["kind"], networks=networks, metrics=metrics,
                    pairs=tuple((a, b) for a, b in pairs), link=raw["link"], **extra)
+
+
+def _paper_values(value, bad) -> dict[str, tuple[float, float]]:
+    ok = isinstance(value, dict) and value and all(
+        k in NETWORK_LABELS and isinstance(v, list) and len(v) == 2
+        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+        and v[0] <= v[1] for k, v in value.items())
+    if not ok:
+        raise bad("paper_values", "a table network -> [low, high] (numbers, low <= high)")
+    return {k: (float(v[0]), float(v[1])) for k, v in value.items()}
 
 
 def _names(raw: dict, key: str, known: dict, bad) -> tuple[str, ...]:
@@ -249,12 +265,24 @@ def _row(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -
                       "(--pair).")
         return row
     row.update(JUDGES[f.kind](f, network, x, y, metric, ctx))
+    row["why"] += _size(f, network, row)
     if f.evidence == "busiest_connection":
         row["evidence"] = _busiest_text(ctx.busiest, network, x, y)
     if lo < MIN_RUNS and row["verdict"] != "not tested":
         row["why"] += (f" Fewer than {MIN_RUNS} ok runs in some groups (fewest {lo}; "
                        "the paper had 31): the tests see only large differences.")
     return row
+
+
+def _size(f: Finding, network: str, row: dict) -> str:
+    """Whether the row's 95 % interval reaches the paper's figure ('' when either is
+    unknown)."""
+    want = (f.paper_values or {}).get(network)
+    if want is None or not (np.isfinite(row["low"]) and np.isfinite(row["high"])):
+        return ""
+    reaches = row["low"] <= want[1] and want[0] <= row["high"]
+    return (" The interval " + ("reaches" if reaches else "excludes")
+            + " the paper's figure.")
 
 
 def _lacking(network: str, settings, ctx: _Context) -> str:

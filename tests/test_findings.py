@@ -236,3 +236,23 @@ def test_a_pair_the_report_does_not_compare_is_not_tested(dsl_only):
     r = one(rows, "tcp-plus-vs-tcp", "dsl")
     assert r["verdict"] == "not tested" and "--pair" in r["why"]
     assert one(rows, "quic-vs-tcp", "dsl")["verdict"] == "reproduced"
+
+
+def test_the_row_says_whether_its_interval_reaches_the_papers_figure(dsl_only):
+    rows = evaluate(analyse(dsl_only, FAST))
+    r = one(rows, "tcp-plus-vs-tcp", "dsl")  # about -18 %: beyond the paper's -5 to -9 %
+    assert r["high"] < -0.09 and r["why"].endswith("The interval excludes the paper's figure.")
+    close = scaled(dsl_only, "tcp-plus", 1 / 0.85 * 0.99)  # TCP+ back near the model's -6 %
+    r = one(evaluate(analyse(close, FAST)), "tcp-plus-vs-tcp", "dsl")
+    assert r["low"] <= -0.05 and r["why"].endswith("The interval reaches the paper's figure."), r
+
+
+@pytest.mark.parametrize("values", ['{ moon = [1, 2] }', '{ dsl = [2, 1] }', '{ dsl = "x" }'])
+def test_bad_paper_values(tmp_path, values):
+    text = TABLE.read_text(encoding="utf-8").replace(
+        "paper_values = { dsl = [-0.09, -0.05], lte = [-0.09, -0.05] }",
+        f"paper_values = {values}")
+    bad = tmp_path / "findings.toml"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(FindingsError, match=r"finding\[0\]\.paper_values: expected a table"):
+        load_findings(bad)
