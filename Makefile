@@ -10,7 +10,7 @@ REPORT_OUT ?= reports/$(notdir $(RESULTS))
 # rustup's cargo if present, else Debian's (the same choice as setup/setup.sh)
 CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
-.PHONY: setup test lint docs unit e2e analysis-install-test notebook corpus experiment report faults doctor bench clean image image-test
+.PHONY: setup test lint docs unit e2e analysis-install-test notebook corpus experiment report faults doctor bench clean image image-test reference-report reference-checkpoint replication
 
 setup:
 	bash setup/setup.sh
@@ -61,6 +61,22 @@ experiment:
 
 report:
 	$(TESTBED) report $(RESULTS) --out $(REPORT_OUT)
+
+# The reference campaign (profiles/campaigns/reference.toml) kept in reference/: its
+# report with the paper's findings, regenerated from the committed data (no
+# measurement); a checkpoint of the running campaign's results folder into reference/;
+# REPLICATION.md's findings block from the same computation.
+REFERENCE ?= reference
+REFERENCE_RESULTS ?= results/reference
+reference-report:
+	@mkdir -p reports/reference
+	$(TESTBED) report $(REFERENCE) --out reports/reference
+
+reference-checkpoint:
+	$(TESTBED) checkpoint $(REFERENCE_RESULTS) --out $(REFERENCE)
+
+replication: reference-report
+	$(PY) -m analysis.replication reports/reference/findings.md REPLICATION.md
 
 faults:
 	$(PY) -m pytest -q -s -m faults tests/faults

@@ -4,15 +4,16 @@
     write_report(analysis, Path("reports/paper"))
 
 The folder holds index.html (tables inline, figures referenced relatively,
-readable from file:// without a server), plots/*.png and plots/*.svg, and
-tables/*.csv with every table in full.
+readable from file:// without a server), plots/*.png and plots/*.svg,
+tables/*.csv with every table in full, and findings.md, the paper's findings with
+their verdicts as Markdown (what REPLICATION.md quotes).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,6 +28,10 @@ from analysis.cells import spreadsheet_safe
 from analysis.connections import empty as empty_connections
 from analysis.connections import transport_summary
 from analysis.design import DESIGN_METRICS, DESIGN_PAIRS, design_impact
+from analysis.findings import campaign_status
+from analysis.findings import evaluate as evaluate_findings
+from analysis.findings import markdown as markdown_findings
+from analysis.findings import shown as shown_findings
 from analysis.health import failures_by_reason, overview, trial_health
 from analysis.inference import CORRECTIONS, DEFAULT_MDE, TESTS
 from analysis.plots import cdf_row_figure, save
@@ -150,6 +155,8 @@ class Analysis:
     distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Per network x setting x metric over all ok trials: n, mean, percentiles (ms)
     (analysis.report_sections.distribution)."""
+    findings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The paper's findings beside this campaign's, with verdicts (analysis.findings)."""
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """name -> table, as written to tables/<name>.csv."""
@@ -171,7 +178,7 @@ class Analysis:
                 "effects": self.effects, "robustness": self.robustness,
                 "design_impact": self.design, "health": self.health, "failures": self.failures,
                 "visits": self.visits, "resumption": self.resumption,
-                "distribution": self.distribution}
+                "distribution": self.distribution, "findings": self.findings}
 
 
 MIN_RUNS = 10
@@ -253,7 +260,7 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
     if config.by_worker:
         per_worker = {"workers": by_worker(trials), "worker_tests": worker_tests(trials, config.alpha),
                       "worker_calibrations": calibrations(manifest)}
-    return Analysis(
+    analysis = Analysis(
         trials=trials, config=config, pairs=pairs, overview=overview(trials),
         health=health, failures=failures_by_reason(trials), summary=summary,
         relative=rel, relative_summary=relative_summary(rel), cdfs=relative_cdfs(rel),
@@ -268,6 +275,7 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
         examples=examples(trials), distribution=distribution(meas),
         reviewer=report_stats.compute(trials, meas, pairs, config.alpha, config.resamples,
                                       config.mixed_metrics), **per_worker)
+    return replace(analysis, findings=evaluate_findings(analysis, connections=conns))
 
 
 def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
@@ -483,6 +491,8 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
         failures_table=_table_or_none(a.failures),
         summary_table=_table_or_none(a.summary, rename=SUMMARY_HEADERS),
         inspect=inspect,
+        findings=shown_findings(a.findings) if len(a.findings) else [],
+        status=campaign_status(a),
         reviewer=report_stats.render(a.reviewer, _table_or_none),
         show_workers=a.workers is not None,
         by_worker=_table_or_none(a.workers) if a.workers is not None else None,
@@ -493,6 +503,8 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None
         if a.workers is not None else [])
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
+    if len(a.findings):  # what REPLICATION.md quotes (analysis.replication)
+        (out / "findings.md").write_text(markdown_findings(a.findings, a), encoding="utf-8")
     return index
 
 

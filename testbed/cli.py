@@ -24,6 +24,7 @@ COMMANDS = {  # in pipeline order: `testbed --help` lists them so
     "trials": "testbed.commands.trial:trials",
     "trial": "testbed.commands.trial:trial",
     "export": "testbed.campaign.cli:export",
+    "checkpoint": "testbed.campaign.cli:checkpoint",
     "report": "testbed.commands.report:report",
     "compare": "testbed.commands.compare:compare",
     "doctor": "testbed.commands.doctor:doctor",

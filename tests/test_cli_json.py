@@ -131,6 +131,8 @@ def test_report_json(two_campaigns, tmp_path):
     got = parsed(["report", str(two_campaigns / "a"), "--out", str(tmp_path / "rep"), "--json"])
     assert got["trials"] == 180 and got["ok"] + got["failed"] == 180
     assert got["baseline"] == "tcp" and isinstance(got["warnings"], list)
+    assert set(got["findings"]) == {"reproduced", "contradicted", "inconclusive", "not tested"}
+    assert sum(got["findings"].values()) > 0
     assert Path(got["report"]).is_file()
 
 

@@ -23,6 +23,12 @@ from testbed.host import safefs
                    "at most 10000).")
 @click.option("--retry-failed", is_flag=True,
               help="Run the trials stored as failed again (their rows are replaced).")
+@click.option("--resume-from", "resume_from", metavar="DIR",
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Begin a new results folder (--out, without a store yet) with the trials "
+                   "kept in DIR (a checkpoint such as reference/, made by `testbed "
+                   "checkpoint`), then run the rest. Their files stay behind: each seeded "
+                   "trial's folder holds only SEEDED.")
 @click.option("--site", "sites", multiple=True, metavar="NAME",
               help="Run only this site of the campaign (a recording's name; repeatable).")
 @click.option("--network", "networks", multiple=True, metavar="NAME",
@@ -49,7 +55,7 @@ from testbed.host import safefs
 def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool,
         sites: tuple[str, ...], networks: tuple[str, ...], protocols: tuple[str, ...],
         dry_run: bool, as_json: bool, scheduler: str | None, workers: str | None,
-        tls: Path | None = None):
+        tls: Path | None = None, resume_from: Path | None = None):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume. --site, --network and --protocol narrow the campaign to
@@ -76,14 +82,17 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
 
     if dry_run:
         config.check_size(campaign, n or campaign.max_runs)
-        _dry_run(campaign, n, out or runner.default_out(campaign), as_json)
+        target = out or runner.default_out(campaign)
+        if resume_from is not None and not (target / "trials.sqlite").exists():
+            target = resume_from  # what would be stored once seeded
+        _dry_run(campaign, n, target, as_json)
         return
 
     runner.owner_check()
     out = out or runner.default_out(campaign)
     checked = safefs.check_out_dir(out, "--out")  # root writes the results there
-    stats = runner.Runner(campaign, checked, cluster=cluster).run(runs=n,
-                                                                  retry_failed=retry_failed)
+    stats = runner.Runner(campaign, checked, cluster=cluster).run(
+        runs=n, retry_failed=retry_failed, resume_from=resume_from)
     click.echo(f"testbed: {stats['ok']} ok, {stats['failed']} failed this session; "
                f"results in {out}", err=True)
 
@@ -257,6 +266,28 @@ def certs(out: Path, workers: str | None, names: tuple[str, ...]):
     click.echo(f"testbed: credentials of a new cluster in {folder}: "
                f"{', '.join([*FIXED, *members])}; copy each machine its folder "
                "(only root may read it)", err=True)
+
+
+@click.command()
+@click.argument("results", metavar="RESULTS", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", "out", required=True, metavar="DIR",
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to keep them in (e.g. reference/); its trials.sqlite and "
+                   "manifest.json are replaced.")
+def checkpoint(results: Path, out: Path):
+    """Keep the small, re-analysable data of a campaign: copy the store (tables trials
+    and connections) and manifest.json of the results folder RESULTS into --out, safely
+    while a runner is writing into RESULTS (an online backup; its lock is not taken).
+    Videos, HARs and Browsertime JSON stay behind. `testbed report DIR` analyses the
+    copy; `testbed run CAMPAIGN --resume-from DIR` continues the campaign from it."""
+    from testbed.campaign import reference
+
+    checked = safefs.check_out_dir(out, "--out")  # root may write it: checked first
+    if results.resolve() == checked.resolve():
+        raise InputError(f"{out}: --out: expected another folder than RESULTS")
+    c = reference.checkpoint(results, checked)
+    click.echo(f"testbed: {c['trials']} trials ({c['ok']} ok, {c['failed']} failed) and "
+               f"{c['connections']} connections kept in {out}", err=True)
 
 
 @click.command()

@@ -130,8 +130,11 @@ class Runner:
             self.chains[name] = calibrate.chain_for(profile, workdir, cal)
 
     # --- the run --------------------------------------------------------------------------
-    def run(self, runs: int | None = None, retry_failed: bool = False) -> dict[str, int]:
-        """Run what is not stored yet; retry_failed: forget stored failed trials first.
+    def run(self, runs: int | None = None, retry_failed: bool = False,
+            resume_from: Path | None = None) -> dict[str, int]:
+        """Run what is not stored yet; retry_failed: forget stored failed trials first;
+        resume_from: begin a results folder without a store with the rows kept in this
+        folder (testbed.campaign.reference.seed).
 
         Everything is checked before the results folder is touched; then the folder
         is held (a second runner stops at once) while this one writes into it."""
@@ -143,7 +146,14 @@ class Runner:
         config_mod.check_size(self.campaign, runs)
         self.check_settings()
         self._check_labels()
+        if resume_from is not None:  # the kept rows were measured with these labels' content
+            self._check_labels(Path(resume_from))
         with outdir.claim(self.out), outdir.writing(self.out):
+            if resume_from is not None:
+                from testbed.campaign import reference
+
+                n = reference.seed(self.out, Path(resume_from), self.campaign.name)
+                self.console.print(f"seeded {n} stored trials from {resume_from}")
             return self._run_claimed(runs, retry_failed)
 
     def _run_claimed(self, runs: int, retry_failed: bool) -> dict[str, int]:
@@ -170,14 +180,16 @@ class Runner:
             self._run_plan(plan, store, work)
         return dict(self.stats)
 
-    def _check_labels(self) -> None:
-        """A label keeps its meaning in one results folder: trials stored under it were
-        measured with the content it names now (the manifest's earlier sessions say)."""
-        db = self.out / "trials.sqlite"
+    def _check_labels(self, folder: Path | None = None) -> None:
+        """A label keeps its meaning in one results folder (`folder`, default the
+        campaign's): trials stored under it were measured with the content it names now
+        (the manifest's earlier sessions say)."""
+        folder = self.out if folder is None else folder
+        db = folder / "trials.sqlite"
         if db.is_file():
             self._check_visits(db)
         try:
-            sessions = json.loads((self.out / "manifest.json").read_text()).get("sessions", [])
+            sessions = json.loads((folder / "manifest.json").read_text()).get("sessions", [])
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
             return
         if not db.is_file() or not isinstance(sessions, list):
@@ -196,7 +208,7 @@ class Runner:
                 if stored:
                     raise InputError(
                         f"{entry.file}: {kind} {label} has other content than the one "
-                        f"{stored} trials in {self.out} were measured with (sha256 "
+                        f"{stored} trials in {folder} were measured with (sha256 "
                         f"{min(earlier - {entry.digest})[:12]}..., now "
                         f"{entry.digest[:12]}...); give it another name or another --out")
 

@@ -112,6 +112,9 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
         echo(f"warning: {warning}")
     for note in result.notes:
         echo(f"note: {note}")
+    counts = findings_counts(result)
+    if counts:
+        echo("the paper's findings: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
     if result.worker_tests is not None:
         for r in result.worker_tests.itertuples():
             echo(f"workers: {r.network} {r.protocol}: {r.workers} workers {r.verdict} "
@@ -129,7 +132,18 @@ def summary(result, index: Path) -> dict:
     return {"trials": o["trials"], "ok": o["ok"], "failed": o["failed"], "sites": o["sites"],
             "networks": o["networks"], "settings": o["settings"], "baseline": result.baseline,
             "baseline_why": result.baseline_why, "warnings": list(result.warnings),
-            "notes": list(result.notes), "workers": result.worker_tests, "report": index}
+            "notes": list(result.notes), "workers": result.worker_tests,
+            "findings": findings_counts(result), "report": index}
+
+
+def findings_counts(result) -> dict[str, int]:
+    """Verdict -> how many rows of the paper's findings have it ({} without the table)."""
+    from analysis.findings import VERDICTS
+
+    f = result.findings
+    if f is None or f.empty:
+        return {}
+    return {v: int((f["verdict"] == v).sum()) for v in VERDICTS}
 
 
 def _manifest(folder: Path) -> dict | None:

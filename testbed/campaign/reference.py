@@ -1,0 +1,179 @@
+"""A campaign's small, re-analysable data kept apart from its results folder, and a
+campaign resumed from it on another machine.
+
+    checkpoint(results, Path("reference"))   # trials.sqlite (trials and connections) and
+                                             # manifest.json, copied out of a results
+                                             # folder, even while a runner writes into it
+    seed(out, Path("reference"), campaign)   # a new results folder's store begun with
+                                             # the kept rows (`testbed run --resume-from`)
+
+The copy of the store is SQLite's online backup from a read-only connection: one
+consistent snapshot of the committed rows, taken without the runner's lock and
+without blocking it (WAL). The copy is then a single file (no WAL) with its free
+pages dropped. Videos, HARs and Browsertime's JSON stay behind.
+
+A seeded trial keeps its row but not its files: its folder in trials/ holds only
+SEEDED, which says so (the runner's rule that every stored row has its folder
+still holds, and nothing pretends the files exist). The kept manifest's sessions
+come along, so a label whose content changed since (a recording, a profile) stops
+the run as it would in the original folder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+from testbed.campaign import outdir
+from testbed.errors import InputError
+
+STORE = "trials.sqlite"
+MANIFEST = "manifest.json"
+SEEDED = "SEEDED"
+"""The one file of a seeded trial's folder."""
+
+
+def _regular(path: Path, what: str) -> None:
+    """`path` is a regular file and no step of its folder a symlink (lstat)."""
+    for p in (path.parent, path):
+        try:
+            mode = os.lstat(p).st_mode
+        except FileNotFoundError:
+            raise InputError(f"{p}: {what}: no such file or folder") from None
+        want = stat.S_ISDIR if p is not path else stat.S_ISREG
+        if not want(mode):
+            raise InputError(f"{p}: {what}: expected a {'folder' if p is not path else 'file'}"
+                             " (not a symlink)")
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
+
+
+def _copy_store(source: Path, target: Path) -> int:
+    """Back up the store `source` into `target` (made beside and renamed into place);
+    the number of trials copied."""
+    new = target.with_name(target.name + ".new")
+    new.unlink(missing_ok=True)
+    src = _read_only(source)
+    try:
+        try:
+            tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.DatabaseError as e:
+            raise InputError(f"{source}: expected a campaign store ({e})") from None
+        if "trials" not in tables:
+            raise InputError(f"{source}: expected a campaign store (no table trials)")
+        dst = sqlite3.connect(new)
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode=DELETE")
+            dst.execute("VACUUM")
+            count = dst.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
+        finally:
+            dst.close()
+        new.replace(target)
+    finally:
+        src.close()
+        new.unlink(missing_ok=True)
+    return int(count)
+
+
+def _manifest(folder: Path) -> dict | None:
+    """The folder's manifest by the results loader (no symlink, a manifest's shape)."""
+    from analysis.load import ResultsError, load_manifest
+
+    try:
+        return load_manifest(folder)
+    except ResultsError as e:
+        raise InputError(str(e)) from None
+
+
+def _write_json(path: Path, doc: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def checkpoint(results: Path, out: Path) -> dict:
+    """Copy the store and manifest of the results folder `results` into the folder
+    `out` (made if missing; checked by the caller): {trials, ok, failed, connections}."""
+    results, out = Path(results), Path(out)
+    _regular(results / STORE, "the results folder's store")
+    manifest = _manifest(results)
+    out.mkdir(parents=True, exist_ok=True)
+    _copy_store(results / STORE, out / STORE)
+    if manifest is not None:
+        _write_json(out / MANIFEST, manifest)
+    return counts(out / STORE)
+
+
+def counts(store: Path) -> dict:
+    db = _read_only(store)
+    try:
+        by = dict(db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status"))
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+        conns = (db.execute("SELECT COUNT(*) FROM connections").fetchone()[0]
+                 if "connections" in tables else 0)
+    finally:
+        db.close()
+    return {"trials": sum(by.values()), "ok": by.get("ok", 0), "failed": by.get("failed", 0),
+            "connections": conns}
+
+
+def _safe_id(trial_id: str) -> bool:
+    return (bool(trial_id) and trial_id not in (".", "..") and "/" not in trial_id
+            and "\0" not in trial_id)
+
+
+def seed(out: Path, source: Path, campaign_name: str) -> int:
+    """Begin the store of the results folder `out` (held by the caller, with no store
+    yet) with the rows kept in `source` (a checkpoint, or another results folder of
+    the same campaign): its trials and connections, its manifest's sessions, and a
+    folder per trial holding only SEEDED. The number of trials seeded."""
+    out, source = Path(out), Path(source)
+    _regular(source / STORE, "--resume-from")
+    if (out / STORE).exists() or (out / STORE).is_symlink():
+        raise InputError(f"{out}: --resume-from: this results folder already has a store; "
+                         "resume it without --resume-from, or give a new --out")
+    trials = out / "trials"
+    manifest = _manifest(source) or {}
+    kept = (manifest.get("campaign") or {}).get("name")
+    if kept is not None and kept != campaign_name:
+        raise InputError(f"{source / MANIFEST}: --resume-from: holds campaign {kept!r}, "
+                         f"not {campaign_name!r}")
+    db = _read_only(source / STORE)
+    try:
+        ids = [r[0] for r in db.execute("SELECT trial_id FROM trials")]
+    except sqlite3.DatabaseError as e:
+        raise InputError(f"{source / STORE}: expected a campaign store ({e})") from None
+    finally:
+        db.close()
+    bad = [t for t in ids if not isinstance(t, str) or not _safe_id(t)]
+    if bad:
+        raise InputError(f"{source / STORE}: table trials: trial_id {bad[0]!r} is not one "
+                         "folder name")
+    trials.mkdir(parents=True, exist_ok=True)
+    # no store: the folders there have no row (a seed stopped half-way), as the runner's
+    # reconcile would remove them
+    outdir.reconcile(trials, set())
+    note = (f"Measured in an earlier session; seeded from {source} (its row only: the "
+            "trial's HAR, video and Browsertime JSON were not kept).\n")
+    for t in ids:
+        (trials / t).mkdir()
+        (trials / t / SEEDED).write_text(note, encoding="utf-8")
+    if manifest:
+        sessions = [s for s in manifest.get("sessions", []) if isinstance(s, dict)]
+        sessions.append({"started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                         "seeded_from": str(source), "trials": len(ids)})
+        _write_json(out / MANIFEST, {**manifest, "sessions": sessions})
+    # the store last: a seed stopped half-way leaves no store, so it can be run again
+    # once the folders are removed (the runner's reconcile removes folders without rows)
+    _copy_store(source / STORE, out / STORE)
+    return len(ids)

@@ -1,0 +1,143 @@
+"""A campaign kept small and resumed elsewhere: `testbed checkpoint` copies the store and
+manifest out of a results folder while its runner holds it; `testbed run --resume-from`
+begins a new results folder with those rows and measures only the rest. The runner is
+the real one with scripted page loads (tests/scripted_campaign.py)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from testbed.campaign import config, reference
+from testbed.cli import cli
+from testbed.errors import InputError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scripted_campaign import ScriptedRunner
+from test_campaign_outdir import PLANNED, SCRIPTED, assert_consistent, stored, write_campaign
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_checkpoint_while_the_runner_holds_the_folder(tmp_path):
+    campaign, out, gate = write_campaign(tmp_path), tmp_path / "out", tmp_path / "gate"
+    gate.mkdir()
+    first = subprocess.Popen([sys.executable, SCRIPTED, str(campaign), str(out), str(gate)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        while not (gate / "waiting").exists():  # the first block stored, the lock held
+            assert first.poll() is None, first.stderr.read()
+            time.sleep(0.05)
+        done = CliRunner().invoke(cli, ["checkpoint", str(out), "--out", str(tmp_path / "ref")])
+        assert done.exit_code == 0, done.output
+        (gate / "go").touch()
+        _, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 0, err
+    ref = tmp_path / "ref"
+    kept = stored(ref)
+    assert 0 < len(kept) < len(PLANNED) and kept <= PLANNED  # the rows stored by then
+    assert sorted(p.name for p in ref.iterdir()) == ["manifest.json", "trials.sqlite"]
+    assert json.loads((ref / "manifest.json").read_text())["campaign"]["name"] == "c"
+    db = sqlite3.connect(ref / "trials.sqlite")
+    try:  # one self-contained file: no WAL
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    finally:
+        db.close()
+    assert_consistent(out)  # the runner's folder as it would be without the checkpoint
+
+
+def test_resume_from_a_checkpoint_measures_only_the_rest(tmp_path):
+    campaign = config.load(write_campaign(tmp_path))
+    first = tmp_path / "first"
+    ScriptedRunner(config.narrowed(campaign, protocols=("quic",)), first).run()
+    ref = tmp_path / "reference"
+    c = reference.checkpoint(first, ref)
+    assert c == {"trials": 2, "ok": 2, "failed": 0, "connections": 0}
+    fresh = tmp_path / "fresh"
+    stats = ScriptedRunner(campaign, fresh).run(resume_from=ref)
+    assert stats == {"ok": 2, "failed": 0}  # the tcp trials only
+    assert stored(fresh) == PLANNED
+    for t in PLANNED:
+        files = sorted(p.name for p in (fresh / "trials" / t).iterdir())
+        if "+quic+" in t:
+            assert files == ["SEEDED"], files
+        else:  # measured here: its files as any trial's
+            assert "trial.json" in files and "SEEDED" not in files, files
+    sessions = json.loads((fresh / "manifest.json").read_text())["sessions"]
+    assert [("seeded_from" in s) for s in sessions] == [False, True, False]
+    # the seeded rows are the checkpoint's, byte for byte
+    rows = {r[0]: r for r in sqlite3.connect(fresh / "trials.sqlite").execute(
+        "SELECT * FROM trials WHERE protocol = 'quic'")}
+    assert rows == {r[0]: r for r in sqlite3.connect(ref / "trials.sqlite").execute(
+        "SELECT * FROM trials")}
+    # a second resume into a folder that has a store: refused, nothing changed
+    before = stored(fresh)
+    with pytest.raises(InputError, match="already has a store"):
+        ScriptedRunner(campaign, fresh).run(resume_from=ref)
+    assert stored(fresh) == before
+    # the resumed folder reports as any results folder
+    done = CliRunner().invoke(cli, ["report", str(fresh), "--out", str(tmp_path / "rep")])
+    assert done.exit_code == 0, done.output
+
+
+def test_resume_refuses_another_campaign_and_changed_content(tmp_path):
+    campaign = config.load(write_campaign(tmp_path, runs=1))
+    first = tmp_path / "first"
+    ScriptedRunner(campaign, first).run()
+    ref = tmp_path / "reference"
+    reference.checkpoint(first, ref)
+    doc = json.loads((ref / "manifest.json").read_text())
+    other = tmp_path / "other.toml"
+    other.write_text((tmp_path / "c.toml").read_text())
+    with pytest.raises(InputError, match="holds campaign 'c', not 'other'"):
+        ScriptedRunner(config.load(other), tmp_path / "o").run(resume_from=ref)
+    assert not (tmp_path / "o" / "trials.sqlite").exists()
+    # a recording whose content differs from the one the kept trials were measured with
+    for s in doc["sessions"]:
+        for r in s["recordings"].values():
+            r["manifest_sha256"] = "0" * 64
+    (ref / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="has other content"):
+        ScriptedRunner(campaign, tmp_path / "n").run(resume_from=ref)
+    assert not (tmp_path / "n").exists()
+
+
+def test_checkpoint_refuses_a_symlinked_store(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (tmp_path / "elsewhere.sqlite").write_bytes(b"")
+    (results / "trials.sqlite").symlink_to(tmp_path / "elsewhere.sqlite")
+    done = CliRunner().invoke(cli, ["checkpoint", str(results), "--out", str(tmp_path / "r")])
+    assert isinstance(done.exception, InputError)  # `testbed` prints its line, exit 2
+    assert "trials.sqlite: the results folder's store: expected a file (not a symlink)" in str(
+        done.exception)
+    assert not (tmp_path / "r").exists()
+
+
+def test_seed_refuses_a_trial_id_that_is_not_one_folder_name(tmp_path):
+    from analysis import synthetic
+
+    source = tmp_path / "kept"
+    source.mkdir()
+    rows = synthetic.trials([{"site": "s", "network": "dsl", "protocol": "tcp", "run": 0}])
+    synthetic.write_sqlite(rows, source / "trials.sqlite")
+    db = sqlite3.connect(source / "trials.sqlite")  # a store someone edited
+    with db:
+        db.execute("UPDATE trials SET trial_id = '../escape'")
+    db.close()
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(InputError, match="trial_id '../escape' is not one folder name"):
+        reference.seed(out, source, "c")
+    assert list(out.iterdir()) == [] and not (tmp_path / "escape").exists()

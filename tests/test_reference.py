@@ -1,0 +1,74 @@
+"""The committed reference data: its report renders with the paper's findings, a verdict
+in every row, and REPLICATION.md quotes exactly what the report prints."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from analysis.findings import VERDICTS, load_findings
+from analysis.replication import block, splice
+from testbed.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "reference"
+KEPT = {"README.md", "manifest.json", "trials.sqlite"}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference-report")
+    began = time.monotonic()
+    done = CliRunner().invoke(cli, ["report", str(REFERENCE), "--out", str(out / "report")])
+    assert done.exit_code == 0, done.output
+    print(f"reference report rendered in {time.monotonic() - began:.1f} s")
+    return out
+
+
+def test_reference_holds_only_the_small_files():
+    assert {p.name for p in REFERENCE.iterdir()} == KEPT
+    assert (REFERENCE / "trials.sqlite").stat().st_size < 64 << 20
+
+
+def test_the_report_has_a_verdict_in_every_findings_row(rendered):
+    page = (rendered / "report" / "index.html").read_text(encoding="utf-8")
+    section = page[page.index('<h2 id="findings">'):page.index('<h2 id="setup">')]
+    table = pd.read_csv(rendered / "report" / "tables" / "findings.csv")
+    expected = sum(len(f.networks) * len(f.pairs) * len(f.metrics) for f in load_findings())
+    assert len(table) == expected == section.count('<tr id="finding-')
+    assert table["verdict"].isin(VERDICTS).all()
+    shown = re.findall(r'class="verdict-[a-z-]+">([a-z ]+)</td>', section)
+    assert len(shown) == expected and set(shown) <= set(VERDICTS)
+    # a row not tested says why
+    untested = table[table["verdict"] == "not tested"]
+    assert untested["why"].fillna("").str.len().gt(20).all()
+    # the campaign lacks MSS: those rows are not tested, naming it
+    mss = table[table["network"] == "mss"]
+    assert len(mss) and (mss["verdict"] == "not tested").all()
+    assert mss["why"].str.contains("MSS").all()
+
+
+def test_replication_quotes_what_the_report_prints(rendered):
+    text = (ROOT / "REPLICATION.md").read_text(encoding="utf-8")
+    printed = (rendered / "report" / "findings.md").read_text(encoding="utf-8")
+    assert block(text) == printed, "REPLICATION.md is stale: run `make replication`"
+    # every figure with a unit outside the block is one the report prints too
+    rest = text.replace(block(text), "")
+    for number in re.findall(r"[−+-]?\d+(?:\.\d+)?\s?(?:%|ms|RTT)", rest):
+        if number.strip() in ("95 %",):  # the intervals' level
+            continue
+        assert number in printed, f"REPLICATION.md: {number!r} is not in the report's findings"
+
+
+def test_splice_replaces_only_the_block():
+    text = (ROOT / "REPLICATION.md").read_text(encoding="utf-8")
+    again = splice(text, "new\n")
+    assert block(again) == "new\n"
+    assert again.split("<!-- findings")[0] == text.split("<!-- findings")[0]
+    with pytest.raises(ValueError):
+        block("no markers")
