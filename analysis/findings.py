@@ -375,8 +375,10 @@ def _site_tests(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Con
         return {**out, "verdict": "reproduced",
                 "why": f"Faster on at least {f.min_win_share:.0%} of the sites, slower on at "
                        f"most {f.max_loss_share:.0%}."}
-    if losses > wins:
-        return {**out, "verdict": "contradicted", "why": "Slower on more sites than faster."}
+    if losses > wins and losses > f.max_loss_share * sites:
+        return {**out, "verdict": "contradicted",
+                "why": f"Slower on more sites than faster, and on more than "
+                       f"{f.max_loss_share:.0%} of them."}
     return {**out, "verdict": "inconclusive",
             "why": f"Faster on fewer than {f.min_win_share:.0%} of the sites"
                    + (f" or slower on more than {f.max_loss_share:.0%}" if wins else "")
