@@ -165,10 +165,13 @@ def calibration_differences(workers: dict[str, dict], own: dict[str, dict] | Non
 class Coordinator:
     """Submits a runner's blocks to a cluster and stores what comes back."""
 
-    def __init__(self, runner, client):
+    def __init__(self, runner, client, gate=None, lanes_per_worker: int = 1):
         self.runner = runner
         self.client = client
-        self.job = worker_mod.Job.of(runner.campaign, runner.entries)
+        self.gate = gate
+        """testbed.campaign.lanes.Gate: blocks start only as it allows (lanes); None:
+        a few blocks ahead of the workers."""
+        self.job = worker_mod.Job.of(runner.campaign, runner.entries, lanes_per_worker)
         self.attempts: dict[str, int] = {}
         self.order = 0
 
@@ -206,8 +209,16 @@ class Coordinator:
         queue = deque(todo)
         pending = as_completed()
         futures = []
+        running: dict[str, str] = {}  # a gated block's future key -> its network
 
         def top_up() -> None:
+            if self.gate is not None:  # lanes: a block starts when a lane may take it
+                while queue and self.gate.allows(queue[0].network, list(running.values())):
+                    block = queue.popleft()
+                    futures.append(self._submit(block))
+                    running[futures[-1].key] = block.network
+                    pending.add(futures[-1])
+                return
             ahead = len(self.client.scheduler_info(n_workers=-1)["workers"]) + 1
             while queue and pending.count() < ahead:
                 futures.append(self._submit(queue.popleft()))
@@ -216,6 +227,7 @@ class Coordinator:
         top_up()
         try:
             for fut in pending:
+                running.pop(fut.key, None)
                 try:
                     packed, info = fut.result()
                 except Exception as e:
@@ -228,9 +240,12 @@ class Coordinator:
                 again = self._store(packed, store, progress, task)
                 if again:
                     b = again[0]
-                    futures.append(self._submit(
-                        plan_mod.Block(b.run, b.site, b.network, tuple(again)), first=True))
-                    pending.add(futures[-1])
+                    block = plan_mod.Block(b.run, b.site, b.network, tuple(again))
+                    if self.gate is not None:
+                        queue.appendleft(block)  # next, when a lane is free
+                    else:
+                        futures.append(self._submit(block, first=True))
+                        pending.add(futures[-1])
                 top_up()
         finally:
             self.client.cancel([f for f in futures if not f.done()])
