@@ -104,6 +104,9 @@ class FakeFuture:
     def done(self):
         return True
 
+    def result(self):
+        return "packed", {}
+
 
 class FakeClient:
     """Records what was submitted and how many blocks ran at once."""
@@ -158,9 +161,8 @@ def test_the_coordinator_starts_blocks_in_plan_order_as_the_gate_allows(monkeypa
     co.client, co.gate, co.attempts, co.order = client, gate, {}, 0
     co.job = None
     co.runner = type("R", (), {"console": None})()
-    monkeypatch.setattr(co, "join_check", lambda: [])
+    monkeypatch.setattr(co, "join_check", list)
     client.wait_for_workers = lambda n, timeout: None
-    FakeFuture.result = lambda self: ("packed", {})
     monkeypatch.setattr(co, "_worker", lambda info: None)
     monkeypatch.setattr(co, "_store", lambda packed, store, progress, task: [])
     co.run(list(plan), None, None, None)
