@@ -133,7 +133,7 @@ def report(network: str, got: dict[int, list[Chunk]], margin: float) -> tuple[in
     wall = {n: sum(ch.wall_s for ch in chunks) for n, chunks in got.items()}
     cpu = {n: sum(ch.cpu_s for ch in chunks) for n, chunks in got.items()}
     tph = {n: len(rows[n]) / wall[n] * 3600 if wall[n] else math.nan for n in rows}
-    print(f"network {network} ({os.cpu_count()} cores), margin ±{margin * 100:g} %:")
+    print(f"network {network}, margin ±{margin * 100:g} %:")
     print("  lanes  trials  ok  trials/h  speed-up  CPU-s/trial  wall-s/trial  "
           "PLT med ms  PLT vs 1 lane [90 % CI]          FVC vs 1 lane [90 % CI]")
     verdicts: dict[int, dict[str, str]] = {}
@@ -157,6 +157,13 @@ def report(network: str, got: dict[int, list[Chunk]], margin: float) -> tuple[in
         tested.append({"lanes": n, "trials": n_trials, "ok": len(ok),
                        "trials_per_hour": round(tph[n], 1),
                        "plt": verdicts[n]["plt_ms"], "fvc": verdicts[n]["fvc_ms"]})
+    cores = len(os.sched_getaffinity(0))
+    for n, chunks in sorted(got.items()):
+        b = chunks[0].budget()
+        for ch in chunks[1:]:
+            b = b + ch.budget()
+        print(f"  {n} lane(s): cores busy {b.share(cores, True):.0%} while a page loads, "
+              f"{b.share(cores, False):.0%} otherwise ({cores} cores; bench/cpu_budget)")
     best = largest_equivalent(verdicts)
     print(f"  largest lane count equivalent to one lane: {best}")
     return best, tested
