@@ -10,7 +10,8 @@ each N of --lanes (default 4), interleaved: R rounds (default 2), each running a
 chunk of every lane count in a seeded random order (bench/chunks.py: `testbed run
 --lanes N --runs ...`, each lane count adding runs to its own results). A chunk
 of one lane runs B blocks (default 4, two trials each); a chunk of N lanes
-B x ceil(sqrt(N)) (a lane count's trials are cheaper, so it gets more of them).
+B x ceil(sqrt(N)), at least N (a lane count's trials are cheaper, so it gets more
+of them).
 
 It prints per lane count: trials, trials per hour (stored trials over the
 commands' wall time, start-up included), the speed-up over one lane, the
@@ -105,7 +106,8 @@ def largest_equivalent(verdicts: Mapping[int, Mapping[str, str]]) -> int:
 
 
 def blocks_of(lanes: int, blocks: int) -> int:
-    return blocks * math.ceil(math.sqrt(lanes))
+    """Blocks of a chunk of `lanes` lanes: B x ceil(sqrt(N)), at least one per lane."""
+    return max(lanes, blocks * math.ceil(math.sqrt(lanes))) if lanes > 1 else blocks
 
 
 def measure(network: str, counts: list[int], rounds: int, blocks: int, site: str,

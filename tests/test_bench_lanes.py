@@ -71,3 +71,4 @@ def test_the_largest_equivalent_lane_count_stops_at_the_first_that_is_not():
     assert L.largest_equivalent({1: eq, 2: {**eq, "plt_ms": "different"}, 4: eq}) == 1
     assert L.largest_equivalent({1: eq}) == 1
     assert L.blocks_of(1, 3) == 3 and L.blocks_of(4, 3) == 6 and L.blocks_of(8, 3) == 9
+    assert L.blocks_of(4, 1) == 4 and L.blocks_of(1, 1) == 1
