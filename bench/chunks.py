@@ -15,6 +15,7 @@ depend on R). The machine's busy CPU time is sampled from /proc/stat while it ru
 from __future__ import annotations
 
 import datetime as dt
+import signal
 import sqlite3
 import subprocess
 import time
@@ -66,6 +67,8 @@ class Chunk:
     samples: cpu_budget.Samples
     offset: float
     """time.time() - time.monotonic() when it started (the rows' times are epoch)."""
+    stopped: bool = False
+    """Interrupted (Ctrl-C): the rows stored until then."""
 
     def budget(self) -> cpu_budget.Budget:
         """CPU and wall time inside the trials' page loads (from each row's start to its
@@ -90,9 +93,18 @@ def run_chunk(campaign_file: Path, out: Path, lanes: int, runs: int) -> Chunk:
     before = {r["trial_id"] for r in read_rows(out / "trials.sqlite")}
     offset = time.time() - time.monotonic()
     t0 = time.monotonic()
+    stopped = False
     with cpu_budget.Sampler(every=0.05) as s:
-        subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        p = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL)
+        try:
+            if p.wait() != 0:
+                raise subprocess.CalledProcessError(p.returncode, argv)
+        except KeyboardInterrupt:  # stopped: the campaign too, cleanly; its rows count
+            p.send_signal(signal.SIGINT)
+            p.wait()
+            stopped = True
     wall = time.monotonic() - t0
     samples = s.samples()
     rows = [r for r in read_rows(out / "trials.sqlite") if r["trial_id"] not in before]
-    return Chunk(lanes, rows, wall, samples.busy[-1] - samples.busy[0], samples, offset)
+    return Chunk(lanes, rows, wall, samples.busy[-1] - samples.busy[0], samples, offset,
+                 stopped)

@@ -125,7 +125,9 @@ def measure(network: str, counts: list[int], rounds: int, blocks: int, site: str
             chunk = run_chunk(c, base / f"{network}-lanes-{n}", n, runs[n])
             got[n].append(chunk)
             print(f"  {network} round {r + 1}: {n} lane(s): {len(chunk.rows)} trials in "
-                  f"{chunk.wall_s:.0f} s", flush=True)
+                  f"{chunk.wall_s:.0f} s{' (stopped)' if chunk.stopped else ''}", flush=True)
+            if chunk.stopped:
+                return {n: chunks for n, chunks in got.items() if chunks}
     return got
 
 
@@ -140,6 +142,9 @@ def report(network: str, got: dict[int, list[Chunk]], margin: float) -> tuple[in
           "PLT med ms  PLT vs 1 lane [90 % CI]          FVC vs 1 lane [90 % CI]")
     verdicts: dict[int, dict[str, str]] = {}
     tested = []
+    if 1 not in rows or not rows[1]:
+        print("  no trial of one lane: nothing to compare")
+        return 1, []
     for n in sorted(rows):
         ok = [r for r in rows[n] if r["status"] == "ok"]
         cells, verdicts[n] = [], {}
