@@ -145,6 +145,10 @@ TRIALS = (
     Column("quic_0rtt", INTEGER_KIND, False,
            "QUIC: 1 when h3server answered at least one request of the load in 0-RTT "
            "(early data accepted), else 0; NULL for TCP or when unknown."),
+    Column("lane", INTEGER_KIND, False,
+           "The lane that measured the trial, 0, 1, ... on its worker (`testbed run "
+           "--lanes`: blocks measured at once, each in a replay topology of its own); 0 "
+           "with one lane; NULL in stores made before lanes (one lane)."),
 )
 """Every column of table `trials`, in the contract's order: the one definition of the
 results schema (the store, the exports, this package's loader and its synthetic
@@ -166,7 +170,7 @@ REAL = tuple(c.name for c in TRIALS if c.kind == REAL_KIND)
 """Real columns (float64, missing = NaN)."""
 
 ADDED = ("max_in_flight", "fp_ms", "fcp_ms", "lcp_ms", "dcl_ms", "worker", "visit",
-         "tls_resumed", "early_data", "quic_0rtt")
+         "tls_resumed", "early_data", "quic_0rtt", "lane")
 """Columns newer than the first stores and exports: missing (all NULL) in older ones.
 They come last and may be NULL, so an older store gains them with ALTER TABLE."""
 

@@ -319,7 +319,7 @@ def test_adaptive_runs_under_a_cluster_of_two_workers(tmp_path, whole, monkeypat
     monkeypatch.setattr(worker, "execute", scripted_execute)
     monkeypatch.setattr(cluster.Coordinator, "join_check", lambda self: [])
     monkeypatch.setattr(cluster.worker_mod.Job, "of",
-                        classmethod(lambda cls, c, e: cls(c, {}, {}, {}, {})))
+                        classmethod(lambda cls, c, e, lanes=1: cls(c, {}, {}, {}, {}, lanes)))
     try:
         runner.run()
     finally:

@@ -43,6 +43,7 @@ RUN_BY: dict[str, tuple[str, ...]] = {
     "trials": ("test_analysis_install.py",),
     "export": ("test_analysis_install.py", "test_smoke_campaign.py", "test_telemetry_e2e.py"),
     "cleanup": ("test_campaigns.py",),
+    "checkpoint": ("test_campaign_reference.py",),
 }
 """Each entry's tests are searched for the verb's words as strings ("validate",
 "network"), in tests/ and its folders."""

@@ -241,9 +241,9 @@ def walls_of(outcomes: list[Outcome | None], t0: float, t_end: float) -> list[fl
 
 
 def build_row(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
-              setup: Setup, worker: str) -> tuple[Row, dict]:
+              setup: Setup, worker: str, lane: int = 0) -> tuple[Row, dict]:
     return rows.build(trial, o, record, attempt, setup.campaign, setup.networks[trial.network],
-                      setup.recordings[trial.site], worker=worker)
+                      setup.recordings[trial.site], worker=worker, lane=lane)
 
 
 @dataclass(frozen=True)
@@ -279,7 +279,7 @@ def as_bytes(files) -> dict[str, bytes]:
 
 
 def pack(results: list[tuple], attempts: dict[str, int], setup: Setup, worker: str,
-         log_name: str | None = None, log: bytes | None = None) -> PackedBlock:
+         log_name: str | None = None, log: bytes | None = None, lane: int = 0) -> PackedBlock:
     """The block's rows and files, ready to cross the network. attempts: trial id ->
     attempts already stored-and-retried before this one (the row's attempt is one more)."""
     packed = []
@@ -288,6 +288,6 @@ def pack(results: list[tuple], attempts: dict[str, int], setup: Setup, worker: s
             packed.append(Packed(trial, None, {}))
             continue
         row, files = build_row(trial, outcome, record, attempts.get(trial.id, 0) + 1, setup,
-                               worker)
+                               worker, lane)
         packed.append(Packed(trial, row, as_bytes(files)))
     return PackedBlock(tuple(packed), worker, log_name, log)

@@ -52,10 +52,15 @@ from testbed.host import safefs
               help="Run the blocks on a local Dask cluster of N workers on this machine "
                    "(default 1: in this process, no cluster); TLS on 127.0.0.1 with "
                    "credentials made for this campaign.")
+@click.option("--lanes", metavar="N|auto",
+              help="Measure N blocks at once on this machine (each worker), each in a "
+                   "replay topology of its own; auto: per network, what bench/lanes found "
+                   "equivalent to one lane here (default: the campaign's key lanes, 1).")
 def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool,
         sites: tuple[str, ...], networks: tuple[str, ...], protocols: tuple[str, ...],
         dry_run: bool, as_json: bool, scheduler: str | None, workers: str | None,
-        tls: Path | None = None, resume_from: Path | None = None):
+        tls: Path | None = None, resume_from: Path | None = None,
+        lanes: str | None = None):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume. --site, --network and --protocol narrow the campaign to
@@ -69,6 +74,8 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
     if as_json and not dry_run:
         raise InputError("--json: only with --dry-run (a campaign's results are in its store)")
     campaign = config.narrowed(config.load(campaign_file), sites, networks, protocols)
+    if lanes is not None:
+        campaign = campaign.model_copy(update={"lanes": _lanes_option(lanes)})
     n = None
     if runs is not None:
         try:
@@ -119,6 +126,17 @@ def _dry_run(campaign, runs: int | None, out: Path, as_json: bool) -> None:
 
 
 MAX_WORKERS = 64
+
+
+def _lanes_option(text: str) -> int | str:
+    from testbed.campaign.lanes import AUTO, MAX_LANES
+
+    if text == AUTO:
+        return AUTO
+    if text.isdigit() and 1 <= int(text) <= MAX_LANES:
+        return int(text)
+    raise InputError(f"--lanes: expected a whole number from 1 to {MAX_LANES} or {AUTO}, "
+                     f"got {text!r}")
 
 
 def _cluster_options(scheduler: str | None, workers: str | None, tls: Path | None = None):

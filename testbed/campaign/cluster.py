@@ -167,14 +167,19 @@ def calibration_differences(workers: dict[str, dict], own: dict[str, dict] | Non
 class Coordinator:
     """Submits a runner's blocks to a cluster and stores what comes back."""
 
-    def __init__(self, runner, client):
+    def __init__(self, runner, client, gate=None, lanes_per_worker: int = 1):
         self.runner = runner
         self.client = client
-        self.job = worker_mod.Job.of(runner.campaign, runner.entries)
+        self.gate = gate
+        """testbed.campaign.lanes.Gate: blocks start only as it allows (lanes); None:
+        a few blocks ahead of the workers."""
+        self.job = worker_mod.Job.of(runner.campaign, runner.entries, lanes_per_worker)
         self.attempts: dict[str, int] = {}
         self.order = 0
         self.in_flight: dict[tuple[str, str], int] = {}
         """(site, network) -> its blocks submitted and not yet stored."""
+        self.group_of: dict[str, tuple[str, str]] = {}
+        """A submitted block's future key -> its (site, network)."""
 
     def join_check(self) -> list[str]:
         """Register the join check with the scheduler (every worker, now and later,
@@ -195,8 +200,10 @@ class Coordinator:
         # an earlier block first; a block run again (retry, not reached) before any other
         priority = 1 if first else -self.order
         attempts = {t.id: self.attempts.get(t.id, 0) for t in block.trials}
-        return self.client.submit(worker_mod.execute, self.job, block, attempts,
-                                  resources={RESOURCE: 1}, priority=priority, pure=False)
+        future = self.client.submit(worker_mod.execute, self.job, block, attempts,
+                                    resources={RESOURCE: 1}, priority=priority, pure=False)
+        self.group_of[future.key] = group
+        return future
 
     def run(self, todo: list[plan_mod.Block], store, progress, task) -> None:
         from distributed import as_completed
@@ -212,23 +219,41 @@ class Coordinator:
         queue = deque(todo)
         pending = as_completed()
         futures = []
+        running: dict[str, str] = {}  # a gated block's future key -> its network
 
-        def top_up() -> None:
-            ahead = len(self.client.scheduler_info(n_workers=-1)["workers"]) + 1
-            while queue and pending.count() < ahead:
-                if r.decider is not None:  # adaptive runs: decided on the group's stored rows
+        def startable() -> plan_mod.Block | None:
+            """The queue's next block, None while it must wait; adaptive runs: a group
+            that met its precision is left out, and a group's next block waits for its
+            earlier ones to be stored (the same decisions as on one machine)."""
+            while queue:
+                if r.decider is not None:
                     group = (queue[0].site, queue[0].network)
                     if self.in_flight.get(group):
-                        break  # its earlier blocks first: the same decision on resume
+                        return None
                     if r._done(store, queue[0]):
                         queue.popleft()
                         continue
+                return queue[0]
+            return None
+
+        def top_up() -> None:
+            if self.gate is not None:  # lanes: a block starts when a lane may take it
+                while (block := startable()) is not None and \
+                        self.gate.allows(block.network, list(running.values())):
+                    queue.popleft()
+                    futures.append(self._submit(block))
+                    running[futures[-1].key] = block.network
+                    pending.add(futures[-1])
+                return
+            ahead = len(self.client.scheduler_info(n_workers=-1)["workers"]) + 1
+            while pending.count() < ahead and startable() is not None:
                 futures.append(self._submit(queue.popleft()))
                 pending.add(futures[-1])
 
         top_up()
         try:
             for fut in pending:
+                running.pop(fut.key, None)
                 try:
                     packed, info = fut.result()
                 except Exception as e:
@@ -239,13 +264,15 @@ class Coordinator:
                     raise
                 self._worker(info)
                 again = self._store(packed, store, progress, task)
-                group = (packed.trials[0].trial.site, packed.trials[0].trial.network)
-                self.in_flight[group] -= 1
+                self.in_flight[self.group_of.pop(fut.key)] -= 1
                 if again:
                     b = again[0]
-                    futures.append(self._submit(
-                        plan_mod.Block(b.run, b.site, b.network, tuple(again)), first=True))
-                    pending.add(futures[-1])
+                    block = plan_mod.Block(b.run, b.site, b.network, tuple(again))
+                    if self.gate is not None:
+                        queue.appendleft(block)  # next, when a lane is free
+                    else:
+                        futures.append(self._submit(block, first=True))
+                        pending.add(futures[-1])
                 top_up()
         finally:
             self.client.cancel([f for f in futures if not f.done()])

@@ -29,6 +29,7 @@ from pydantic import (
 
 from analysis import schema
 from testbed.campaign.adaptive import AdaptiveRuns
+from testbed.campaign.lanes import AUTO, MAX_LANES
 from testbed.errors import InputError
 from testbed.formats import profiles, tomlfile
 from testbed.formats import recording as rec
@@ -106,6 +107,10 @@ class Campaign(tomlfile.LoadedFile):
     (netlog), the server side's packets (pcap), Chromium's TLS keys (keylog), h3server's
     qlog of each QUIC connection (qlog); see
     testbed.measure.captures."""
+    lanes: Any = 1
+    """Blocks measured at once on this machine, each in a replay topology of its own
+    (testbed.campaign.lanes): a whole number from 1 (one at a time) to 16, or `"auto"`
+    (per network, what bench/lanes found equivalent to one lane on this machine)."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup
     would otherwise mark every remaining trial failed); resume with --retry-failed."""
@@ -130,6 +135,17 @@ class Campaign(tomlfile.LoadedFile):
             raise KeyProblem("visit", f"expected {kinds} or a table of settings to either, "
                              f"got {tomlfile.toml_repr(self.visit)}")
         return self
+
+    @field_validator("lanes", mode="before")
+    @classmethod
+    def _lanes(cls, v: Any) -> int | str:
+        """`lanes`: a whole number 1..16 or "auto" (not a float, a bool or "4")."""
+        if v == AUTO and isinstance(v, str):
+            return v
+        if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_LANES:
+            return v
+        raise ValueError(f'expected a whole number from 1 to {MAX_LANES} or "auto", '
+                         f"got {tomlfile.toml_repr(v)}")
 
     def visit_of(self, listed: str) -> str:
         """The visit (first or warm) of the setting listed as `listed` in `protocols`."""

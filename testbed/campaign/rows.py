@@ -69,9 +69,9 @@ def resumption_columns(stack: str, r: Resumption | None) -> dict:
 
 def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
           campaign: Campaign, network: NetworkProfile, recording: rec.Recording,
-          worker: str | None = None) -> tuple[Row, dict]:
+          worker: str | None = None, lane: int = 0) -> tuple[Row, dict]:
     """The trial's row and its files (name -> content or a staged file); worker: who
-    measured it (`<host>/<worker id>`)."""
+    measured it (`<host>/<worker id>`), in which of its lanes."""
     setting = record.setting
     m = metrics.extract(o.result, o.visual)
     protocols = trial_har.protocols(o.har) if o.har is not None else {}
@@ -107,6 +107,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         rtt_ms=float(network.min_rtt_ms),
         origins=len(recording.hosts),
         worker=worker,
+        lane=lane,
         visit=record.visit,
         **resumption_columns(setting.stack, evidence.resumption),
     )

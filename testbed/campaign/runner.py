@@ -35,6 +35,7 @@ from analysis import trial_folder
 from testbed.campaign import adaptive, commit, outdir, rows
 from testbed.campaign import block as block_mod
 from testbed.campaign import config as config_mod
+from testbed.campaign import lanes as lanes_mod
 from testbed.campaign import manifest as manifest_mod
 from testbed.campaign import plan as plan_mod
 from testbed.campaign import progress as progress_mod
@@ -82,6 +83,10 @@ class Runner:
         self.applied: dict[str, dict] = {}
         """Protocol setting -> what it set in the server namespace (for the manifest)."""
         self.entries: dict[str, dict[str, config_mod.Entry]] = {}
+        self.lanes: dict[str, int] = {}
+        """Network label -> lanes (blocks measured at once; testbed.campaign.lanes)."""
+        self.lanes_from: dict[str, str] = {}
+        """Network label -> where its lane count comes from."""
         self._lines: progress_mod.TrialLines | None = None
         self._bar: tuple = (None, None, 0)
         """(progress, task, trials to run) of the running plan."""
@@ -169,6 +174,7 @@ class Runner:
             if removed:
                 log.info("removed %d trial folders without a stored row", len(removed))
             self.calibrate(work)
+            self.resolve_lanes()
             plan = plan_mod.blocks(list(self.recordings), list(self.networks),
                                    list(self.settings), runs, self.campaign.seed,
                                    groups={n: s.server_key for n, s in self.settings.items()})
@@ -177,8 +183,29 @@ class Runner:
                 manifest_mod.session_record(self.campaign, self.recordings, self.networks,
                                             self.settings, self.calibrations, runs,
                                             self.entries))
+            self.manifest["lanes"] = {n: {"lanes": k, "from": self.lanes_from[n]}
+                                      for n, k in self.lanes.items()}
+            self.manifest["sessions"][-1]["lanes"] = self.manifest["lanes"]
+            manifest_mod.save(self.out / "manifest.json", self.manifest)
             self._run_plan(plan, store, work)
         return dict(self.stats)
+
+    def resolve_lanes(self) -> None:
+        """Lanes per network (the campaign's `lanes`; "auto": bench/lanes's stored
+        answer), said on the console when more than one or when "auto" found none."""
+        counts, why = lanes_mod.resolve(self.campaign.lanes, self.networks)
+        if self.cluster is not None and self.cluster.scheduler is not None and \
+                lanes_mod.wanted(counts):
+            self.console.print("lanes: with --scheduler every `testbed worker` is one lane "
+                               "(start several per machine for more); one lane each")
+            counts = dict.fromkeys(counts, 1)
+            why = dict.fromkeys(counts, "--scheduler: one lane per testbed worker")
+        self.lanes, self.lanes_from = counts, why
+        for n in counts:
+            if counts[n] > 1 or why[n].startswith(f"{lanes_mod.AUTO}: no"):
+                self.console.print(f"network {n}: {counts[n]} lane"
+                                   f"{'s' if counts[n] > 1 else ''} ({why[n]})",
+                                   markup=False, highlight=False)
 
     def _check_labels(self, folder: Path | None = None) -> None:
         """A label keeps its meaning in one results folder (`folder`, default the
@@ -253,7 +280,8 @@ class Runner:
             site_exits = ExitStack()
             exits.callback(lambda: site_exits.close())
             try:
-                if self.cluster is not None and self.cluster.wanted:
+                if (self.cluster is not None and self.cluster.wanted) or \
+                        lanes_mod.wanted(self.lanes):
                     self._run_on_cluster(todo, store, progress, task)
                     todo = []
                 for block in todo:
@@ -301,9 +329,17 @@ class Runner:
                         task) -> None:
         from testbed.campaign import cluster
 
-        with cluster.connect(self.cluster) as client:
-            cluster.Coordinator(self, client).run(todo, store, progress, task)
-        if self.cluster.scheduler is None:
+        opts = self.cluster or cluster.ClusterOptions(workers=1)
+        gate, per = None, 1
+        if opts.scheduler is None and lanes_mod.wanted(self.lanes):
+            # lanes: each a process of the local cluster, `per` of them per worker
+            per = max(self.lanes.values())
+            machines = opts.workers or 1
+            gate = lanes_mod.Gate(self.lanes, machines)
+            opts = cluster.ClusterOptions(workers=machines * per)
+        with cluster.connect(opts) as client:
+            cluster.Coordinator(self, client, gate, per).run(todo, store, progress, task)
+        if opts.scheduler is None:
             from testbed.host.cleanup import sweep
 
             sweep()  # what local workers killed during the campaign left behind

@@ -122,15 +122,18 @@ class Job:
     networks: dict[str, str]
     protocols: dict[str, str]
     digests: dict[str, str]
+    lanes_per_worker: int = 1
+    """Processes of a local cluster per worker (`--workers W --lanes L`: W x L
+    processes, worker w's lanes named w*L ... w*L+L-1; testbed.campaign.lanes.slot)."""
 
     @classmethod
-    def of(cls, campaign: Campaign, entries: dict) -> Job:
+    def of(cls, campaign: Campaign, entries: dict, lanes_per_worker: int = 1) -> Job:
         def where(kind: str) -> dict[str, str]:
             return {label: _shown(e.file) for label, e in entries[kind].items()}
 
         sites = where("sites")
         return cls(campaign, sites, where("networks"), where("protocols"),
-                   digests({label: _path(p) for label, p in sites.items()}))
+                   digests({label: _path(p) for label, p in sites.items()}), lanes_per_worker)
 
     @property
     def key(self) -> str:
@@ -149,12 +152,13 @@ def _path(shown: str) -> Path:
 class State:
     """The campaign as loaded in this worker process, and the open site."""
 
-    def __init__(self, job: Job, worker: str):
+    def __init__(self, job: Job, worker: str, lane: int = 0):
         from testbed.emulate import calibrate
 
         check_same(job.digests, {label: _path(p) for label, p in job.sites.items()})
         self.key = job.key
         self.worker = worker
+        self.lane = lane
         recordings = {label: rec.load(_path(p)) for label, p in job.sites.items()}
         networks = {label: load_network(_path(p)) for label, p in job.networks.items()}
         settings = {label: settings_mod.load(str(_path(p))) for label, p in job.protocols.items()}
@@ -171,7 +175,8 @@ class State:
             calibrations[name] = cal.model_dump(mode="json")
             chains[name] = calibrate.chain_for(profile, self.work, cal)
         self.setup = block_mod.Setup(job.campaign, recordings, networks, settings, chains)
-        self.info = {"host": platform.node(), "worker": worker, "pid": os.getpid(),
+        self.info = {"host": platform.node(), "worker": worker, "lane": lane,
+                     "pid": os.getpid(),
                      "versions": manifest_mod.versions(), "calibration": calibrations}
         self.site: str | None = None
         self.servers: Servers | None = None
@@ -199,18 +204,22 @@ class State:
 _state: State | None = None
 
 
-def worker_id() -> str:
-    """`<host>/<Dask worker name>` of the worker this task runs on."""
+def worker_id(lanes_per_worker: int = 1) -> tuple[str, int]:
+    """`<host>/<worker id>` of the worker this task runs on, and its lane (one lane
+    per worker: the Dask worker's name, lane 0)."""
     from distributed import get_worker
 
-    return f"{platform.node()}/{get_worker().name}"
+    from testbed.campaign.lanes import slot
+
+    name, lane = slot(get_worker().name, lanes_per_worker)
+    return f"{platform.node()}/{name}", lane
 
 
 def state(job: Job) -> State:
     global _state
     if _state is None or _state.key != job.key:
         close()
-        _state = State(job, worker_id())
+        _state = State(job, *worker_id(job.lanes_per_worker))
     return _state
 
 
@@ -237,7 +246,8 @@ def execute(job: Job, block: plan_mod.Block, attempts: dict[str, int]
         log_bytes = p.read_bytes()
         p.unlink(missing_ok=True)
     try:
-        packed = block_mod.pack(results, attempts, s.setup, s.worker, logname, log_bytes)
+        packed = block_mod.pack(results, attempts, s.setup, s.worker, logname, log_bytes,
+                                lane=s.lane)
     finally:
         for _, outcome, _ in results:  # a staged video never read stays no longer
             if outcome is not None and outcome.kept is not None:

@@ -1,0 +1,96 @@
+"""Fault suite: SIGKILL a campaign measured in two lanes (`testbed run --lanes 2`) at
+random moments, resume each time.
+
+The lanes are processes of a local Dask cluster; killed with their coordinator,
+they leave namespaces, servers and folders that the next `testbed run` sweeps. The
+store must end with exactly the planned trials (none lost, none duplicated, each
+with its lane), each trial's files once, the plan the same before and after the
+kills (the dry run's order), and nothing left behind on the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+
+import pytest
+from test_smoke_campaign import needs_parts
+
+from faults.test_kill_resume import ROOT, TESTBED, settled_leftovers, stored, wait_for_first_trial
+
+KILLS = 10
+PROTOCOLS = ("tcp", "quic")
+RUNS = 16
+"""32 trials in 16 blocks of 2: two lanes take ~5 s a block on an idle machine, and a
+killed session's start-up (the cluster's two processes) ~10 s, so KILLS kills land
+before the campaign ends."""
+
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
+
+
+def _plan(argv: list[str]) -> list[str]:
+    cp = subprocess.run([*argv, "--dry-run", "--json"], cwd=ROOT, check=True,
+                        capture_output=True, text=True)
+    return json.loads(cp.stdout)["order"]
+
+
+def test_sigkill_of_two_lanes_at_random_moments_loses_and_duplicates_nothing(tmp_path):
+    needs_parts()
+    campaign = tmp_path / "lanes.toml"
+    campaign.write_text(
+        'sites = ["local-news"]\nnetworks = ["none"]\n'
+        f"protocols = {list(PROTOCOLS)!r}\nruns = {RUNS}\n".replace("'", '"')
+        + "retries = 1\ntimeout_s = 60\nseed = 13\nlanes = 2\nkeep_video = false\n")
+    out = tmp_path / "results"
+    argv = [TESTBED, "run", str(campaign), "--out", str(out)]
+    planned = {f"local-news+none+{p}+{r}" for p in PROTOCOLS for r in range(RUNS)}
+    plan_before = _plan(argv)
+    rng = random.Random(20261126)
+    kills, progress = 0, []
+    for attempt in range(3 * KILLS):
+        if kills >= KILLS:
+            break
+        runner = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            if attempt == 0:
+                wait_for_first_trial(runner, out)
+            else:
+                # start-up with the lanes' cluster ~10 s: some kills before, most after
+                runner.wait(timeout=rng.uniform(4.0, 22.0))
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            if runner.poll() is None:
+                os.kill(runner.pid, signal.SIGKILL)  # no cleanup at all
+                runner.wait()
+                kills += 1
+        progress.append(len(stored(out)))
+        if set(stored(out)) == planned:
+            break
+    assert kills >= KILLS, f"only {kills} kills before the campaign ended: {progress}"
+    assert 0 < progress[0] < len(planned), f"the first kill did not land mid-way: {progress}"
+
+    cp = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    assert _plan(argv) == plan_before, "the resumed campaign has another plan"
+    ids = stored(out)
+    assert len(ids) == len(set(ids)), "a trial was stored twice"
+    assert set(ids) == planned, f"lost: {planned - set(ids)}, unexpected: {set(ids) - planned}"
+    on_disk = {p.name for p in (out / "trials").iterdir()}
+    assert on_disk == planned, on_disk ^ planned
+    con = sqlite3.connect(out / "trials.sqlite")
+    lanes = {r[0] for r in con.execute("SELECT lane FROM trials")}
+    failed = con.execute("SELECT trial_id, reason FROM trials WHERE status != 'ok'").fetchall()
+    con.close()
+    assert lanes == {0, 1}, lanes
+    assert failed == [], failed
+    found = settled_leftovers()
+    assert not found, found
+    print(f"\nkills survived: {kills}; stored after each: {progress}; "
+          f"trials lost: {len(planned - set(ids))}; duplicated: {len(ids) - len(set(ids))}; "
+          f"leftovers: {len(found)}")
