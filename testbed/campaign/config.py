@@ -67,6 +67,10 @@ class Campaign(BaseModel):
     """Network profiles (profiles/networks/NAME or a path to a TOML file)."""
     protocols: tuple[StrictStr, ...] = Field(min_length=1, strict=False)
     """Protocol settings (profiles/protocols/NAME or a path to a TOML file)."""
+    client: tuple[Literal["chromium", "firefox"], ...] = Field(
+        default=(schema.DEFAULT_CLIENT,), min_length=1, strict=False)
+    """The browsers that load the pages (`chromium`, `firefox`): every site, network,
+    setting and run once in each; comparisons are made within a client."""
     runs: int = Field(default=31, ge=1, le=10_000)  # MAX_RUNS
     """Page loads per site, network and protocol setting."""
     timeout_s: float = Field(default=120, gt=0, le=3600)
@@ -139,7 +143,20 @@ class Campaign(BaseModel):
                 return visit
         return "first"
 
-    @field_validator("sites", "networks", "protocols", "capture")
+    @model_validator(mode="after")
+    def _firefox_supports(self) -> Campaign:
+        if "firefox" not in self.client:
+            return self
+        if self.visit != "first":
+            raise KeyProblem("visit", "expected `first` in a campaign with client firefox "
+                             "(warm visits need Chromium's net benchmarking)")
+        for kind in self.capture:
+            if kind in ("netlog", "keylog"):
+                raise KeyProblem("capture", f"expected no {kind} (Chromium's) in a campaign "
+                                 "with client firefox")
+        return self
+
+    @field_validator("sites", "networks", "protocols", "capture", "client")
     @classmethod
     def _distinct(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         if len(set(v)) != len(v):
@@ -182,11 +199,11 @@ def check_size(c: Campaign, runs: int, what: str = "--runs") -> None:
     if not 1 <= runs <= MAX_RUNS:
         raise InputError(f"{what}: expected a whole number from 1 to {MAX_RUNS}, got {runs}")
     sites = len(sites_of(c))
-    total = sites * len(c.networks) * len(c.protocols) * runs
+    total = sites * len(c.networks) * len(c.protocols) * len(c.client) * runs
     if total > MAX_TRIALS:
         raise InputError(f"{c.source}: {what}: {sites} sites x {len(c.networks)} "
-                         f"networks x {len(c.protocols)} protocols x {runs} runs = {total} "
-                         f"trials; expected at most {MAX_TRIALS}")
+                         f"networks x {len(c.protocols)} protocols x {len(c.client)} clients "
+                         f"x {runs} runs = {total} trials; expected at most {MAX_TRIALS}")
 
 
 def narrowed(c: Campaign, sites: tuple[str, ...] = (), networks: tuple[str, ...] = (),

@@ -163,7 +163,8 @@ def plan(campaign, runs: int | None = None, stored: set[str] | None = None) -> d
     transports = {n: transport(s.stack, s.setting.congestion_control)
                   for n, s in settings.items()}
     blocks = plan_mod.blocks(list(recordings), list(networks), list(settings), runs,
-                             campaign.seed, groups={n: s.server_key for n, s in settings.items()})
+                             campaign.seed, groups={n: s.server_key for n, s in settings.items()},
+                             clients=campaign.client)
     ids = [t.id for t in plan_mod.trials(blocks)]
     return {
         "campaign": campaign.name, "source": campaign.source,

@@ -107,6 +107,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         origins=len(recording.hosts),
         worker=worker,
         visit=record.visit,
+        client=trial.client,
         **resumption_columns(setting.stack, evidence.resumption),
     )
     files = dict(kept.files) if kept is not None else {}
