@@ -87,7 +87,11 @@ class BlockDriver:
         if r.launched_at is None:  # the trial's telemetry window opens
             r.launched_at = time.time()
         if self.block.client == "firefox":
-            return env.firefox_launch()
+            message = env.firefox_launch()
+            if self.captures is not None:
+                self.captures.start(k)
+                message["env"] = self.captures.firefox_env(k)
+            return message
         extra = list(WARM_FLAGS) if r.visit == "warm" else []
         if self.captures is not None:
             self.captures.start(k)

@@ -97,10 +97,11 @@ class Campaign(BaseModel):
     telemetry: bool = True
     """Record every connection's transport figures (TCP tcp_info from the kernel, QUIC
     from h3server) in table `connections`."""
-    capture: tuple[Literal["netlog", "pcap", "keylog", "qlog"], ...] = Field(default=(), strict=False)
+    capture: tuple[Literal["netlog", "pcap", "keylog", "qlog", "mozlog"], ...] = Field(
+        default=(), strict=False)
     """Extra files kept per trial, gzipped, sizes in trial.json: Chromium's net-log
     (netlog), the server side's packets (pcap), Chromium's TLS keys (keylog), h3server's
-    qlog of each QUIC connection (qlog); see
+    qlog of each QUIC connection (qlog), Firefox's HTTP log (mozlog); see
     testbed.measure.captures."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup
@@ -150,10 +151,6 @@ class Campaign(BaseModel):
         if self.visit != "first":
             raise KeyProblem("visit", "expected `first` in a campaign with client firefox "
                              "(warm visits need Chromium's net benchmarking)")
-        for kind in self.capture:
-            if kind in ("netlog", "keylog"):
-                raise KeyProblem("capture", f"expected no {kind} (Chromium's) in a campaign "
-                                 "with client firefox")
         return self
 
     @field_validator("sites", "networks", "protocols", "capture", "client")

@@ -171,10 +171,13 @@ def plan(campaign, runs: int | None = None, stored: set[str] | None = None) -> d
         "sites": [{"name": n, **asdict(p)} for n, p in pages.items()],
         "networks": [{"name": n, **asdict(x)} for n, x in links.items()],
         "settings": [{"name": n, "visit": campaign.visit_of_label(n)} for n in settings],
+        "clients": list(campaign.client),
         "runs": runs, "seed": campaign.seed, "trials": len(ids), "order": ids,
         "stored": None if stored is None else len(stored & set(ids)),
-        "estimated_s": campaign_s(pages, links, transports, runs),
-        "per_network_s": per_network_s(pages, links, transports, runs),
+        # every client loads every page: runs x clients (Firefox timed as Chromium)
+        "estimated_s": campaign_s(pages, links, transports, runs * len(campaign.client)),
+        "per_network_s": per_network_s(pages, links, transports,
+                                       runs * len(campaign.client)),
         "basis": BASIS.format(fixed=FIXED_S, factor=1 + LOAD_SHARE, what=MEASURED["what"]),
     }
 
@@ -196,9 +199,12 @@ def plan_text(campaign, runs: int | None = None, sample: int = 8,
              f"  settings  {len(d['settings'])}: " + ", ".join(
                  s["name"] + (" (warm visits)" if s["visit"] == "warm" else "")
                  for s in d["settings"]),
+             *([f"  clients   {len(d['clients'])}: " + ", ".join(d["clients"])]
+               if d["clients"] != ["chromium"] else []),
              f"  runs      {d['runs']}",
              (f"trials: {len(d['sites'])} x {len(d['networks'])} x {len(d['settings'])} x "
-              f"{d['runs']} = {n}"),
+              + (f"{len(d['clients'])} x " if d["clients"] != ["chromium"] else "")
+              + f"{d['runs']} = {n}"),
              ("stored: none (no results yet)" if d["stored"] is None else
               f"stored: {d['stored']} of these {n} trials are in the results; "
               f"{n - d['stored']} to run"),

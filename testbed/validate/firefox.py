@@ -1,0 +1,176 @@
+"""Firefox's protocol per origin, proven from its own log and from the wire.
+
+Pure functions over a Firefox trial's files (its campaign's `capture` holding
+`mozlog` and `pcap`):
+
+- mozlog (Firefox's HTTP log, testbed.measure.captures.MOZLOG_MODULES): every
+  transaction Firefox dispatched, with the connection entry's key (its origin)
+  and whether the connection it went on is HTTP/2 or HTTP/3
+  (`nsHttpConnectionMgr::DispatchTransaction [ent-ci=... isHttp2=N isHttp3=N]`);
+  origin_protocols() gives origin -> {protocol: transactions};
+- the wire (tcpdump on the server's link): per server IP, TCP connections to 443
+  (SYNs) and QUIC datagrams to UDP 443, and any DNS (port 53): wire_by_ip();
+- the HAR (Firefox's own report over WebDriver BiDi): origin -> {httpVersion: n}.
+
+judge() turns them into rows: for every recorded origin, the stack the setting
+claims (h2 over TCP, or h3 over QUIC) in the log, in the HAR and on the wire at
+its IP, the other transport absent there; no name asked on the wire; and the
+most requests in flight per host (the HAR), shown.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from testbed.measure import trial_har
+from testbed.validate import evidence
+from testbed.validate.verdict import Row
+
+DISPATCH = re.compile(
+    r"nsHttpConnectionMgr::DispatchTransaction \[ent-ci=(?P<ci>\S+).*?"
+    r"isHttp2=(?P<h2>\d)\s+isHttp3=(?P<h3>\d)")
+"""A transaction dispatched on a connection (Firefox >= 115's log line)."""
+CI_ORIGIN = re.compile(r"\](?P<host>[^\s:\]\[<>]+):(?P<port>\d+)")
+"""The origin in a connection entry's key: `.S.......[tlsflags0x00000000]host:443`
+(flags between the brackets; after the origin may come `<routed host:port>` and
+`{NPN-TOKEN ...}`)."""
+
+
+def origin_of_ci(ci: str) -> str | None:
+    m = CI_ORIGIN.search(ci)
+    return f"{m['host']}:{m['port']}" if m else None
+
+
+def origin_protocols(log: str) -> dict[str, Counter]:
+    """Origin (host:port) -> Counter of the protocols its transactions were dispatched
+    on (h3, h2, or http/1.1 when neither flag is set), from Firefox's HTTP log."""
+    out: dict[str, Counter] = defaultdict(Counter)
+    for m in DISPATCH.finditer(log):
+        origin = origin_of_ci(m["ci"])
+        if origin is None:
+            continue
+        proto = "h3" if m["h3"] == "1" else "h2" if m["h2"] == "1" else "http/1.1"
+        out[origin][proto] += 1
+    return dict(out)
+
+
+def har_origins(har: dict) -> dict[str, Counter]:
+    """Origin (host:port) -> Counter of the HAR's httpVersion (normalised) per request."""
+    out: dict[str, Counter] = defaultdict(Counter)
+    for entry in har.get("log", {}).get("entries", []):
+        url = entry.get("request", {}).get("url", "")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            continue
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        out[f"{parts.hostname}:{port}"][trial_har.normalise(
+            entry.get("response", {}).get("httpVersion", ""))] += 1
+    return dict(out)
+
+
+def wire_by_ip(packets: Iterable[evidence.Packet]) -> dict[str, dict[str, int]]:
+    """Server IP -> {"tcp": TCP connections opened to its port 443 (client SYNs),
+    "quic": UDP datagrams to its port 443}; key "dns" of "*": packets to port 53."""
+    out: dict[str, dict[str, int]] = defaultdict(lambda: {"tcp": 0, "quic": 0})
+    dns = 0
+    for p in packets:
+        if p.dport == 53 or p.sport == 53:
+            dns += 1
+            continue
+        if p.dport != 443:
+            continue
+        if p.proto == evidence.TCP and p.flags & 0x02 and not p.flags & 0x10:  # SYN, no ACK
+            out[p.dst]["tcp"] += 1
+        elif p.proto == evidence.UDP:
+            out[p.dst]["quic"] += 1
+    result = {ip: dict(v) for ip, v in out.items()}
+    result["*"] = {"dns": dns}
+    return result
+
+
+def _show(c: Mapping[str, int] | None) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted((c or {}).items())) or "none"
+
+
+def judge(stack: str, origins: Mapping[str, str], log: str | None, har: dict | None,
+          packets: list[evidence.Packet] | None) -> list[Row]:
+    """Rows proving (or not) that every origin ran `stack` (tcp: h2 over TCP, quic: h3
+    over QUIC). origins: host:port -> the recorded IP."""
+    want = trial_har.expected_protocol(stack)
+    other = "quic" if stack == "tcp" else "tcp"
+    rows: list[Row] = []
+    logged = origin_protocols(log) if log is not None else None
+    reported = har_origins(har) if har is not None else None
+    wire = wire_by_ip(packets) if packets is not None else None
+    for origin, ip in sorted(origins.items()):
+        if logged is not None:
+            got = logged.get(origin)
+            rows.append(Row(f"{origin}: Firefox's log", f"every transaction on {want}",
+                            _show(got), bool(got) and set(got) == {want}))
+        if reported is not None:
+            got = reported.get(origin)
+            # an origin the page did not ask this time has no row of its own
+            if got:
+                rows.append(Row(f"{origin}: HAR", f"every response {want}", _show(got),
+                                set(got) == {want}))
+        if wire is not None:
+            seen = wire.get(ip, {"tcp": 0, "quic": 0})
+            rows.append(Row(f"{origin}: wire at {ip}", f"{stack} to 443, no {other}",
+                            f"TCP connections {seen['tcp']}, QUIC datagrams {seen['quic']}",
+                            seen[stack] > 0 and seen[other] == 0))
+    if wire is not None:
+        dns = wire["*"]["dns"]
+        rows.append(Row("names on the wire", "no DNS packet", f"{dns} DNS packets", dns == 0))
+    if har is not None:
+        flight = trial_har.max_in_flight(har)
+        rows.append(Row("most requests in flight per host", "shown",
+                        ", ".join(f"{h} {n}" for h, n in sorted(flight.items())) or "none",
+                        None))
+    return rows
+
+
+# ------------------------------------------------------------------ the run
+
+SITE = "local-news"
+"""The bundled site: four HTTPS origins on three IPs (two origins share one)."""
+SETTINGS = ("tcp", "tcp-plus", "quic", "quic-bbr")
+
+
+def campaign_text(site: Path, network: str, settings: Iterable[str]) -> str:
+    """A one-run Firefox campaign over the settings, keeping the log and the packets."""
+    names = ", ".join(f'"{s}"' for s in settings)
+    return (f'description = "testbed validate protocols --client firefox"\n'
+            f'sites = ["{site}"]\nnetworks = ["{network}"]\nprotocols = [{names}]\n'
+            f'client = ["firefox"]\nruns = 1\nretries = 0\ntimeout_s = 60\n'
+            f'capture = ["pcap", "mozlog"]\ntelemetry = false\nseed = 1\n')
+
+
+def trial_rows(folder: Path, row: Mapping, origins: Mapping[str, str]) -> list[Row]:
+    """The rows of one stored Firefox trial: its verdict, then judge() over its files."""
+    stack = "quic" if str(row["protocol"]).startswith("quic") else "tcp"
+    rows = [Row("trial", "ok", str(row["status"]) + (f" ({row['reason']})" if row["reason"]
+                                                       else ""), row["status"] == "ok")]
+    files = folder / "trials" / str(row["trial_id"])
+
+    def read(name: str) -> bytes | None:
+        path = files / name
+        return gzip.decompress(path.read_bytes()) if path.is_file() else None
+
+    log = read("mozlog.txt.gz")
+    har = read("browsertime.har.gz")
+    pcap = read("pcap.pcap.gz")
+    rows += judge(stack, origins,
+                  log.decode(errors="replace") if log is not None else None,
+                  json.loads(har) if har is not None else None,
+                  evidence.read_pcap(pcap) if pcap is not None else None)
+    if log is None:
+        rows.append(Row("Firefox's log", "kept", "missing", False))
+    if pcap is None:
+        rows.append(Row("packet capture", "kept", "missing", False))
+    return rows
