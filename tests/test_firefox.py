@@ -152,3 +152,43 @@ def test_each_client_gets_a_block_and_chromium_alone_keeps_its_order():
     for b in both:
         assert {t.client for t in b.trials} == {b.client}
     assert {b.client for b in both} == {"chromium", "firefox"}
+
+
+def test_the_wire_shows_which_transport_reached_each_server_and_any_name_asked():
+    from testbed.validate import evidence
+    from testbed.validate import firefox as proof
+
+    def pkt(proto, dst, dport, flags=0, src="100.64.0.2", sport=50000):
+        return evidence.Packet(0.0, proto, src, dst, sport, dport, 0, flags=flags)
+
+    packets = [pkt(evidence.TCP, "10.0.0.1", 443, flags=0x02),
+               pkt(evidence.TCP, "10.0.0.1", 443, flags=0x10),  # an ACK: no new connection
+               pkt(evidence.UDP, "10.0.0.2", 443), pkt(evidence.UDP, "10.0.0.2", 443),
+               pkt(evidence.UDP, "10.0.0.9", 53)]
+    wire = proof.wire_by_ip(packets)
+    assert wire["10.0.0.1"] == {"tcp": 1, "quic": 0}
+    assert wire["10.0.0.2"] == {"tcp": 0, "quic": 2}
+    assert wire["*"] == {"dns": 1}
+
+
+def har_of(*entries):
+    return {"log": {"entries": [{"request": {"url": u}, "response": {"httpVersion": v}}
+                                for u, v in entries]}}
+
+
+def test_judge_passes_h3_everywhere_and_names_the_origin_that_fell_back():
+    from testbed.validate import evidence
+    from testbed.validate import firefox as proof
+
+    origins = {"www.a.test:443": "10.0.0.1", "img.a.test:443": "10.0.0.2"}
+    udp = [evidence.Packet(0.0, evidence.UDP, "c", ip, 1, 443, 1200) for ip in origins.values()]
+    good = proof.judge("quic", origins, None,
+                       har_of(("https://www.a.test/", "HTTP/3"), ("https://img.a.test/x", "h3")),
+                       udp)
+    assert all(r.ok is not False for r in good), good
+    bad = proof.judge("quic", origins, None,
+                      har_of(("https://www.a.test/", "h3"), ("https://img.a.test/x", "HTTP/2")),
+                      udp[:1] + [evidence.Packet(0.0, evidence.TCP, "c", "10.0.0.2", 1, 443, 0,
+                                                 flags=0x02)])
+    failed = {r.name for r in bad if r.ok is False}
+    assert failed == {"img.a.test:443: HAR", "img.a.test:443: wire at 10.0.0.2"}

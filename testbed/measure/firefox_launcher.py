@@ -9,7 +9,8 @@ and waits for the runner's answer (`flags-N.json`): the trial's preferences
 (appended to DIR/user.js, after geckodriver's and Browsertime's, so they win),
 the replay's certificate chain (its leaf made a trusted peer in DIR's own NSS
 database with certutil: never another profile's), and environment variables
-(Firefox's HTTP log, for the validations). Then it execs Firefox, which keeps
+(Firefox's HTTP log, for the validations); Firefox's home and caches are the block's
+temporary folder. Then it execs Firefox, which keeps
 geckodriver's pid, pipes and sandbox. Standard library only: it runs as the
 testbed user before every page load.
 """
@@ -91,6 +92,11 @@ def main() -> None:
     if message.get("trust"):
         trust(profile, message["trust"])
     env = dict(os.environ)
+    # Firefox's (and its libraries') home, cache and configuration in the block's own
+    # temporary folder, removed with it, instead of the testbed user's home
+    tmp = env.get("TMPDIR")
+    if tmp:
+        env.update(HOME=tmp, XDG_CACHE_HOME=tmp, XDG_CONFIG_HOME=tmp, XDG_DATA_HOME=tmp)
     env.update(message.get("env", {}))
     os.execve(firefox, [firefox, *args], env)
 
