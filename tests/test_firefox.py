@@ -106,7 +106,7 @@ def test_the_launcher_refuses_an_aborted_launch_and_a_command_line_without_profi
 
 
 @pytest.mark.skipif(not Path(firefox.CERTUTIL).exists(), reason="certutil (libnss3-tools) missing")
-def test_the_launcher_trusts_the_replays_leaf_in_the_profiles_own_nss_database(tmp_path):
+def test_the_launcher_trusts_the_replays_ca_in_the_profiles_own_nss_database(tmp_path):
     from testbed.replay import certs
 
     profile = tmp_path / "profile"
@@ -117,7 +117,7 @@ def test_the_launcher_trusts_the_replays_leaf_in_the_profiles_own_nss_database(t
     assert cp.returncode == 0, cp.stderr
     listed = subprocess.run([firefox.CERTUTIL, "-L", "-d", f"sql:{profile}"],
                             capture_output=True, text=True, check=True).stdout
-    assert re.search(r"^testbed-replay\s+P,,", listed, re.MULTILINE), listed
+    assert re.search(r"^testbed-replay\s+C,,", listed, re.MULTILINE), listed
 
 
 def test_only_hosts_and_resolv_conf_can_be_bound():

@@ -52,17 +52,18 @@ def user_js(prefs: dict) -> str:
 
 
 def trust(profile: str, chain: str) -> None:
-    """The chain's first certificate (the replay's leaf) a trusted peer for TLS in the
-    profile's NSS database, made here (Firefox finds it at start)."""
+    """The chain's last certificate (the replay's CA, which issued its leaf) a trust
+    anchor for TLS servers in the profile's NSS database, made here (Firefox finds it
+    at start). Firefox does not accept a leaf marked as a trusted peer."""
     with open(chain) as f:
         text = f.read()
-    leaf = text.split(END, 1)[0] + END + "\n"
-    pem = os.path.join(profile, "testbed-replay-leaf.pem")
+    certs = [c + END + "\n" for c in text.split(END) if "BEGIN CERTIFICATE" in c]
+    pem = os.path.join(profile, "testbed-replay-ca.pem")
     with open(pem, "w") as f:
-        f.write(leaf)
+        f.write(certs[-1].lstrip())
     db = f"sql:{profile}"
     for argv in ([CERTUTIL, "-N", "-d", db, "--empty-password"],
-                 [CERTUTIL, "-A", "-d", db, "-n", "testbed-replay", "-t", "P,,", "-a", "-i", pem]):
+                 [CERTUTIL, "-A", "-d", db, "-n", "testbed-replay", "-t", "C,,", "-a", "-i", pem]):
         cp = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                             check=False)
         if cp.returncode != 0:
@@ -74,6 +75,10 @@ def trust(profile: str, chain: str) -> None:
 def main() -> None:
     ctl = os.environ["TESTBED_TRIAL_CTL"]
     firefox = os.environ.get("TESTBED_FIREFOX", "/usr/lib/firefox-esr/firefox-esr")
+    if not any(a in ("-profile", "--profile") for a in sys.argv[1:]):
+        # geckodriver asks the binary its version (`--version`) before it starts one:
+        # no browser, no launch
+        os.execv(firefox, [firefox, *sys.argv[1:]])
     n = claim(ctl)
     answer = os.path.join(ctl, f"flags-{n}.json")
     deadline = time.monotonic() + WAIT_S

@@ -4,10 +4,13 @@ Pure functions over a Firefox trial's files (its campaign's `capture` holding
 `mozlog` and `pcap`):
 
 - mozlog (Firefox's HTTP log, testbed.measure.captures.MOZLOG_MODULES): every
-  transaction Firefox dispatched, with the connection entry's key (its origin)
-  and whether the connection it went on is HTTP/2 or HTTP/3
-  (`nsHttpConnectionMgr::DispatchTransaction [ent-ci=... isHttp2=N isHttp3=N]`);
-  origin_protocols() gives origin -> {protocol: transactions};
+  HTTP/3 session Firefox opened (`Http3Session::Init origin=HOST, alpn=h3`),
+  every HTTP/2 session (`Http2Session::Http2Session`, its origin in the TLS
+  set-up logged after it: `TlsHandshaker::SetupSSL ... [tlsflags...]HOST:443`)
+  and every request's Host header; origin_protocols() gives origin ->
+  {h3/h2: sessions, requests: n}. An origin with requests but no session of its
+  own was coalesced onto another origin's connection (Firefox does that over
+  HTTP/2 for origins on one IP whose certificate covers both);
 - the wire (tcpdump on the server's link): per server IP, TCP connections to 443
   (SYNs) and QUIC datagrams to UDP 443, and any DNS (port 53): wire_by_ip();
 - the HAR (Firefox's own report over WebDriver BiDi): origin -> {httpVersion: n}.
@@ -32,14 +35,18 @@ from testbed.measure import trial_har
 from testbed.validate import evidence
 from testbed.validate.verdict import Row
 
-DISPATCH = re.compile(
-    r"nsHttpConnectionMgr::DispatchTransaction \[ent-ci=(?P<ci>\S+).*?"
-    r"isHttp2=(?P<h2>\d)\s+isHttp3=(?P<h3>\d)")
-"""A transaction dispatched on a connection (Firefox >= 115's log line)."""
-CI_ORIGIN = re.compile(r"\](?P<host>[^\s:\]\[<>]+):(?P<port>\d+)")
-"""The origin in a connection entry's key: `.S.......[tlsflags0x00000000]host:443`
-(flags between the brackets; after the origin may come `<routed host:port>` and
-`{NPN-TOKEN ...}`)."""
+H3_SESSION = re.compile(r"Http3Session::Init origin=(?P<host>[^,\s]+), alpn=(?P<alpn>[^,\s]+)")
+"""An HTTP/3 session to an origin (Firefox 153's log, nsHttp:4)."""
+H2_SESSION = re.compile(r"Http2Session::Http2Session (?P<session>[0-9a-f]+)")
+"""An HTTP/2 session; its origin is the TLS set-up logged right after it."""
+SETUP_SSL = re.compile(r"TlsHandshaker::SetupSSL \S+ caps=\S+ (?P<ci>\S+)")
+CI_ORIGIN = re.compile(r"\](?P<host>[^\s:\]\[<>^]+):(?P<port>\d+)")
+"""The origin in a connection entry's key: `.S.......[tlsflags0x00000000]host:443^...`."""
+HOST_HEADER = re.compile(r"\[Parent [^\]]*\]: \S+/nsHttp\s+Host: (?P<host>[^\s:]+)(?::(?P<port>\d+))?$",
+                         re.MULTILINE)
+"""A request's Host header, as the parent process logs every request it sends."""
+H2_LOOKAHEAD = 8
+"""Lines after an HTTP/2 session's creation in which its TLS set-up (origin) is logged."""
 
 
 def origin_of_ci(ci: str) -> str | None:
@@ -48,15 +55,26 @@ def origin_of_ci(ci: str) -> str | None:
 
 
 def origin_protocols(log: str) -> dict[str, Counter]:
-    """Origin (host:port) -> Counter of the protocols its transactions were dispatched
-    on (h3, h2, or http/1.1 when neither flag is set), from Firefox's HTTP log."""
+    """Origin (host:port) -> Counter of what Firefox's HTTP log shows for it: sessions
+    it opened to it ("h3", "h2") and requests it sent to it ("requests", from the
+    logged Host headers; an origin with requests and no session of its own was
+    coalesced onto another origin's connection)."""
     out: dict[str, Counter] = defaultdict(Counter)
-    for m in DISPATCH.finditer(log):
-        origin = origin_of_ci(m["ci"])
-        if origin is None:
+    for m in H3_SESSION.finditer(log):
+        out[f"{m['host']}:443"]["h3" if m["alpn"].startswith("h3") else m["alpn"]] += 1
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if "Http2Session::Http2Session" not in line or not H2_SESSION.search(line):
             continue
-        proto = "h3" if m["h3"] == "1" else "h2" if m["h2"] == "1" else "http/1.1"
-        out[origin][proto] += 1
+        for later in lines[i + 1:i + 1 + H2_LOOKAHEAD]:
+            setup = SETUP_SSL.search(later)
+            if setup:
+                origin = origin_of_ci(setup["ci"])
+                if origin:
+                    out[origin]["h2"] += 1
+                break
+    for m in HOST_HEADER.finditer(log):
+        out[f"{m['host']}:{m['port'] or 443}"]["requests"] += 1
     return dict(out)
 
 
@@ -110,9 +128,15 @@ def judge(stack: str, origins: Mapping[str, str], log: str | None, har: dict | N
     wire = wire_by_ip(packets) if packets is not None else None
     for origin, ip in sorted(origins.items()):
         if logged is not None:
-            got = logged.get(origin)
-            rows.append(Row(f"{origin}: Firefox's log", f"every transaction on {want}",
-                            _show(got), bool(got) and set(got) == {want}))
+            got = logged.get(origin, Counter())
+            sessions = {k: v for k, v in got.items() if k != "requests"}
+            wrong = {k for k in sessions if k != want}
+            coalesced = not sessions and got["requests"] > 0
+            rows.append(Row(f"{origin}: Firefox's log",
+                            f"{want} sessions only (or coalesced onto another origin's)",
+                            _show(got) + (" (coalesced: no session of its own)"
+                                          if coalesced else ""),
+                            not wrong and (bool(sessions) or coalesced)))
         if reported is not None:
             got = reported.get(origin)
             # an origin the page did not ask this time has no row of its own
