@@ -107,7 +107,7 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     chosen = [only_client] if only_client else present
     summaries = []
     for client in chosen:
-        mine = trials[(clients == client).to_numpy()].reset_index(drop=True)
+        mine = trials if len(present) == 1 else only(trials, (clients == client).to_numpy())
         ids = set(mine["trial_id"])
         conns = (connections[connections["trial_id"].isin(ids)]
                  if connections is not None else None)
@@ -125,6 +125,16 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
             _print(result, index)
     if as_json:
         jsonout.echo(summaries[0] if len(summaries) == 1 else summaries)
+
+
+def only(trials, mask):
+    """The rows of `mask`, their categorical columns without the categories they no
+    longer hold (the analysis groups by them)."""
+    out = trials[mask].reset_index(drop=True)
+    for column in out.columns:
+        if isinstance(out[column].dtype, __import__("pandas").CategoricalDtype):
+            out[column] = out[column].cat.remove_unused_categories()
+    return out
 
 
 def client_of(trials):

@@ -192,3 +192,43 @@ def test_judge_passes_h3_everywhere_and_names_the_origin_that_fell_back():
                                                  flags=0x02)])
     failed = {r.name for r in bad if r.ok is False}
     assert failed == {"img.a.test:443: HAR", "img.a.test:443: wire at 10.0.0.2"}
+
+
+# Lines as Firefox ESR 153 logs them (MOZ_LOG=timestamp,nsHttp:4), from a real trial.
+T = "2026-11-26 08:03:02.207111 UTC - [Parent 31695: Socket Thread]: I/nsHttp "
+H3_LOG = "\n".join([
+    T + "Http3Session::Init origin=www.a.test, alpn=h3, selfAddr=0.0.0.0, "
+        "peerAddr=10.0.0.1, qpack table size=65536, max blocked streams=20 webtransport=0 "
+        "[this=7fd4f5a39d00]",
+    "2026-11-26 08:03:02.205459 UTC - [Parent 31695: Main Thread]: E/nsHttp   Host: www.a.test",
+    "2026-11-26 08:03:02.205459 UTC - [Child 3: Main Thread]: E/nsHttp   Host: www.a.test",
+])
+H2_LOG = "\n".join([
+    T + "Http2Session::Http2Session 7faeacd7aa00 serial=0x1",
+    T + "Http2Session::SendHello 7faeacd7aa00",
+    T.replace("I/nsHttp", "E/nsHttp") + "TlsHandshaker::SetupSSL 7faeacc8b100 caps=0x1001001 "
+    ".S.........[tlsflags0x00000000]www.a.test:443^partitionKey=%28https%2Ca.test%29",
+    "2026-11-26 08:03:02.205459 UTC - [Parent 31695: Main Thread]: E/nsHttp   Host: www.a.test",
+    "2026-11-26 08:03:02.205459 UTC - [Parent 31695: Main Thread]: E/nsHttp   Host: static.a.test",
+])
+
+
+def test_firefoxs_log_gives_each_origin_its_sessions_and_requests():
+    from testbed.validate import firefox as proof
+
+    assert proof.origin_protocols(H3_LOG) == {"www.a.test:443": {"h3": 1, "requests": 1}}
+    assert proof.origin_protocols(H2_LOG) == {"www.a.test:443": {"h2": 1, "requests": 1},
+                                              "static.a.test:443": {"requests": 1}}
+
+
+def test_an_origin_coalesced_onto_another_passes_and_a_session_of_the_other_stack_fails():
+    from testbed.validate import firefox as proof
+
+    origins = {"www.a.test:443": "10.0.0.1", "static.a.test:443": "10.0.0.1"}
+    rows = {r.name: r for r in proof.judge("tcp", origins, H2_LOG, None, None)}
+    assert rows["static.a.test:443: Firefox's log"].ok is True
+    assert "coalesced" in rows["static.a.test:443: Firefox's log"].observed
+    assert rows["www.a.test:443: Firefox's log"].ok is True
+    rows = {r.name: r for r in proof.judge("tcp", origins, H3_LOG, None, None)}
+    assert rows["www.a.test:443: Firefox's log"].ok is False  # an HTTP/3 session under TCP
+    assert rows["static.a.test:443: Firefox's log"].ok is False  # never asked
