@@ -225,7 +225,7 @@ def test_results_stored_before_the_paint_timings_load_report_and_export(tmp_path
     assert done.exit_code == 0, done.output
     header, first = done.output.splitlines()[:2]
     assert header.endswith(",fp_ms,fcp_ms,lcp_ms,dcl_ms,worker,visit,tls_resumed,early_data,"
-                           "quic_0rtt") and first.endswith("," * 9)
+                           "quic_0rtt,client") and first.endswith("," * 10)
 
 
 def test_report_shows_the_paint_timings_beside_the_video_metrics(fixture_report):
