@@ -162,7 +162,8 @@ class Captures:
             if kind == "mozlog" and self.browser_dir is not None:
                 # one file per process: mozlog-K.moz_log, mozlog-K.child-N.moz_log, ...
                 parts = sorted(p for p in self.browser_dir.iterdir()
-                               if p.name.startswith(f"mozlog-{k}."))
+                               if p.name == f"mozlog-{k}"
+                               or p.name.startswith(f"mozlog-{k}."))
                 if not parts:
                     return None
                 return b"".join(f"==> {p.name} <==\n".encode() + safefs.read_user(

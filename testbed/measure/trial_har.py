@@ -31,16 +31,11 @@ def expected_protocol(stack: str) -> str:
     return {"quic": "h3", "tcp": "h2"}[stack]
 
 
-_NTH = re.compile(r"page_\d+(?:-(\d+))?")
-"""Browsertime's id of a Firefox page: page_1, then page_1-1, page_1-2 for the same
-URL again."""
-
-
 def page_ids(har: dict) -> dict[int, str]:
     """Iteration number -> HAR page id (from the page titles Browsertime writes for
     Chromium). Firefox's HAR (WebDriver BiDi) titles its pages with their URL: there
-    the pages are taken in their order, `page_1`, `page_1-1`, `page_1-2`... for
-    iterations 1, 2, 3..."""
+    the pages are taken in their order for iterations 1, 2, 3... (an iteration that
+    left no page would shift the later ones: its trial has failed anyway)."""
     out: dict[int, str] = {}
     pages = har.get("log", {}).get("pages", [])
     for page in pages:
@@ -48,10 +43,9 @@ def page_ids(har: dict) -> dict[int, str]:
         if m:
             out[int(m.group(1))] = page["id"]
     if not out:
-        for page in pages:
-            m = _NTH.fullmatch(str(page.get("id", "")))
-            if m:
-                out[1 + int(m.group(1) or 0)] = page["id"]
+        for i, page in enumerate(pages):
+            if "id" in page:
+                out[i + 1] = page["id"]
     return out
 
 
