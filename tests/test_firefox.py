@@ -232,3 +232,16 @@ def test_an_origin_coalesced_onto_another_passes_and_a_session_of_the_other_stac
     rows = {r.name: r for r in proof.judge("tcp", origins, H3_LOG, None, None)}
     assert rows["www.a.test:443: Firefox's log"].ok is False  # an HTTP/3 session under TCP
     assert rows["static.a.test:443: Firefox's log"].ok is False  # never asked
+
+
+def test_packets_after_the_load_are_not_the_trials():
+    from testbed.validate import evidence
+    from testbed.validate import firefox as proof
+
+    har = {"log": {"entries": [{"startedDateTime": "2026-11-26T08:00:00.000Z", "time": 500}]}}
+    end = proof.load_end(har)
+    assert end == pytest.approx(1795680000.5)
+    probe = evidence.Packet(end + 2, evidence.UDP, "c", "10.0.0.1", 1, 443, 1200)
+    load = evidence.Packet(end - 0.2, evidence.TCP, "c", "10.0.0.1", 2, 443, 0, flags=0x02)
+    wire = proof.wire_by_ip([load, probe], end + proof.LATE_S)
+    assert wire["10.0.0.1"] == {"tcp": 1, "quic": 0}

@@ -92,12 +92,31 @@ def har_origins(har: dict) -> dict[str, Counter]:
     return dict(out)
 
 
-def wire_by_ip(packets: Iterable[evidence.Packet]) -> dict[str, dict[str, int]]:
+def load_end(har: dict | None) -> float | None:
+    """When the load's last response ended (epoch seconds), from the HAR; None if unknown."""
+    from datetime import datetime
+
+    ends = []
+    for entry in (har or {}).get("log", {}).get("entries", []):
+        try:
+            start = datetime.fromisoformat(entry["startedDateTime"])
+        except (KeyError, ValueError, AttributeError):
+            continue
+        ends.append(start.timestamp() + max(float(entry.get("time") or 0), 0) / 1000)
+    return max(ends) if ends else None
+
+
+def wire_by_ip(packets: Iterable[evidence.Packet], until: float | None = None,
+               ) -> dict[str, dict[str, int]]:
     """Server IP -> {"tcp": TCP connections opened to its port 443 (client SYNs),
-    "quic": UDP datagrams to its port 443}; key "dns" of "*": packets to port 53."""
+    "quic": UDP datagrams to its port 443}; key "dns" of "*": packets to port 53.
+    until: packets after this time (epoch seconds) are left out: after the load the
+    capture also holds the next trial's server switch and its readiness probes."""
     out: dict[str, dict[str, int]] = defaultdict(lambda: {"tcp": 0, "quic": 0})
     dns = 0
     for p in packets:
+        if until is not None and p.t > until:
+            continue
         if p.dport == 53 or p.sport == 53:
             dns += 1
             continue
@@ -110,6 +129,10 @@ def wire_by_ip(packets: Iterable[evidence.Packet]) -> dict[str, dict[str, int]]:
     result = {ip: dict(v) for ip, v in out.items()}
     result["*"] = {"dns": dns}
     return result
+
+
+LATE_S = 1.0
+"""Packets up to this long after the HAR's last response still count as the load's."""
 
 
 def _show(c: Mapping[str, int] | None) -> str:
@@ -125,7 +148,9 @@ def judge(stack: str, origins: Mapping[str, str], log: str | None, har: dict | N
     rows: list[Row] = []
     logged = origin_protocols(log) if log is not None else None
     reported = har_origins(har) if har is not None else None
-    wire = wire_by_ip(packets) if packets is not None else None
+    end = load_end(har)
+    wire = wire_by_ip(packets, end + LATE_S if end is not None else None) \
+        if packets is not None else None
     for origin, ip in sorted(origins.items()):
         if logged is not None:
             got = logged.get(origin, Counter())
