@@ -23,9 +23,9 @@ Firefox trial does (testbed.firefox), and learns instead of Chromium's flags:
 
     TESTBED_FIREFOX_USER_JS      a user.js with the stack's preferences, to copy into
                                  a fresh profile
-    TESTBED_CERT_CHAIN           the replay's certificate chain (leaf first), whose
-                                 leaf a profile trusts with
-                                 certutil -A -d sql:PROFILE -n replay -t P,, -i LEAF
+    TESTBED_CERT_CHAIN           the replay's certificate chain (leaf first, its CA
+                                 last); a fresh profile trusts the CA with
+                                 certutil -A -d sql:PROFILE -n replay -t C,, -i CA
 """
 
 from __future__ import annotations
