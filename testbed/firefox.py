@@ -10,7 +10,8 @@ Chromium's do not exist:
   --origin-to-force-quic-on=*); Firefox switches HTTP/3 off when it sees a root
   it did not ship (`network.http.http3.disable_when_third_party_roots_found`),
   which the replay's trust is, so that is turned off too;
-- the replay's certificate: the leaf is made a trusted peer (`certutil -t P,,`) in
+- the replay's certificate: its CA (the one that issued the leaf) is made a trust
+  anchor (`certutil -t C,,`; Firefox refuses a leaf marked as a trusted peer) in
   the NSS database of the trial's own profile, made fresh per browser by
   geckodriver in the block's TMPDIR (testbed/measure/firefox_launcher.py), never
   the user's; Chromium's equivalent is --ignore-certificate-errors-spki-list;
