@@ -57,6 +57,8 @@ def _blocks(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]):
             buckets[len(both)].append((key, both[a].to_numpy(), both[b].to_numpy(),
                                        g[a].dropna().to_numpy(), g[b].dropna().to_numpy()))
         for n, items in buckets.items():
+            if n == 0:  # no run with a value on both sides: nothing to pair
+                continue
             yield (a, b, [k for k, *_ in items], np.array([x[1] for x in items]).reshape(-1, n),
                    np.array([x[2] for x in items]).reshape(-1, n), [x[3] for x in items],
                    [x[4] for x in items])

@@ -21,12 +21,13 @@ A results folder:
                                  connections.json with telemetry, captures if asked)
 
 A trial's folder is named exactly by its trial_id,
-`<site>+<network>+<protocol>+<run>` (trial_id()): every label matches LABEL
+`<site>+<network>+<protocol>+<run>` (trial_id(); `+firefox` follows for a Firefox
+trial, so Chromium's ids are those of every older store): every label matches LABEL
 (letters, digits, `.`, `_`, `-`; at most 64 characters; starting with a letter
 or digit; no name Windows reserves), so `+` separates the four parts without
 ambiguity, no part can be `..` or hold a `/`, and the name needs no quoting in a
 shell and is valid on Windows. Compare and the analysis match trials on their
-site, network, protocol and run columns.
+site, network, protocol, run and client columns.
 """
 
 from __future__ import annotations
@@ -74,9 +75,20 @@ def label_problem(name: str) -> str | None:
     return None
 
 
-def trial_id(site: str, network: str, protocol: str, run: int) -> str:
-    """A new trial's id and folder name: `<site>+<network>+<protocol>+<run>`."""
-    return SEPARATOR.join((site, network, protocol, str(run)))
+CLIENTS = ("chromium", "firefox")
+"""The values of column `client`; the first is the default (and every older store's)."""
+DEFAULT_CLIENT = CLIENTS[0]
+
+
+def trial_id(site: str, network: str, protocol: str, run: int,
+             client: str = DEFAULT_CLIENT) -> str:
+    """A new trial's id and folder name: `<site>+<network>+<protocol>+<run>` for
+    Chromium (as in every store made before the second client), with `+<client>` after
+    it for another client: `<site>+<network>+<protocol>+<run>+firefox`."""
+    parts = [site, network, protocol, str(run)]
+    if client != DEFAULT_CLIENT:
+        parts.append(client)
+    return SEPARATOR.join(parts)
 
 STATUSES = ("ok", "failed")
 """The values of column `status`."""
@@ -149,6 +161,10 @@ TRIALS = (
            "The lane that measured the trial, 0, 1, ... on its worker (`testbed run "
            "--lanes`: blocks measured at once, each in a replay topology of its own); 0 "
            "with one lane; NULL in stores made before lanes (one lane)."),
+    Column("client", TEXT_KIND, False,
+           "The browser that loaded the page: `chromium` or `firefox`; NULL in stores "
+           "made before the second client: chromium. Comparisons are made within a client.",
+           allowed=CLIENTS),
 )
 """Every column of table `trials`, in the contract's order: the one definition of the
 results schema (the store, the exports, this package's loader and its synthetic
@@ -170,7 +186,7 @@ REAL = tuple(c.name for c in TRIALS if c.kind == REAL_KIND)
 """Real columns (float64, missing = NaN)."""
 
 ADDED = ("max_in_flight", "fp_ms", "fcp_ms", "lcp_ms", "dcl_ms", "worker", "visit",
-         "tls_resumed", "early_data", "quic_0rtt", "lane")
+         "tls_resumed", "early_data", "quic_0rtt", "lane", "client")
 """Columns newer than the first stores and exports: missing (all NULL) in older ones.
 They come last and may be NULL, so an older store gains them with ALTER TABLE."""
 

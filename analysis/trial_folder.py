@@ -27,7 +27,7 @@ TRIAL = "trial.json"
 CONNECTIONS = "connections.json"
 """With telemetry: the trial's rows of table `connections`."""
 CAPTURES = {"netlog": "netlog.json.gz", "keylog": "keylog.txt.gz", "pcap": "pcap.pcap.gz",
-            "qlog": "qlog.tar.gz"}
+            "qlog": "qlog.tar.gz", "mozlog": "mozlog.txt.gz"}
 """A capture of the campaign's `capture` list -> its file (testbed.measure.captures)."""
 
 KEPT = (BROWSERTIME, HAR, VISUAL_METRICS, TRIAL, VIDEO, CONNECTIONS, *CAPTURES.values())

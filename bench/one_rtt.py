@@ -1,7 +1,7 @@
 """bench/one_rtt: does the testbed see QUIC's one-RTT handshake lead? Needs root and
 `make setup`.
 
-    bench/one_rtt [--runs N] [--network NAME] [--fps N] [--keep DIR]
+    bench/one_rtt [--runs N] [--network NAME] [--fps N] [--keep DIR] [--client chromium|firefox]
 
 A single-origin page (tests/site/sitegen.SINGLE_SITE: HTML, 2 stylesheets and 3
 JPEGs, ~150 KB, one host) is served in a namespace of its own and recorded by
@@ -54,11 +54,12 @@ def record(spec: sitegen.SiteSpec, out: Path) -> Path:
     return out / spec.name
 
 
-def campaign(recording: Path, network: str, runs: int, fps: int, folder: Path) -> Path:
+def campaign(recording: Path, network: str, runs: int, fps: int, folder: Path,
+             client: str = "chromium") -> Path:
     path = folder / "one-rtt.toml"
     path.write_text(f'description = "bench/one_rtt"\nsites = ["{recording}"]\n'
                     f'networks = ["{network}"]\nprotocols = {list(STACKS)!r}\n'.replace("'", '"')
-                    + f"runs = {runs}\nvideo_fps = {fps}\n")
+                    + f'runs = {runs}\nvideo_fps = {fps}\nclient = ["{client}"]\n')
     return path
 
 
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fps", type=int, default=browsertime.VIDEO_FPS,
                     help=f"video frame rate (default {browsertime.VIDEO_FPS})")
     ap.add_argument("--keep", type=Path, help="keep the results folder here")
+    ap.add_argument("--client", choices=("chromium", "firefox"), default="chromium",
+                    help="the browser (default chromium)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("bench/one_rtt needs root (namespaces); run with sudo")
@@ -99,13 +102,13 @@ def main(argv: list[str] | None = None) -> None:
         out = a.keep or work / "results"
         t0 = time.monotonic()
         cp = subprocess.run([str(TESTBED), "run", str(campaign(recording, a.network, a.runs,
-                                                                a.fps, work)),
+                                                                a.fps, work, a.client)),
                              "--out", str(out)], check=False, capture_output=True, text=True)
         if cp.returncode != 0:
             raise SystemExit(f"testbed run failed: {cp.stderr[-2000:]}")
         rows = read_rows(out / "trials.sqlite")
         ok = {s: [r for r in rows if r["protocol"] == s and r["status"] == "ok"] for s in STACKS}
-        print(f"{a.network}: min RTT {rtt:g} ms; video {a.fps} fps (frame {step:.1f} ms); "
+        print(f"{a.client} on {a.network}: min RTT {rtt:g} ms; video {a.fps} fps (frame {step:.1f} ms); "
               f"{len(rows)} trials in {time.monotonic() - t0:.0f} s, ok: "
               + ", ".join(f"{s} {len(ok[s])}/{a.runs}" for s in STACKS))
         print(f"{'metric':<6} {'TCP+ mean':>10} {'median':>8} {'QUIC mean':>10} {'median':>8}"

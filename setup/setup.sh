@@ -20,12 +20,16 @@
 #   node       Node 22 and Browsertime (pinned) in .tools/, drivers not downloaded
 #   python     .venv with the project and its locked dependencies
 #   h3server   the HTTP/3 replay server (h3server/), release build
+#   geckodriver  geckodriver $GECKODRIVER_VERSION from crates.io into .tools/geckodriver
+#              (Firefox ESR itself comes from Debian in step apt)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS="$ROOT/.tools"
 TESTBED_USER=${TESTBED_USER:-testbed}
 NODE_VERSION=22.23.3
+# The one pin of geckodriver (testbed/host/firefox.py checks the same): 0.37 drives Firefox >= 128.
+GECKODRIVER_VERSION=0.37.1
 export DEBIAN_FRONTEND=noninteractive
 
 log() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
@@ -172,11 +176,23 @@ step_h3server() {
     (cd "$ROOT/h3server" && "$cargo" build --release --locked -q)
 }
 
+step_geckodriver() {
+    local root="$TOOLS/geckodriver" bin="$TOOLS/geckodriver/bin/geckodriver"
+    if [ -x "$bin" ] && [ "$("$bin" --version | head -1)" = "geckodriver $GECKODRIVER_VERSION" ]; then
+        log "geckodriver: $GECKODRIVER_VERSION present"; return
+    fi
+    local cargo; cargo=$(cargo_bin)
+    log "geckodriver: cargo install geckodriver $GECKODRIVER_VERSION into $root ($("$cargo" --version))"
+    # --locked: the crate's own Cargo.lock, so the same dependencies every time
+    "$cargo" install -q --locked --force --version "$GECKODRIVER_VERSION" --root "$root" geckodriver
+    rm -f "$root/.crates.toml" "$root/.crates2.json"
+}
+
 step_perms() {
     # Everything under the checkout the unprivileged user runs must be readable.
     chmod -R a+rX "$ROOT/.tools" "$ROOT/.venv" 2>/dev/null || true
 }
 
-steps=${*:-apt user sysctl shim pacing node python h3server perms}
+steps=${*:-apt user sysctl shim pacing node python h3server geckodriver perms}
 for s in $steps; do "step_$s"; done
 log "done; next: make test (or: .venv/bin/testbed doctor)"

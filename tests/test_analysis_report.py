@@ -225,7 +225,7 @@ def test_results_stored_before_the_paint_timings_load_report_and_export(tmp_path
     assert done.exit_code == 0, done.output
     header, first = done.output.splitlines()[:2]
     assert header.endswith(",fp_ms,fcp_ms,lcp_ms,dcl_ms,worker,visit,tls_resumed,early_data,"
-                           "quic_0rtt,lane") and first.endswith("," * 10)
+                           "quic_0rtt,lane,client") and first.endswith("," * 11)
 
 
 def test_report_shows_the_paint_timings_beside_the_video_metrics(fixture_report):
@@ -241,3 +241,27 @@ def test_report_shows_the_paint_timings_beside_the_video_metrics(fixture_report)
     design = page[page.index('id="design"'):page.index('id="health"')]
     rows = re.findall(r"<td>(FVC|FCP|PLT)</td>", design)
     assert rows[:3] == ["FVC", "FCP", "PLT"]  # FCP beside FVC and PLT in the 1-RTT table
+
+
+def test_two_clients_get_a_report_each_compared_within_the_client(tmp_path):
+    chromium = synthetic.campaign(sites=3, networks=["dsl"], runs=4, seed=3)
+    firefox = synthetic.campaign(sites=3, networks=["dsl"], runs=4, seed=4)
+    firefox["trial_id"] = firefox["trial_id"].astype(str) + "+firefox"
+    firefox["client"] = "firefox"
+    chromium["client"] = pd.NA  # an older store's rows: chromium
+    both = pd.concat([chromium, firefox], ignore_index=True)
+    both.to_parquet(tmp_path / "both.parquet", index=False)
+    done = CliRunner().invoke(cli, ["report", str(tmp_path / "both.parquet"), "--out",
+                                    str(tmp_path / "r"), "--json"])
+    assert done.exit_code == 0, done.output
+    import json
+    summaries = json.loads(done.stdout)
+    assert [s["client"] for s in summaries] == ["chromium", "firefox"]
+    assert [s["trials"] for s in summaries] == [len(chromium), len(firefox)]
+    for client in ("chromium", "firefox"):
+        assert (tmp_path / "r" / client / "index.html").is_file()
+    one = CliRunner().invoke(cli, ["report", str(tmp_path / "both.parquet"), "--out",
+                                   str(tmp_path / "f"), "--client", "firefox", "--json"])
+    assert one.exit_code == 0, one.output
+    assert json.loads(one.stdout)["trials"] == len(firefox)
+    assert (tmp_path / "f" / "index.html").is_file()

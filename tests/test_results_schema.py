@@ -21,14 +21,15 @@ SAMPLE = {schema.TEXT_KIND: "x", schema.INTEGER_KIND: 7, schema.REAL_KIND: 1.5}
 
 def full_row(run: int) -> Row:
     """A trial with a value in every column (each of its kind)."""
-    values = {c.name: SAMPLE[c.kind] for c in schema.TRIALS}
+    values = {c.name: c.allowed[-1] if c.allowed else SAMPLE[c.kind] for c in schema.TRIALS}
     values.update(trial_id=f"s+dsl+tcp+{run}", run=run, status="ok")
     return Row(**values)
 
 
 def empty_row(run: int) -> Row:
     """A failed trial: every column that may be NULL is."""
-    values = {c.name: SAMPLE[c.kind] if c.required else None for c in schema.TRIALS}
+    values = {c.name: (c.allowed[-1] if c.allowed else SAMPLE[c.kind]) if c.required else None
+              for c in schema.TRIALS}
     values.update(trial_id=f"s+dsl+quic+{run}", run=run, status="failed")
     return Row(**values)
 
@@ -56,7 +57,7 @@ def test_what_the_store_writes_the_analysis_reads_as_the_schema_says(stored):
     ok = frame[frame["status"] == "ok"].iloc[0]
     for c in schema.TRIALS:
         if c.name not in ("trial_id", "run", "status"):
-            assert ok[c.name] == SAMPLE[c.kind], c.name
+            assert ok[c.name] == (c.allowed[-1] if c.allowed else SAMPLE[c.kind]), c.name
     failed = frame[frame["status"] == "failed"].iloc[0]
     assert all(pd.isna(failed[c.name]) for c in schema.TRIALS if not c.required)
 

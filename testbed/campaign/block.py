@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from analysis.schema import DEFAULT_CLIENT
 from testbed.campaign import commit, rows
 from testbed.campaign import plan as plan_mod
 from testbed.campaign.config import Campaign
@@ -40,6 +41,7 @@ from testbed.measure import browsertime, telemetry
 from testbed.measure.captures import Captures
 from testbed.measure.session import Kept, Outcome, Session
 from testbed.protocols import ServerOptions
+from testbed.replay.env import host_ips
 
 WARM_FLAGS = ("--enable-net-benchmarking", "--enable-features=EnableTLS13EarlyData")
 """Chromium's flags for a warm visit: chrome.benchmarking (clearCache,
@@ -84,6 +86,12 @@ class BlockDriver:
         r = self.records[k]
         if r.launched_at is None:  # the trial's telemetry window opens
             r.launched_at = time.time()
+        if self.block.client == "firefox":
+            message = env.firefox_launch()
+            if self.captures is not None:
+                self.captures.start(k)
+                message["env"] = self.captures.firefox_env(k)
+            return message
         extra = list(WARM_FLAGS) if r.visit == "warm" else []
         if self.captures is not None:
             self.captures.start(k)
@@ -171,7 +179,8 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
     blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))
     session = Session(r.url, opts, blockdir, netns=servers.topology.client.name,
                       wrap=wrap, driver=driver,
-                      visits=[visits.get(t.protocol, "first") for t in block.trials])
+                      visits=[visits.get(t.protocol, "first") for t in block.trials],
+                      client=block.client, hosts=host_ips(r))
     t0 = time.monotonic()
     recorder = (telemetry.Recorder(servers.topology.server.name, r.ips) if c.telemetry
                 else None)
@@ -191,7 +200,8 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
         if c.telemetry:
             env = servers.env
             driver.connections(recorder, env.summary() if env is not None else None, r)
-        logname = f"run{block.run}-{block.site}-{block.network}-{int(time.time())}.log"
+        who = "" if block.client == DEFAULT_CLIENT else f"-{block.client}"
+        logname = f"run{block.run}-{block.site}-{block.network}{who}-{int(time.time())}.log"
         copied = None
         if session.log_path.exists():
             copy = out / "logs" / logname

@@ -58,6 +58,10 @@ class Campaign(tomlfile.LoadedFile):
     """Network profiles (profiles/networks/NAME or a path to a TOML file)."""
     protocols: tuple[StrictStr, ...] = Field(min_length=1, strict=False)
     """Protocol settings (profiles/protocols/NAME or a path to a TOML file)."""
+    client: tuple[Literal["chromium", "firefox"], ...] = Field(
+        default=(schema.DEFAULT_CLIENT,), min_length=1, strict=False)
+    """The browsers that load the pages (`chromium`, `firefox`): every site, network,
+    setting and run once in each; comparisons are made within a client."""
     runs: int | AdaptiveRuns = 31
     """Page loads per site, network and protocol setting (1 to 10000), or a table
     `{ min = N, max = M, precision = "2%" }`: each site x network gets runs until every
@@ -102,10 +106,11 @@ class Campaign(tomlfile.LoadedFile):
     telemetry: bool = True
     """Record every connection's transport figures (TCP tcp_info from the kernel, QUIC
     from h3server) in table `connections`."""
-    capture: tuple[Literal["netlog", "pcap", "keylog", "qlog"], ...] = Field(default=(), strict=False)
+    capture: tuple[Literal["netlog", "pcap", "keylog", "qlog", "mozlog"], ...] = Field(
+        default=(), strict=False)
     """Extra files kept per trial, gzipped, sizes in trial.json: Chromium's net-log
     (netlog), the server side's packets (pcap), Chromium's TLS keys (keylog), h3server's
-    qlog of each QUIC connection (qlog); see
+    qlog of each QUIC connection (qlog), Firefox's HTTP log (mozlog); see
     testbed.measure.captures."""
     lanes: Any = 1
     """Blocks measured at once on this machine, each in a replay topology of its own
@@ -181,7 +186,16 @@ class Campaign(tomlfile.LoadedFile):
                                  f'{{ min = 10, max = 31, precision = "2%" }}, got '
                                  f"{tomlfile.toml_repr(v)}")
 
-    @field_validator("sites", "networks", "protocols", "capture")
+    @model_validator(mode="after")
+    def _firefox_supports(self) -> Campaign:
+        if "firefox" not in self.client:
+            return self
+        if self.visit != "first":
+            raise KeyProblem("visit", "expected `first` in a campaign with client firefox "
+                             "(warm visits need Chromium's net benchmarking)")
+        return self
+
+    @field_validator("sites", "networks", "protocols", "capture", "client")
     @classmethod
     def _distinct(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         if len(set(v)) != len(v):
@@ -224,11 +238,11 @@ def check_size(c: Campaign, runs: int, what: str = "--runs") -> None:
     if not 1 <= runs <= MAX_RUNS:
         raise InputError(f"{what}: expected a whole number from 1 to {MAX_RUNS}, got {runs}")
     sites = len(sites_of(c))
-    total = sites * len(c.networks) * len(c.protocols) * runs
+    total = sites * len(c.networks) * len(c.protocols) * len(c.client) * runs
     if total > MAX_TRIALS:
         raise InputError(f"{c.source}: {what}: {sites} sites x {len(c.networks)} "
-                         f"networks x {len(c.protocols)} protocols x {runs} runs = {total} "
-                         f"trials; expected at most {MAX_TRIALS}")
+                         f"networks x {len(c.protocols)} protocols x {len(c.client)} clients "
+                         f"x {runs} runs = {total} trials; expected at most {MAX_TRIALS}")
 
 
 def narrowed(c: Campaign, sites: tuple[str, ...] = (), networks: tuple[str, ...] = (),

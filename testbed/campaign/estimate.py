@@ -265,7 +265,8 @@ def plan(campaign, runs: int | None = None, stored: set[str] | None = None,
     fps = {n: campaign.fps_of(p) for n, p in networks.items()}
     lanes, lanes_note = lanes_of(campaign)
     blocks = plan_mod.blocks(list(recordings), list(networks), list(settings), runs,
-                             campaign.seed, groups={n: s.server_key for n, s in settings.items()})
+                             campaign.seed, groups={n: s.server_key for n, s in settings.items()},
+                             clients=campaign.client)
     ids = [t.id for t in plan_mod.trials(blocks)]
     measured = measured_cv(rows or [])
     per_network = []
@@ -300,6 +301,7 @@ def plan(campaign, runs: int | None = None, stored: set[str] | None = None,
         "sites": [{"name": n, **asdict(p)} for n, p in pages.items()],
         "networks": [{"name": n, **asdict(x)} for n, x in links.items()],
         "settings": [{"name": n, "visit": campaign.visit_of_label(n)} for n in settings],
+        "clients": list(campaign.client),
         "runs": runs, "adaptive": None if adaptive is None else {
             "min": adaptive.min, "max": adaptive.max, "precision": adaptive.precision},
         "seed": campaign.seed, "trials": len(ids), "order": ids,
@@ -359,11 +361,14 @@ def plan_text(campaign, runs: int | None = None, sample: int = 8,
              f"  settings  {len(d['settings'])}: " + ", ".join(
                  s["name"] + (" (warm visits)" if s["visit"] == "warm" else "")
                  for s in d["settings"]),
+             *([f"  clients   {len(d['clients'])}: " + ", ".join(d["clients"])]
+               if d["clients"] != ["chromium"] else []),
              f"  runs      {d['runs']}" if a is None else
              (f"  runs      adaptive: {a['min']} to {a['max']} per site and network, until "
               f"every setting's 95 % interval of the PLT mean is within ±{a['precision']}"),
              (f"trials: {len(d['sites'])} x {len(d['networks'])} x {len(d['settings'])} x "
-              f"{d['runs']} = {n}" + ("" if a is None else " at most")),
+              + (f"{len(d['clients'])} x " if d["clients"] != ["chromium"] else "")
+              + f"{d['runs']} = {n}" + ("" if a is None else " at most")),
              ("stored: none (no results yet)" if d["stored"] is None else
               f"stored: {d['stored']} of these {n} trials are in the results; "
               f"{n - d['stored']} to run" + ("" if a is None else " at most")),

@@ -29,7 +29,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from analysis.schema import trial_id
+from analysis.schema import DEFAULT_CLIENT, trial_id
 
 
 @dataclass(frozen=True, order=True)
@@ -38,26 +38,28 @@ class Trial:
     network: str
     protocol: str
     run: int
+    client: str = DEFAULT_CLIENT
 
     @property
     def id(self) -> str:
-        """The store's trial_id and the trial's folder name: `<site>+<network>+<protocol>+<run>`
-        (analysis.schema.trial_id)."""
-        return trial_id(self.site, self.network, self.protocol, self.run)
+        """The store's trial_id and the trial's folder name: `<site>+<network>+<protocol>+<run>`,
+        `+<client>` after it for a client other than Chromium (analysis.schema.trial_id)."""
+        return trial_id(self.site, self.network, self.protocol, self.run, self.client)
 
 
 @dataclass(frozen=True)
 class Block:
-    """Consecutive trials of one run, site and network (one Browsertime process)."""
+    """Consecutive trials of one run, site, network and client (one Browsertime process)."""
 
     run: int
     site: str
     network: str
     trials: tuple[Trial, ...]
+    client: str = DEFAULT_CLIENT
 
     def without(self, done: set[str]) -> Block:
         return Block(self.run, self.site, self.network,
-                     tuple(t for t in self.trials if t.id not in done))
+                     tuple(t for t in self.trials if t.id not in done), self.client)
 
 
 def _shuffled(items: Sequence[str], rng: random.Random) -> list[str]:
@@ -78,9 +80,13 @@ def _grouped(protocols: Sequence[str], groups: Mapping[str, object],
 
 
 def blocks(sites: Sequence[str], networks: Sequence[str], protocols: Sequence[str],
-           runs: int, seed: int, groups: Mapping[str, object] | None = None) -> list[Block]:
+           runs: int, seed: int, groups: Mapping[str, object] | None = None,
+           clients: Sequence[str] = (DEFAULT_CLIENT,)) -> list[Block]:
     """All blocks of the campaign in the order they run. groups: protocol -> what
-    its servers are (protocols with equal values share servers); default none."""
+    its servers are (protocols with equal values share servers); default none.
+    clients: the browsers; each (run, site, network) has a block per client, in a
+    random order drawn after the protocols' (so a Chromium-only campaign keeps the
+    order it always had)."""
     out = []
     for run in range(runs):
         # A string seed is hashed with SHA-512: the same order on every Python.
@@ -88,8 +94,11 @@ def blocks(sites: Sequence[str], networks: Sequence[str], protocols: Sequence[st
         for site in _shuffled(sites, rng):
             for network in _shuffled(networks, rng):
                 order = _grouped(protocols, groups or {}, rng)
-                out.append(Block(run, site, network,
-                                 tuple(Trial(site, network, p, run) for p in order)))
+                each = list(clients) if len(clients) == 1 else _shuffled(clients, rng)
+                for client in each:
+                    out.append(Block(run, site, network,
+                                     tuple(Trial(site, network, p, run, client) for p in order),
+                                     client))
     return out
 
 

@@ -109,6 +109,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         worker=worker,
         lane=lane,
         visit=record.visit,
+        client=trial.client,
         **resumption_columns(setting.stack, evidence.resumption),
     )
     files = dict(kept.files) if kept is not None else {}

@@ -177,7 +177,8 @@ class Runner:
             self.resolve_lanes()
             plan = plan_mod.blocks(list(self.recordings), list(self.networks),
                                    list(self.settings), runs, self.campaign.seed,
-                                   groups={n: s.server_key for n, s in self.settings.items()})
+                                   groups={n: s.server_key for n, s in self.settings.items()},
+                                   clients=self.campaign.client)
             self.manifest = manifest_mod.write(
                 self.out / "manifest.json",
                 manifest_mod.session_record(self.campaign, self.recordings, self.networks,

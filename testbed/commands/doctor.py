@@ -111,6 +111,31 @@ def check_chromium() -> Row:
     return passed("Chromium", f"{chromium}; {driver.split(' (')[0]}")
 
 
+def check_firefox() -> Row:
+    from testbed.host import firefox
+
+    problem = firefox.missing()
+    if problem and "geckodriver" not in problem:
+        return failed("Firefox", problem, "make setup (apt: firefox-esr libnss3-tools)")
+    ver = firefox.version()
+    if not ver:
+        return failed("Firefox", f"{firefox.FIREFOX} does not start", "make setup (apt: firefox-esr)")
+    return passed("Firefox", f"{ver}; certutil for the trial profiles' trust")
+
+
+def check_geckodriver() -> Row:
+    from testbed.host import firefox
+
+    ver = proc.version([str(firefox.GECKODRIVER), "--version"])
+    if not ver:
+        return failed("geckodriver", f"{shown(firefox.GECKODRIVER)} missing or does not start",
+                      "make setup (step geckodriver: cargo install from crates.io)")
+    if ver.split()[-1] != firefox.GECKODRIVER_VERSION:
+        return failed("geckodriver", f"{ver}, pinned {firefox.GECKODRIVER_VERSION}",
+                      "make setup (step geckodriver) installs the pinned version")
+    return passed("geckodriver", ver)
+
+
 def check_browsertime() -> Row:
     from testbed.measure import browsertime
 
@@ -307,7 +332,7 @@ def check_chromium_load(topo) -> Row:
 
 CHECKS: list[Callable[[], Row]] = [
     check_root, check_user, check_tun, check_ip_forward, check_congestion_control,
-    check_chromium, check_browsertime, check_visual_metrics, check_xvfb, check_nginx,
+    check_chromium, check_firefox, check_geckodriver, check_browsertime, check_visual_metrics, check_xvfb, check_nginx,
     check_uwsgi, check_h3server, check_mitmproxy, check_iperf3,
 ]
 LAB_CHECKS = [check_netns_iptables, check_qdiscs, check_mahimahi, check_chromium_load]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from analysis.schema import CLIENTS, DEFAULT_CLIENT
 from testbed import jsonout
 from testbed.console import echo
 from testbed.errors import InputError
@@ -47,12 +48,15 @@ def _pair(value: str) -> tuple[str, str]:
 @click.option("--by-worker", is_flag=True,
               help="Also show each worker's results and whether the workers agree "
                    "(campaigns run on several workers).")
+@click.option("--client", "only_client", type=click.Choice(CLIENTS), default=None,
+              help="Analyse only this browser's trials (default: each client present, in "
+                   "a report of its own under --out/<client>/ when there are two).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary (counts, baseline, warnings, notes, the workers' "
                    "agreement, the page written) as JSON instead of text.")
 def report(source: Path, out: Path | None, baseline: str | None, alpha: float, test: str,
            correction: str, mde: float, pairs: tuple[str, ...], plot_lvc: bool,
-           by_worker: bool, as_json: bool = False):
+           by_worker: bool, only_client: str | None = None, as_json: bool = False):
     """Analyse a campaign and write a report folder.
 
     SOURCE is a campaign results folder (with trials.sqlite) or an export
@@ -96,14 +100,54 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
         largest = largest_objects(folder, trials) if in_store else None
     except ResultsError as e:
         raise InputError(str(e)) from e
-    result = analyse(trials, config, connections=connections, manifest=manifest,
-                     largest=largest)
-
-    index = write_report(result, out, source=str(source), manifest=manifest,
-                         results_dir=folder if in_store else None)
+    clients = client_of(trials)
+    present = [c for c in CLIENTS if (clients == c).any()]
+    if only_client is not None and only_client not in present:
+        raise InputError(f"--client {only_client}: no trial of that client in {source}; "
+                         f"clients present: {', '.join(present)}")
+    chosen = [only_client] if only_client else present
+    summaries = []
+    for client in chosen:
+        mine = trials if len(present) == 1 else only(trials, (clients == client).to_numpy())
+        ids = set(mine["trial_id"])
+        conns = (connections[connections["trial_id"].isin(ids)]
+                 if connections is not None else None)
+        result = analyse(mine, config, connections=conns, manifest=manifest,
+                         largest=largest)
+        where = out / client if len(chosen) > 1 else out
+        if len(chosen) > 1:
+            where = safefs.check_out_dir(where, "--out")
+        index = write_report(result, where, source=str(source), manifest=manifest,
+                             results_dir=folder if in_store else None)
+        summaries.append({**summary(result, index), "client": client})
+        if not as_json:
+            if len(chosen) > 1:
+                echo(f"client {client}: settings compared among its own trials")
+            _print(result, index)
     if as_json:
-        jsonout.echo(summary(result, index))
-        return
+        jsonout.echo(summaries[0] if len(summaries) == 1 else summaries)
+
+
+def only(trials, mask):
+    """The rows of `mask`, their categorical columns without the categories they no
+    longer hold (the analysis groups by them)."""
+    out = trials[mask].reset_index(drop=True)
+    for column in out.columns:
+        if isinstance(out[column].dtype, __import__("pandas").CategoricalDtype):
+            out[column] = out[column].cat.remove_unused_categories()
+    return out
+
+
+def client_of(trials):
+    """Each trial's client (a store made before the column: chromium)."""
+    if "client" not in trials.columns:
+        import pandas as pd
+
+        return pd.Series([DEFAULT_CLIENT] * len(trials), index=trials.index, dtype="string")
+    return trials["client"].astype("string").fillna(DEFAULT_CLIENT)
+
+
+def _print(result, index: Path) -> None:
     o = result.overview
     echo(f"{o['trials']} trials ({o['ok']} ok, {o['failed']} failed), {o['sites']} sites, "
           f"{o['networks']} networks, {o['settings']} settings")

@@ -15,20 +15,32 @@ from __future__ import annotations
 import argparse
 import os
 import pwd
+import stat
 import subprocess
 import sys
 
 from testbed.host.runstate import USER, Run, current
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+BINDABLE = ("/etc/hosts", "/etc/resolv.conf")
+"""The only paths a command's mount namespace may have replaced (`binds`)."""
 
 
 def as_user(argv: list, netns: str | None = None, env: dict[str, str] | None = None,
-            run: Run | None = None, cwd: str | None = None) -> list[str]:
-    """The argv that runs `argv` as the testbed user inside `netns` (or the host's)."""
+            run: Run | None = None, cwd: str | None = None,
+            binds: dict[str, os.PathLike | str] | None = None) -> list[str]:
+    """The argv that runs `argv` as the testbed user inside `netns` (or the host's).
+
+    binds: files of root's (in the run's folder) bind-mounted over the given paths
+    of BINDABLE in the command's mount namespace only (a Firefox replay's
+    /etc/hosts and /etc/resolv.conf: testbed.host.firefox)."""
     run = run or current()
     inner = [sys.executable, "-m", "testbed.host.enter", "--run", run.id,
              "--alternatives", str(run.alternatives)]
+    for target, source in (binds or {}).items():
+        if target not in BINDABLE:
+            raise ValueError(f"{target}: not one of {', '.join(BINDABLE)}")
+        inner += ["--bind", f"{target}={source}"]
     for k, v in (env or {}).items():
         inner += ["--env", f"{k}={v}"]
     if cwd:
@@ -45,6 +57,7 @@ def main(args: list[str] | None = None) -> None:
     ap.add_argument("--alternatives", required=True)
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--cwd")
+    ap.add_argument("--bind", action="append", default=[])
     ap.add_argument("argv", nargs=argparse.REMAINDER)
     ns = ap.parse_args(args)
     argv = ns.argv[1:] if ns.argv[:1] == ["--"] else ns.argv
@@ -53,6 +66,15 @@ def main(args: list[str] | None = None) -> None:
     if os.geteuid() != 0:
         sys.exit("testbed.host.enter: must start as root (it drops to the testbed user)")
     subprocess.run(["mount", "--bind", ns.alternatives, "/etc/alternatives"], check=True)
+    for spec in ns.bind:
+        target, _, source = spec.partition("=")
+        if target not in BINDABLE:
+            sys.exit(f"testbed.host.enter: --bind {target}: not one of {', '.join(BINDABLE)}")
+        st = os.lstat(source)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+            sys.exit(f"testbed.host.enter: --bind {source}: expected a regular file of root's "
+                     "that only root may write")
+        subprocess.run(["mount", "--bind", "--", source, target], check=True)
     pw = pwd.getpwnam(USER)
     env = {
         "PATH": SAFE_PATH,

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from testbed.host import firefox
 from testbed.host.paths import BROWSERTIME_PACKAGE as PACKAGE
 from testbed.host.paths import NODE, PYTHON
 
@@ -43,6 +44,9 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 HOOKS = Path(__file__).resolve().parent / "hooks"
 LAUNCHER = Path(__file__).resolve().parent / "launcher.py"
+FIREFOX_LAUNCHER = Path(__file__).resolve().parent / "firefox_launcher.py"
+CLIENTS = ("chromium", "firefox")
+"""The browsers a trial can run in (a campaign's `client`)."""
 
 VIDEO_FPS = 60
 """Frames per second of the screen recording (Browsertime's default: 30): the visual
@@ -125,21 +129,36 @@ def complete_check(opts: BrowsertimeOptions) -> str:
             .replace("IN_PAGE", "true" if opts.complete_in_page else "false"))
 
 
-def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path) -> list[str]:
+def browser_args(client: str) -> list[str]:
+    """Browsertime's options that choose and start the browser (through its launcher)."""
+    if client == "firefox":
+        return ["--browser", "firefox",
+                "--firefox.binaryPath", str(FIREFOX_LAUNCHER),
+                "--firefox.geckodriverPath", str(firefox.GECKODRIVER),
+                "--firefox.acceptInsecureCerts", "false",
+                "--firefox.disableSafeBrowsing", "true",
+                "--firefox.disableTrackingProtection", "true",
+                "--firefox.includeResponseBodies", "none"]
+    return ["--browser", "chrome",
+            "--chrome.binaryPath", str(LAUNCHER),
+            "--chrome.chromedriverPath", CHROMEDRIVER,
+            "--chrome.ignoreCertificateErrors", "false",
+            f"--chrome.args={PLACEHOLDER_RULES}",
+            "--chrome.cdp.performance", "false"]
+
+
+def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path,
+         client: str = "chromium") -> list[str]:
     """Browsertime's command line; `{display}` is filled in by testbed.measure.xvfb.
 
-    check: the file holding complete_check(opts)."""
+    check: the file holding complete_check(opts); client: chromium or firefox."""
     timeout_ms = int(opts.timeout_s * 1000)
     args = [
         str(NODE), str(BROWSERTIME),
-        "--browser", "chrome",
+        *browser_args(client),
         "-n", str(opts.iterations),
         "--resultDir", str(result_dir),
         "--useSameDir",
-        "--chrome.binaryPath", str(LAUNCHER),
-        "--chrome.chromedriverPath", CHROMEDRIVER,
-        "--chrome.ignoreCertificateErrors", "false",
-        f"--chrome.args={PLACEHOLDER_RULES}",
         "--viewPort", opts.viewport,
         *(["--headless", "true"] if opts.headless else ["--xvfbParams.display", "{display}"]),
         "--browserRestartTries", "1",
@@ -156,7 +175,6 @@ def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path) -> l
         "--browserStopDelay", str(opts.browser_stop_ms),
         "--timeToSettle", str(max(1, int(opts.start_settle_ms))),
         "--screenshot", "false",
-        "--chrome.cdp.performance", "false",
     ]
     if opts.video and not opts.headless:
         args += ["--video", "true", "--visualMetrics", "false",
@@ -175,5 +193,6 @@ def env(ctl_dir: Path, opts: BrowsertimeOptions) -> dict[str, str]:
     return {
         "TESTBED_TRIAL_CTL": str(ctl_dir),
         "TESTBED_CHROMIUM": CHROMIUM,
+        "TESTBED_FIREFOX": str(firefox.FIREFOX),
         "PYTHON": str(PYTHON),
     }

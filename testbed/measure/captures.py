@@ -12,6 +12,9 @@
 - pcap: every packet on the server namespace's link to the client, headers
   and payload (tcpdump from the trial's browser launch to the next one's),
   pcap.pcap.gz;
+- mozlog: Firefox's HTTP log of the trial (MOZ_LOG=MOZLOG_MODULES, every
+  process's file joined), mozlog.txt.gz: which connection, HTTP/2 or HTTP/3, each
+  transaction was dispatched on (testbed.validate.firefox reads it);
 - qlog: h3server's qlog of each QUIC connection of the trial (`<id>.sqlog`,
   JSON-SEQ), qlog.tar.gz; h3server writes them into the servers' qlog folder
   (testbed.campaign.servers), the trial's are those its summary added.
@@ -38,8 +41,11 @@ from testbed.errors import TestbedError
 from testbed.host import safefs
 from testbed.measure.tcpdump import Tcpdump
 
-KINDS = ("netlog", "pcap", "keylog", "qlog")
+KINDS = ("netlog", "pcap", "keylog", "qlog", "mozlog")
 FILES = trial_folder.CAPTURES
+MOZLOG_MODULES = "timestamp,nsHttp:4,nsSocketTransport:4"
+"""Firefox's log modules for `mozlog`: the HTTP transactions and connections (level 4,
+Debug), each line with its time."""
 """Capture -> the file it becomes in the trial's folder."""
 LEVEL = 6
 
@@ -60,7 +66,7 @@ class Captures:
     def __enter__(self) -> Self:
         if self.kinds:
             safefs.root_dir(self.folder)
-            if {"netlog", "keylog"} & set(self.kinds):
+            if {"netlog", "keylog", "mozlog"} & set(self.kinds):
                 self.browser_dir = safefs.user_dir(self.folder / "browser")
         return self
 
@@ -78,6 +84,13 @@ class Captures:
         if "keylog" in self.kinds and self.browser_dir is not None:
             flags.append(f"--ssl-key-log-file={self.browser_dir / f'keylog-{k}.txt'}")
         return flags
+
+    def firefox_env(self, k: int) -> dict[str, str]:
+        """Trial k's Firefox environment (its launcher sets it): the HTTP log."""
+        if "mozlog" in self.kinds and self.browser_dir is not None:
+            return {"MOZ_LOG": MOZLOG_MODULES,
+                    "MOZ_LOG_FILE": str(self.browser_dir / f"mozlog-{k}")}
+        return {}
 
     def start(self, k: int) -> None:
         """Trial k's packet capture begins (the previous trial's ends); a tcpdump that
@@ -156,6 +169,15 @@ class Captures:
                 fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
                 with os.fdopen(fd, "rb") as f:
                     return f.read()
+            if kind == "mozlog" and self.browser_dir is not None:
+                # one file per process: mozlog-K.moz_log, mozlog-K.child-N.moz_log, ...
+                parts = sorted(p for p in self.browser_dir.iterdir()
+                               if p.name == f"mozlog-{k}"
+                               or p.name.startswith(f"mozlog-{k}."))
+                if not parts:
+                    return None
+                return b"".join(f"==> {p.name} <==\n".encode() + safefs.read_user(
+                    p, beneath=self.browser_dir) for p in parts)
             if kind in ("netlog", "keylog") and self.browser_dir is not None:
                 name = f"netlog-{k}.json" if kind == "netlog" else f"keylog-{k}.txt"
                 return safefs.read_user(self.browser_dir / name, beneath=self.browser_dir)

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Protocol
 
 from testbed.errors import TestbedError
-from testbed.host import chromium, enter, proc, safefs
+from testbed.host import chromium, enter, firefox, proc, safefs
 from testbed.measure import browsertime, trial_har, visual
 
 log = logging.getLogger(__name__)
@@ -79,8 +79,9 @@ class Driver(Protocol):
         (while Browsertime stops that browser). An exception fails trial k (its
         browser is not let start)."""
 
-    def launch(self, k: int) -> list[str]:
-        """Trial k's Chromium flags (its servers are ready)."""
+    def launch(self, k: int) -> list[str] | dict:
+        """Trial k's Chromium flags, or under Firefox the Firefox launcher's message
+        (its preferences and trust: ReplayEnv.firefox_launch); its servers are ready."""
 
     def before_load(self, k: int) -> None:
         """Just before trial k's page load starts."""
@@ -144,8 +145,13 @@ def check_tmp_depth(tmp: Path) -> None:
 class Session:
     def __init__(self, url: str, opts: browsertime.BrowsertimeOptions, workdir: Path, *,
                  netns: str | None, wrap: Sequence[str], driver: Driver,
-                 env: dict[str, str] | None = None, visits: Sequence[str] = ()):
+                 env: dict[str, str] | None = None, visits: Sequence[str] = (),
+                 client: str = "chromium", hosts: Mapping[str, str] | None = None):
         self.url = url
+        self.client = client
+        """chromium or firefox: the browser Browsertime drives."""
+        self.hosts = dict(hosts or {})
+        """Firefox: host -> IP, its /etc/hosts in the block's mount namespace."""
         self.visits = tuple(visits)
         """Each trial's visit, "first" (the default) or "warm" (see the module)."""
         self.opts = opts
@@ -180,6 +186,9 @@ class Session:
             else:
                 d.mkdir(mode=0o755)
         safefs.write_file(self.check_path, browsertime.complete_check(self.opts))
+        if self.client == "firefox":
+            safefs.write_file(self.workdir / "hosts", firefox.hosts_file(self.hosts))
+            safefs.write_file(self.workdir / "resolv.conf", firefox.RESOLV_CONF)
         self._ctl_fd = safefs.open_dir(
             self.ctl, owner=safefs.user().pw_uid if os.geteuid() == 0 else os.geteuid())
 
@@ -196,13 +205,21 @@ class Session:
 
     def argv(self) -> list[str]:
         check_tmp_depth(self.tmp)
-        bt = browsertime.argv(self.opts, self.url, self.out, self.check_path)
+        bt = browsertime.argv(self.opts, self.url, self.out, self.check_path, self.client)
         x = [] if self.opts.headless else [str(browsertime.PYTHON), "-m", "testbed.measure.xvfb",
                                            "--"]
         inner = [*chromium.temp_env_again(self.tmp), *x, *bt]
         env = {**browsertime.env(self.ctl, self.opts), **self.env}
         return enter.as_user([*self.wrap, *inner], netns=self.netns, env=env,
-                             cwd=str(self.tmp))
+                             cwd=str(self.tmp), binds=self.binds())
+
+    def binds(self) -> dict[str, Path]:
+        """Firefox's names (it has no --host-resolver-rules): the block's own /etc/hosts
+        and /etc/resolv.conf, in the mount namespace of its Browsertime only."""
+        if self.client != "firefox":
+            return {}
+        return {"/etc/hosts": self.workdir / "hosts",
+                "/etc/resolv.conf": self.workdir / "resolv.conf"}
 
     # --- the run ------------------------------------------------------------------
     def run(self) -> list[Outcome | None]:
@@ -255,7 +272,8 @@ class Session:
                 continue
             o.launched = time.monotonic()
             flags = self.driver.launch(k)
-            self._put(f"flags-{launch}.json", {"flags": flags})
+            self._put(f"flags-{launch}.json",
+                      flags if isinstance(flags, dict) else {"flags": flags})
             launch += 1
             # 2. the browser is up (ready) or the iteration failed (next launch / exit)
             it = k + 1

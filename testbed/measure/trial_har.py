@@ -32,12 +32,20 @@ def expected_protocol(stack: str) -> str:
 
 
 def page_ids(har: dict) -> dict[int, str]:
-    """Iteration number -> HAR page id (from the page titles Browsertime writes)."""
+    """Iteration number -> HAR page id (from the page titles Browsertime writes for
+    Chromium). Firefox's HAR (WebDriver BiDi) titles its pages with their URL: there
+    the pages are taken in their order for iterations 1, 2, 3... (an iteration that
+    left no page would shift the later ones: its trial has failed anyway)."""
     out: dict[int, str] = {}
-    for page in har.get("log", {}).get("pages", []):
+    pages = har.get("log", {}).get("pages", [])
+    for page in pages:
         m = _RUN.search(page.get("title", ""))
         if m:
             out[int(m.group(1))] = page["id"]
+    if not out:
+        for i, page in enumerate(pages):
+            if "id" in page:
+                out[i + 1] = page["id"]
     return out
 
 

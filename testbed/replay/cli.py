@@ -16,6 +16,16 @@ environment:
     TESTBED_STACK                tcp or quic
     TESTBED_URL                  the recorded page
     TESTBED_REPLAY_SUMMARY       the server's JSON summary (requests, misses, ...)
+
+With --client firefox, CMD runs in a mount namespace whose /etc/hosts maps every
+recorded host to its recorded IP (and /etc/resolv.conf names no server), as a
+Firefox trial does (testbed.host.firefox), and learns instead of Chromium's flags:
+
+    TESTBED_FIREFOX_USER_JS      a user.js with the stack's preferences, to copy into
+                                 a fresh profile
+    TESTBED_CERT_CHAIN           the replay's certificate chain (leaf first, its CA
+                                 last); a fresh profile trusts the CA with
+                                 certutil -A -d sql:PROFILE -n replay -t C,, -i CA
 """
 
 from __future__ import annotations
@@ -28,15 +38,16 @@ from pathlib import Path
 
 import click
 
+from analysis.schema import CLIENTS, DEFAULT_CLIENT
 from testbed.emulate.shells import ShellChain
 from testbed.errors import InputError, TestbedError
 from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile, load_network
-from testbed.host import enter, proc
+from testbed.host import enter, firefox, proc, safefs
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
 from testbed.protocols import ServerOptions, applied, server_options
-from testbed.replay.env import STACKS, ReplayEnv
+from testbed.replay.env import STACKS, ReplayEnv, host_ips
 
 
 def protocol_options(name: str | None, stack: str | None) -> tuple[str, ServerOptions | None]:
@@ -94,6 +105,22 @@ def command_env(env: ReplayEnv, extra_flags=()) -> dict[str, str]:
     }
 
 
+def firefox_env(env: ReplayEnv) -> tuple[dict[str, str], dict[str, Path]]:
+    """A Firefox command's environment and binds for this replay: a user.js of the
+    stack's preferences, the certificate chain, and the replay's own /etc/hosts and
+    /etc/resolv.conf (files in root's folder of the run)."""
+    folder = current().path("firefox")
+    safefs.root_dir(folder)
+    launch = env.firefox_launch()
+    user_js = safefs.write_file(folder / "user.js", firefox.user_js(launch["prefs"]))
+    hosts = safefs.write_file(folder / "hosts", firefox.hosts_file(host_ips(env.recording)))
+    resolv = safefs.write_file(folder / "resolv.conf", firefox.RESOLV_CONF)
+    out = {k: v for k, v in command_env(env).items() if not k.startswith("TESTBED_CHROMIUM")
+           and k not in ("TESTBED_HOST_RESOLVER_RULES", "TESTBED_SPKI")}
+    out.update(TESTBED_FIREFOX_USER_JS=str(user_js), TESTBED_CERT_CHAIN=launch["trust"])
+    return out, {"/etc/hosts": hosts, "/etc/resolv.conf": resolv}
+
+
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("recording")
 @click.option("--stack", type=click.Choice(STACKS), default=None,
@@ -105,9 +132,13 @@ def command_env(env: ReplayEnv, extra_flags=()) -> dict[str, str]:
 @click.option("--network", "network", metavar="PROFILE",
               help="Run CMD inside this network profile's Mahimahi shells "
                    "(profiles/networks/PROFILE or a path), as a campaign's trials do.")
+@click.option("--client", type=click.Choice(CLIENTS), default=DEFAULT_CLIENT,
+              show_default=True,
+              help="The browser CMD will run: what its environment tells it (firefox: "
+                   "also the replay's names in /etc/hosts of CMD's own mount namespace).")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def replay(recording: str, stack: str | None, protocol: str | None, network: str | None,
-           cmd: tuple[str, ...]):
+           client: str, cmd: tuple[str, ...]):
     """Run CMD (as the testbed user, in the replay's client namespace) against
     RECORDING served over STACK; everything is torn down when CMD ends, and
     CMD's exit status is returned. Put `--` before CMD."""
@@ -129,9 +160,12 @@ def replay(recording: str, stack: str | None, protocol: str | None, network: str
                    f"ready in {env.startup_seconds:.1f} s", err=True)
         cwd = Path.cwd()
         shaped = chain.argv(list(cmd)) if chain is not None else list(cmd)
-        argv = enter.as_user(shaped, netns=env.client_netns,
-                             env=command_env(env, opts.chromium_flags if opts is not None else ()),
-                             cwd=str(cwd) if _traversable(cwd) else None)
+        cmd_env = command_env(env, opts.chromium_flags if opts is not None else ())
+        binds = {}
+        if client == "firefox":
+            cmd_env, binds = firefox_env(env)
+        argv = enter.as_user(shaped, netns=env.client_netns, env=cmd_env,
+                             cwd=str(cwd) if _traversable(cwd) else None, binds=binds)
         before = env.summary()
         try:
             rc = proc.call(argv)

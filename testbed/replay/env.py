@@ -38,7 +38,7 @@ from typing import Self
 
 from testbed.errors import InputError, TestbedError
 from testbed.formats import recording as rec
-from testbed.host import enter, proc, safefs
+from testbed.host import enter, firefox, proc, safefs
 from testbed.host.chromium import STACK_FLAGS
 from testbed.host.paths import H3SERVER, chown_to_user
 from testbed.host.runstate import USER, current
@@ -63,15 +63,28 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-def resolver_rules(recording: rec.Recording) -> str:
-    """Chromium's --host-resolver-rules: every recorded host to its recorded IP, every
-    other name unresolvable (a replay never asks real DNS)."""
+def host_ips(recording: rec.Recording) -> dict[str, str]:
+    """Every recorded host name (not an IP) to its recorded IP."""
     ips: dict[str, str] = {}
     for o in recording.origins:
         host = normalise_host(o.host)
         if not _is_ip(host):
             ips.setdefault(host, o.ip)
+    return ips
+
+
+def resolver_rules(recording: rec.Recording) -> str:
+    """Chromium's --host-resolver-rules: every recorded host to its recorded IP, every
+    other name unresolvable (a replay never asks real DNS)."""
+    ips = host_ips(recording)
     return ", ".join([*(f"MAP {h} {ip}" for h, ip in sorted(ips.items())), "MAP * ~NOTFOUND"])
+
+
+def https_origins(recording: rec.Recording) -> list[tuple[str, int]]:
+    """The recorded HTTPS origins as (host, port), each once."""
+    seen = {(normalise_host(o.host), int(o.port)) for o in recording.origins
+            if o.scheme == "https"}
+    return sorted(seen)
 
 
 def stack_flags(stack: str) -> list[str]:
@@ -146,6 +159,16 @@ class ReplayEnv:
         return [*stack_flags(self.stack),
                 f"--ignore-certificate-errors-spki-list={self.spki}",
                 f"--host-resolver-rules={self.host_resolver_rules}"]
+
+    def firefox_launch(self) -> dict:
+        """What the Firefox launcher (testbed/measure/firefox_launcher.py) puts into a
+        trial's fresh profile for this replay over this stack: the preferences and the
+        certificate chain whose leaf it trusts. Names: firefox_binds."""
+        if self.leaf is None:
+            raise TestbedError("ReplayEnv not started")
+        prefs = {**firefox.QUIET_PREFS,
+                 **firefox.stack_prefs(self.stack, https_origins(self.recording))}
+        return {"prefs": prefs, "trust": str(self.leaf.chain_path)}
 
     def summary(self) -> dict:
         """The running server's summary (see testbed.replay.server_summary); diff two reads

@@ -50,6 +50,7 @@ from typing import Self
 import click
 from rich.console import Console
 
+from analysis.schema import CLIENTS, DEFAULT_CLIENT
 from testbed import jsonout
 from testbed.emulate import calibrate
 from testbed.emulate.shells import build_chain
@@ -64,6 +65,7 @@ from testbed.measure.tcpdump import Tcpdump
 from testbed.protocols.apply import Change, ServerOptions, applied, server_options
 from testbed.replay.env import ReplayEnv
 from testbed.validate import bbr_generation, evidence, site, verdict
+from testbed.validate import firefox as firefox_proof
 from testbed.validate.bbr_generation import BBR1, BBR2, Finding
 from testbed.validate.site import PROTOCOL
 from testbed.validate.verdict import Row
@@ -542,13 +544,22 @@ def json_doc(results: list[Result], profile: NetworkProfile, delay_ms: int,
               help="Network profile the replay runs under (a name or a TOML file).")
 @click.option("--keep", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Keep the captures (pcap), qlogs and server logs in this folder.")
+@click.option("--client", type=click.Choice(CLIENTS), default=DEFAULT_CLIENT,
+              show_default=True,
+              help="firefox: prove Firefox's protocol per origin on the bundled site from "
+                   "its own HTTP log, its HAR and the wire (default settings: "
+                   + ", ".join(firefox_proof.SETTINGS) + ").")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the rows as JSON (progress goes to standard error).")
-def validate_protocols(settings, network, keep, as_json):
+def validate_protocols(settings, network, keep, client, as_json):
     """Prove that each protocol SETTING (a name from profiles/protocols/ or a TOML file;
     default: the paper's five and quic-bbr2) is in force during a real replay: congestion
     control and BBR generation (tcp-plus-bbr and quic-bbr must run the same), initial window, pacing, slow start after idle, buffers, QUIC options and
-    Chromium's protocol. Exit 1 on any mismatch."""
+    Chromium's protocol. With --client firefox: Firefox's protocol for every origin of
+    the bundled site. Exit 1 on any mismatch."""
+    if client == "firefox":
+        validate_firefox(settings or firefox_proof.SETTINGS, network, keep, as_json)
+        return
     loaded = [load_protocol(s) for s in (settings or DEFAULT_SETTINGS)]
     profile = load_network(network)
     if keep:
@@ -587,3 +598,68 @@ def validate_protocols(settings, network, keep, as_json):
     if bad:
         raise TestbedError(f"protocol validation failed: {', '.join(bad)}")
     console.print(f"[green]all {len(results)} settings observed as configured[/green]")
+
+
+def validate_firefox(settings: Sequence[str], network: str, keep: Path | None,
+                     as_json: bool) -> None:
+    """`--client firefox`: a one-run Firefox campaign of the settings on the bundled
+    site, keeping Firefox's HTTP log and the packets, then every origin of every trial
+    judged (testbed.validate.firefox)."""
+    import sqlite3
+
+    from testbed.host.paths import VENV_BIN
+    from testbed.replay.matching import normalise_host
+
+    loaded = [load_protocol(s) for s in settings]
+    profile = load_network(network)
+    if keep:
+        keep = safefs.check_out_dir(keep, "--keep")
+    console = Console(stderr=as_json)
+    recording = rec.load(firefox_proof.SITE)
+    origins = {f"{normalise_host(o.host)}:{o.port}": o.ip for o in recording.origins
+               if o.scheme == "https"}
+    work = Path(tempfile.mkdtemp(prefix="protocols-firefox-", dir=current().dir))
+    work.chmod(0o755)
+    results: list[Result] = []
+    try:
+        toml = work / "firefox.toml"
+        toml.write_text(firefox_proof.campaign_text(recording.path, profile.source or network,
+                                                    [s.source or s.name for s in loaded]))
+        out = work / "results"
+        with console.status(f"Firefox over {', '.join(s.name for s in loaded)} "
+                            f"under {profile.name}"):
+            cp = proc.run([str(VENV_BIN / "testbed"), "run", str(toml), "--out", str(out)],
+                          check=False, timeout=3600)
+        if cp.returncode != 0 or not (out / "trials.sqlite").exists():
+            raise TestbedError(f"the Firefox campaign failed: {cp.stderr.strip()[-1500:]}")
+        db = sqlite3.connect(out / "trials.sqlite")
+        db.row_factory = sqlite3.Row
+        try:
+            stored = {r["protocol"]: dict(r) for r in db.execute("SELECT * FROM trials")}
+        finally:
+            db.close()
+        for s in loaded:
+            row = stored.get(s.name)
+            rows = ([Row("trial", "stored", "missing", False)] if row is None
+                    else firefox_proof.trial_rows(out, row, origins))
+            results.append(Result(s, rows))
+    finally:
+        if keep:
+            keep.mkdir(parents=True, exist_ok=True)
+            for item in work.iterdir():
+                shutil.move(str(item), keep / item.name)
+            console.print(f"results, logs and captures kept in {keep}")
+        shutil.rmtree(work, ignore_errors=True)
+    cal = calibrate.cached(profile)
+    delay = cal.delay_ms if cal is not None else 0
+    if as_json:
+        jsonout.echo({**json_doc(results, profile, delay), "client": "firefox"})
+    else:
+        verdict.render(console, all_rows(results), COLUMNS,
+                       f"Firefox's protocol per origin during a replay under {profile.name} "
+                       f"({profile.description})", group="setting")
+    bad = [r.setting.name for r in results if not r.ok]
+    if bad:
+        raise TestbedError(f"protocol validation (firefox) failed: {', '.join(bad)}")
+    console.print(f"[green]all {len(results)} settings: Firefox used the claimed protocol "
+                  f"for every origin[/green]")

@@ -2,8 +2,8 @@
 // session fills in SETTLE_MS, SETTLE_MAX_MS and IN_PAGE). True once the page
 // fired its load event and then the network stayed quiet for SETTLE_MS (no
 // resource finished), or SETTLE_MAX_MS after the load event at the latest;
-// true on a Chromium error page too (the trial then fails on its missing load
-// time). False while the start page (data:/about:) is still shown.
+// true on a Chromium or Firefox error page too (the trial then fails on its
+// missing load time). False while the start page (data:/about:) is still shown.
 // With IN_PAGE, a check that finds the page loading does not answer false
 // (to be asked again by Browsertime, a WebDriver call into the loading page
 // every poll) but a promise the page itself settles, checking every 20 ms,
@@ -13,6 +13,8 @@ return (function (settle, settleMax, inPage) {
     try {
       var protocol = location.protocol;
       if (protocol === 'chrome-error:') return 'done';
+      // Firefox's error pages (a failed connection, a refused certificate)
+      if (/^about:(neterror|certerror)/.test(location.href)) return 'done';
       if (protocol !== 'https:' && protocol !== 'http:') return 'start';
       var t = window.performance.timing;
       if (!(t.loadEventEnd > 0)) return 'busy';
