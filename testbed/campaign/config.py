@@ -254,6 +254,10 @@ class Entry:
     found: str = ""
     """What its loader is given: a name as listed, a relative path against the
     campaign file's folder (profiles.load_network / settings.load take it)."""
+    content: str = ""
+    """A site's content digest (testbed.formats.recording.content_digest: its
+    manifest without what differs between two recordings of it by the same code);
+    "" for a profile."""
 
 
 def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
@@ -264,14 +268,14 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
     label but different content are refused: their trials could not be told apart.
     """
     out: dict[str, dict[str, Entry]] = {}
-    for key, ident in (("sites", _site), ("networks", _network), ("protocols", _protocol)):
+    for key, ident in (("sites", site_identity), ("networks", _network), ("protocols", _protocol)):
         seen: dict[str, tuple[int, Entry]] = {}
         listing = ([(i, listed, path) for i, listed, path in sites_of(c)] if key == "sites"
                    else [(i, listed, profile_path(c, listed))
                          for i, listed in enumerate(getattr(c, key))])
         for i, listed, what in listing:
             try:
-                label, file, digest = ident(what)
+                label, file, digest, content = ident(what)
             except InputError as e:
                 raise InputError(f"{c.source}: key {key}.{i}: {e}") from None
             _check_label(c, f"{key}.{i}", listed, label)
@@ -282,9 +286,9 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
                         f"{c.source}: key {key}.{i}: {listed} ({file}) is named {label} like "
                         f"{key}.{j} ({first.file}) but differs from it; give one another name")
                 seen[label] = (j, Entry(label, first.file, digest, (*first.listed, listed),
-                                        first.found))
+                                        first.found, first.content))
             else:
-                seen[label] = (i, Entry(label, file, digest, (listed,), str(what)))
+                seen[label] = (i, Entry(label, file, digest, (listed,), str(what), content))
         _check_case(c, key, seen)
         out[key] = {label: e for label, (_, e) in seen.items()}
     return out
@@ -352,23 +356,25 @@ def _check_case(c: Campaign, key: str, seen: dict[str, tuple[int, Entry]]) -> No
                              "(their trial folders would be one on Windows and macOS)")
 
 
-def _site(folder: Path) -> tuple[str, Path, str]:
-    """A site's label is its recording folder's name (after symbolic links)."""
+def site_identity(folder: Path) -> tuple[str, Path, str, str]:
+    """A site's label (its recording folder's name, after symbolic links), folder,
+    manifest.json's sha256 and content digest."""
     r = rec.load(folder)
     manifest = r.path / "manifest.json"
     real = r.path.resolve()
-    return real.name, real, hashlib.sha256(manifest.read_bytes()).hexdigest()
+    return (real.name, real, hashlib.sha256(manifest.read_bytes()).hexdigest(),
+            r.content_sha256)
 
 
-def _network(listed: str) -> tuple[str, Path, str]:
+def _network(listed: str) -> tuple[str, Path, str, str]:
     p = profiles.load_network(listed)
     _check_trace_buffer(p)
-    return p.name, Path(p.source).resolve(), p.digest
+    return p.name, Path(p.source).resolve(), p.digest, ""
 
 
-def _protocol(listed: str) -> tuple[str, Path, str]:
+def _protocol(listed: str) -> tuple[str, Path, str, str]:
     p = profiles.load_protocol(listed)
-    return p.name, Path(p.source).resolve(), p.digest
+    return p.name, Path(p.source).resolve(), p.digest, ""
 
 
 def _check_trace_buffer(p: profiles.NetworkProfile) -> None:
