@@ -216,3 +216,58 @@ def test_seed_refuses_a_trial_id_that_is_not_one_folder_name(tmp_path):
     with pytest.raises(InputError, match="trial_id '../escape' is not one folder name"):
         reference.seed(out, source, "c")
     assert list(out.iterdir()) == [] and not (tmp_path / "escape").exists()
+
+
+def _without_content_digests(results: Path) -> str:
+    """Make results/manifest.json as a runner before content digests wrote it; the
+    digest it had."""
+    doc = json.loads((results / "manifest.json").read_text())
+    had = doc["recordings"]["local-news"]["content_sha256"]
+    for record in (doc, *doc["sessions"]):
+        for r in record["recordings"].values():
+            del r["content_sha256"]
+    (results / "manifest.json").write_text(json.dumps(doc))
+    return had
+
+
+def test_checkpoint_gives_older_sessions_the_digest_of_the_very_same_file(tmp_path):
+    path = news_campaign(tmp_path)
+    first = tmp_path / "first"
+    ScriptedRunner(config.load(path), first).run()
+    had = _without_content_digests(first)
+    ref = tmp_path / "ref"
+    done = CliRunner().invoke(cli, ["checkpoint", str(first), "--out", str(ref)])
+    assert done.exit_code == 0, done.output
+    doc = json.loads((ref / "manifest.json").read_text())
+    for record in (doc, *doc["sessions"]):
+        assert record["recordings"]["local-news"]["content_sha256"] == had
+    assert "content_sha256" not in (first / "manifest.json").read_text()  # results untouched
+    # the kept campaign now resumes with another build of its recording
+    rebuilt_news(tmp_path / "recs")
+    path.write_text(path.read_text().replace("runs = 1", "runs = 2"))
+    ScriptedRunner(config.load(path), tmp_path / "n").run(resume_from=ref)
+    assert stored(tmp_path / "n") == PLANNED
+
+
+def test_checkpoint_gives_no_digest_when_the_file_found_now_differs(tmp_path):
+    path = news_campaign(tmp_path)
+    first = tmp_path / "first"
+    ScriptedRunner(config.load(path), first).run()
+    _without_content_digests(first)
+    rebuilt_news(tmp_path / "recs")  # the same content, but not the file that was measured
+    ref = tmp_path / "ref"
+    reference.checkpoint(first, ref)
+    assert "content_sha256" not in (ref / "manifest.json").read_text()
+    with pytest.raises(InputError, match="local-news has other content"):
+        ScriptedRunner(config.load(path), tmp_path / "n").run(resume_from=ref)
+
+
+def test_checkpoint_without_the_campaigns_recordings_keeps_the_manifest(tmp_path):
+    path = news_campaign(tmp_path)
+    first = tmp_path / "first"
+    ScriptedRunner(config.load(path), first).run()
+    _without_content_digests(first)
+    shutil.rmtree(tmp_path / "recs")
+    reference.checkpoint(first, tmp_path / "ref")
+    assert (json.loads((tmp_path / "ref" / "manifest.json").read_text())
+            == json.loads((first / "manifest.json").read_text()))

@@ -14,6 +14,7 @@ and profiles that exist when the campaign is loaded.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -314,9 +315,14 @@ def find_sites(c: Campaign) -> list[tuple[int, str, Path]]:
     """Each entry of `sites` as (index, listed, recording folder): a glob expanded into
     every recording it matches, in sorted order (none is bad input); a path against
     the campaign file's folder; a name through the search path."""
-    base = Path(c.source).parent if c.source else Path.cwd()
+    return find_listed(c.sites, c.source)
+
+
+def find_listed(sites: Sequence[str], source: str) -> list[tuple[int, str, Path]]:
+    """find_sites for a campaign's `sites` and its file's path (`source`, "" for none)."""
+    base = Path(source).parent if source else Path.cwd()
     out = []
-    for i, listed in enumerate(c.sites):
+    for i, listed in enumerate(sites):
         try:
             if search.is_glob(listed):
                 found = search.glob(listed, base)
@@ -327,7 +333,7 @@ def find_sites(c: Campaign) -> list[tuple[int, str, Path]]:
             else:
                 out.append((i, listed, rec.resolve(listed, base)))
         except InputError as e:
-            raise InputError(f"{c.source}: key sites.{i}: {e}") from None
+            raise InputError(f"{source}: key sites.{i}: {e}") from None
     return out
 
 
