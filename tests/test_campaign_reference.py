@@ -6,6 +6,7 @@ the real one with scripted page loads (tests/scripted_campaign.py)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -107,10 +108,84 @@ def test_resume_refuses_another_campaign_and_changed_content(tmp_path):
     for s in doc["sessions"]:
         for r in s["recordings"].values():
             r["manifest_sha256"] = "0" * 64
+            r["content_sha256"] = "1" * 64
     (ref / "manifest.json").write_text(json.dumps(doc))
     with pytest.raises(InputError, match="has other content"):
         ScriptedRunner(campaign, tmp_path / "n").run(resume_from=ref)
     assert not (tmp_path / "n").exists()
+
+
+NEWS = ROOT / "recordings" / "local-news"
+
+
+def rebuilt_news(folder: Path, url: str | None = None) -> Path:
+    """local-news in `folder`, as another build of it by the same code writes it: another
+    recording time, other Date headers, the exchanges in another order (or, with `url`,
+    other content)."""
+    site = folder / "local-news"
+    shutil.rmtree(site, ignore_errors=True)
+    shutil.copytree(NEWS, site)
+    doc = json.loads((NEWS / "manifest.json").read_text())
+    doc["recorded_at"] = "2030-01-02T03:04:05Z"
+    for x in doc["exchanges"]:
+        x["response_headers"] = [[k, "Wed, 02 Jan 2030 03:04:06 GMT" if k == "date" else v]
+                                 for k, v in x["response_headers"]]
+    doc["exchanges"].reverse()
+    if url is not None:
+        doc["url"] = url
+    (site / "manifest.json").write_text(json.dumps(doc, indent=2))
+    return site
+
+
+def news_campaign(tmp_path: Path, runs: int = 1) -> Path:
+    shutil.copytree(NEWS, tmp_path / "recs" / "local-news", dirs_exist_ok=True)
+    p = tmp_path / "c.toml"
+    p.write_text(f'sites = ["recs/local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp", "quic"]\n'
+                 f"runs = {runs}\nretries = 0\n")
+    return p
+
+
+def test_resume_takes_another_build_of_the_same_recording(tmp_path):
+    """Another build of a recording (other manifest.json bytes, the same content digest)
+    continues the kept trials; other content is refused."""
+    path = news_campaign(tmp_path)
+    first = tmp_path / "first"
+    ScriptedRunner(config.load(path), first).run()
+    kept = json.loads((first / "manifest.json").read_text())["sessions"][0]["recordings"]
+    ref = tmp_path / "reference"
+    reference.checkpoint(first, ref)
+    before = (tmp_path / "recs" / "local-news" / "manifest.json").read_bytes()
+    site = rebuilt_news(tmp_path / "recs")
+    assert (site / "manifest.json").read_bytes() != before
+    path.write_text(path.read_text().replace("runs = 1", "runs = 2"))
+    ScriptedRunner(config.load(path), tmp_path / "n").run(resume_from=ref)
+    assert stored(tmp_path / "n") == PLANNED
+    now = json.loads((tmp_path / "n" / "manifest.json").read_text())["sessions"][-1]
+    assert now["recordings"]["local-news"]["manifest_sha256"] != kept["local-news"][
+        "manifest_sha256"]
+    assert now["recordings"]["local-news"]["content_sha256"] == kept["local-news"][
+        "content_sha256"]
+    # other content under the same name
+    rebuilt_news(tmp_path / "recs", url="https://www.other-news.test/")
+    with pytest.raises(InputError, match="local-news has other content"):
+        ScriptedRunner(config.load(path), tmp_path / "m").run(resume_from=ref)
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_session_without_content_digests_keeps_the_file_rule(tmp_path):
+    """A campaign begun before content digests were recorded resumes only with the very
+    manifest.json it was measured with (`testbed checkpoint` can add the digests)."""
+    path = news_campaign(tmp_path)
+    first = tmp_path / "first"
+    ScriptedRunner(config.load(path), first).run()
+    doc = json.loads((first / "manifest.json").read_text())
+    for s in doc["sessions"]:
+        for r in s["recordings"].values():
+            del r["content_sha256"]
+    (first / "manifest.json").write_text(json.dumps(doc))
+    rebuilt_news(tmp_path / "recs")
+    with pytest.raises(InputError, match="local-news has other content"):
+        ScriptedRunner(config.load(path), first).run()
 
 
 def test_checkpoint_refuses_a_symlinked_store(tmp_path):
@@ -141,3 +216,58 @@ def test_seed_refuses_a_trial_id_that_is_not_one_folder_name(tmp_path):
     with pytest.raises(InputError, match="trial_id '../escape' is not one folder name"):
         reference.seed(out, source, "c")
     assert list(out.iterdir()) == [] and not (tmp_path / "escape").exists()
+
+
+def _without_content_digests(results: Path) -> str:
+    """Make results/manifest.json as a runner before content digests wrote it; the
+    digest it had."""
+    doc = json.loads((results / "manifest.json").read_text())
+    had = doc["recordings"]["local-news"]["content_sha256"]
+    for record in (doc, *doc["sessions"]):
+        for r in record["recordings"].values():
+            del r["content_sha256"]
+    (results / "manifest.json").write_text(json.dumps(doc))
+    return had
+
+
+def test_checkpoint_gives_older_sessions_the_digest_of_the_very_same_file(tmp_path):
+    path = news_campaign(tmp_path)
+    first = tmp_path / "first"
+    ScriptedRunner(config.load(path), first).run()
+    had = _without_content_digests(first)
+    ref = tmp_path / "ref"
+    done = CliRunner().invoke(cli, ["checkpoint", str(first), "--out", str(ref)])
+    assert done.exit_code == 0, done.output
+    doc = json.loads((ref / "manifest.json").read_text())
+    for record in (doc, *doc["sessions"]):
+        assert record["recordings"]["local-news"]["content_sha256"] == had
+    assert "content_sha256" not in (first / "manifest.json").read_text()  # results untouched
+    # the kept campaign now resumes with another build of its recording
+    rebuilt_news(tmp_path / "recs")
+    path.write_text(path.read_text().replace("runs = 1", "runs = 2"))
+    ScriptedRunner(config.load(path), tmp_path / "n").run(resume_from=ref)
+    assert stored(tmp_path / "n") == PLANNED
+
+
+def test_checkpoint_gives_no_digest_when_the_file_found_now_differs(tmp_path):
+    path = news_campaign(tmp_path)
+    first = tmp_path / "first"
+    ScriptedRunner(config.load(path), first).run()
+    _without_content_digests(first)
+    rebuilt_news(tmp_path / "recs")  # the same content, but not the file that was measured
+    ref = tmp_path / "ref"
+    reference.checkpoint(first, ref)
+    assert "content_sha256" not in (ref / "manifest.json").read_text()
+    with pytest.raises(InputError, match="local-news has other content"):
+        ScriptedRunner(config.load(path), tmp_path / "n").run(resume_from=ref)
+
+
+def test_checkpoint_without_the_campaigns_recordings_keeps_the_manifest(tmp_path):
+    path = news_campaign(tmp_path)
+    first = tmp_path / "first"
+    ScriptedRunner(config.load(path), first).run()
+    _without_content_digests(first)
+    shutil.rmtree(tmp_path / "recs")
+    reference.checkpoint(first, tmp_path / "ref")
+    assert (json.loads((tmp_path / "ref" / "manifest.json").read_text())
+            == json.loads((first / "manifest.json").read_text()))

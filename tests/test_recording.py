@@ -422,3 +422,91 @@ def test_a_manifest_nested_thousands_deep_is_one_line(tmp_path):
     (folder / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(InputError, match="manifest.json: not valid JSON: nested too deep"):
         recording.load(folder)
+
+
+# --- content digest: what the replay serves, not when or in which order it was recorded ---
+
+def _manifest(tmp_path, exchanges, name="site", recorded_at="2026-01-01T00:00:00Z"):
+    meta = {"name": name, "url": "https://www.a.test/", "recorded_at": recorded_at, "loads": 1}
+    return json.loads((recording.write(tmp_path, meta, exchanges) / "manifest.json").read_text())
+
+
+def _dated(date, **values):
+    return _exchange(headers=[["date", date], ["content-type", "text/html"]], **values)
+
+
+def _two_builds(tmp_path):
+    """Two manifests of one site: other recording time, Date headers and order."""
+    a = _manifest(tmp_path / "a", [
+        (_dated("Thu, 26 Nov 2026 06:57:31 GMT"), b"<html>hi</html>"),
+        (_dated("Thu, 26 Nov 2026 06:57:32 GMT", target="/a.js"), b"var a;"),
+    ])
+    b = _manifest(tmp_path / "b", [
+        (_dated("Fri, 27 Nov 2026 10:00:05 GMT", target="/a.js"), b"var a;"),
+        (_dated("Fri, 27 Nov 2026 10:00:04 GMT"), b"<html>hi</html>"),
+    ], recorded_at="2026-11-27T10:00:00Z")
+    return a, b
+
+
+def test_content_digest_leaves_out_time_and_order(tmp_path):
+    a, b = _two_builds(tmp_path)
+    assert a != b
+    b["exchanges"].reverse()  # a concurrent load's order
+    assert recording.content_digest(a) == recording.content_digest(b)
+    assert recording.load(tmp_path / "a" / "site").content_sha256 == recording.content_digest(a)
+    assert (recording.load(tmp_path / "a" / "site").content_sha256
+            == recording.load(tmp_path / "b" / "site").content_sha256)
+
+
+@pytest.mark.parametrize("change", [
+    lambda x: x.update(body="0" * 64),                                  # another body
+    lambda x: x.update(body_size=x["body_size"] + 1),
+    lambda x: x.update(status=404),
+    lambda x: x["response_headers"].append(["cache-control", "no-store"]),  # a served header
+    lambda x: x["response_headers"][1].__setitem__(1, "text/plain"),
+    lambda x: x["request_headers"].append(["cookie", "a=1"]),
+    lambda x: x.update(ip="10.0.0.9"),
+    lambda x: x.update(target="/other"),
+    lambda x: x.update(host="www.b.test"),
+    lambda x: x.update(port=8443),
+])
+def test_content_digest_keeps_what_is_served(tmp_path, change):
+    a, _ = _two_builds(tmp_path)
+    b = json.loads(json.dumps(a))
+    change(b["exchanges"][0])
+    assert recording.content_digest(b) != recording.content_digest(a)
+
+
+@pytest.mark.parametrize("key,value", [("url", "https://www.b.test/"), ("name", "other"),
+                                        ("loads", 3), ("chromium_version", "1.2.3")])
+def test_content_digest_keeps_the_top_level(tmp_path, key, value):
+    a, _ = _two_builds(tmp_path)
+    assert recording.content_digest({**a, key: value}) != recording.content_digest(a)
+
+
+def test_content_digest_keeps_the_origins_ips(tmp_path):
+    a, _ = _two_builds(tmp_path)
+    b = json.loads(json.dumps(a))
+    b["origins"][0]["ip"] = "10.0.0.9"
+    assert recording.content_digest(b) != recording.content_digest(a)
+
+
+def test_which_of_one_target_is_served_first_is_kept(tmp_path):
+    """The replay answers with the earliest exchange of a host and target, on any port:
+    two orders that serve other content are other content."""
+    a = _manifest(tmp_path, [
+        (_exchange(), b"<html>443</html>"),
+        ({**_exchange(), "port": 8443}, b"<html>8443</html>"),
+    ])
+    b = json.loads(json.dumps(a))
+    b["exchanges"].reverse()
+    assert recording.content_digest(b) != recording.content_digest(a)
+
+
+def test_content_digest_keeps_the_order_of_served_headers(tmp_path):
+    a, _ = _two_builds(tmp_path)
+    a["exchanges"][0]["response_headers"].append(["cache-control", "no-store"])
+    b = json.loads(json.dumps(a))
+    b["exchanges"][0]["response_headers"][1:] = b["exchanges"][0]["response_headers"][:0:-1]
+    assert b["exchanges"][0]["response_headers"] != a["exchanges"][0]["response_headers"]
+    assert recording.content_digest(b) != recording.content_digest(a)

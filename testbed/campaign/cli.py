@@ -297,7 +297,10 @@ def checkpoint(results: Path, out: Path):
     and connections) and manifest.json of the results folder RESULTS into --out, safely
     while a runner is writing into RESULTS (an online backup; its lock is not taken).
     Videos, HARs and Browsertime JSON stay behind. `testbed report DIR` analyses the
-    copy; `testbed run CAMPAIGN --resume-from DIR` continues the campaign from it."""
+    copy; `testbed run CAMPAIGN --resume-from DIR` continues the campaign from it, also
+    with another build of its recordings (the same content digest). A session recorded
+    without content digests gets those of the recordings found now that are exactly the
+    files it measured."""
     from testbed.campaign import reference
 
     checked = safefs.check_out_dir(out, "--out")  # root may write it: checked first

@@ -14,6 +14,7 @@ and profiles that exist when the campaign is loaded.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -284,6 +285,10 @@ class Entry:
     found: str = ""
     """What its loader is given: a name as listed, a relative path against the
     campaign file's folder (profiles.load_network / settings.load take it)."""
+    content: str = ""
+    """A site's content digest (testbed.formats.recording.content_digest: its
+    manifest without what differs between two recordings of it by the same code);
+    "" for a profile."""
 
 
 def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
@@ -294,14 +299,14 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
     label but different content are refused: their trials could not be told apart.
     """
     out: dict[str, dict[str, Entry]] = {}
-    for key, ident in (("sites", _site), ("networks", _network), ("protocols", _protocol)):
+    for key, ident in (("sites", site_identity), ("networks", _network), ("protocols", _protocol)):
         seen: dict[str, tuple[int, Entry]] = {}
         listing = ([(i, listed, path) for i, listed, path in sites_of(c)] if key == "sites"
                    else [(i, listed, profile_path(c, listed))
                          for i, listed in enumerate(getattr(c, key))])
         for i, listed, what in listing:
             try:
-                label, file, digest = ident(what)
+                label, file, digest, content = ident(what)
             except InputError as e:
                 raise InputError(f"{c.source}: key {key}.{i}: {e}") from None
             _check_label(c, f"{key}.{i}", listed, label)
@@ -312,9 +317,9 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
                         f"{c.source}: key {key}.{i}: {listed} ({file}) is named {label} like "
                         f"{key}.{j} ({first.file}) but differs from it; give one another name")
                 seen[label] = (j, Entry(label, first.file, digest, (*first.listed, listed),
-                                        first.found))
+                                        first.found, first.content))
             else:
-                seen[label] = (i, Entry(label, file, digest, (listed,), str(what)))
+                seen[label] = (i, Entry(label, file, digest, (listed,), str(what), content))
         _check_case(c, key, seen)
         out[key] = {label: e for label, (_, e) in seen.items()}
     return out
@@ -340,9 +345,14 @@ def find_sites(c: Campaign) -> list[tuple[int, str, Path]]:
     """Each entry of `sites` as (index, listed, recording folder): a glob expanded into
     every recording it matches, in sorted order (none is bad input); a path against
     the campaign file's folder; a name through the search path."""
-    base = Path(c.source).parent if c.source else Path.cwd()
+    return find_listed(c.sites, c.source)
+
+
+def find_listed(sites: Sequence[str], source: str) -> list[tuple[int, str, Path]]:
+    """find_sites for a campaign's `sites` and its file's path (`source`, "" for none)."""
+    base = Path(source).parent if source else Path.cwd()
     out = []
-    for i, listed in enumerate(c.sites):
+    for i, listed in enumerate(sites):
         try:
             if search.is_glob(listed):
                 found = search.glob(listed, base)
@@ -353,7 +363,7 @@ def find_sites(c: Campaign) -> list[tuple[int, str, Path]]:
             else:
                 out.append((i, listed, rec.resolve(listed, base)))
         except InputError as e:
-            raise InputError(f"{c.source}: key sites.{i}: {e}") from None
+            raise InputError(f"{source}: key sites.{i}: {e}") from None
     return out
 
 
@@ -382,23 +392,25 @@ def _check_case(c: Campaign, key: str, seen: dict[str, tuple[int, Entry]]) -> No
                              "(their trial folders would be one on Windows and macOS)")
 
 
-def _site(folder: Path) -> tuple[str, Path, str]:
-    """A site's label is its recording folder's name (after symbolic links)."""
+def site_identity(folder: Path) -> tuple[str, Path, str, str]:
+    """A site's label (its recording folder's name, after symbolic links), folder,
+    manifest.json's sha256 and content digest."""
     r = rec.load(folder)
     manifest = r.path / "manifest.json"
     real = r.path.resolve()
-    return real.name, real, hashlib.sha256(manifest.read_bytes()).hexdigest()
+    return (real.name, real, hashlib.sha256(manifest.read_bytes()).hexdigest(),
+            r.content_sha256)
 
 
-def _network(listed: str) -> tuple[str, Path, str]:
+def _network(listed: str) -> tuple[str, Path, str, str]:
     p = profiles.load_network(listed)
     _check_trace_buffer(p)
-    return p.name, Path(p.source).resolve(), p.digest
+    return p.name, Path(p.source).resolve(), p.digest, ""
 
 
-def _protocol(listed: str) -> tuple[str, Path, str]:
+def _protocol(listed: str) -> tuple[str, Path, str, str]:
     p = profiles.load_protocol(listed)
-    return p.name, Path(p.source).resolve(), p.digest
+    return p.name, Path(p.source).resolve(), p.digest, ""
 
 
 def _check_trace_buffer(p: profiles.NetworkProfile) -> None:

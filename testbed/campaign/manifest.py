@@ -86,6 +86,7 @@ def session_record(campaign, recordings: dict, networks: dict, settings: dict,
         "sysctls": sysctls(),
         "recordings": {name: {"path": str(r.path), **files("sites", name), "url": r.url,
                               "manifest_sha256": file_hash(r.path / "manifest.json"),
+                              "content_sha256": r.content_sha256,
                               "origins": len(r.hosts), "requests": len(r.exchanges)}
                        for name, r in recordings.items()},
         "networks": {name: {"source": p.source, **files("networks", name), "sha256": p.digest,

@@ -16,7 +16,11 @@ A seeded trial keeps its row but not its files: its folder in trials/ holds only
 SEEDED, which says so (the runner's rule that every stored row has its folder
 still holds, and nothing pretends the files exist). The kept manifest's sessions
 come along, so a label whose content changed since (a recording, a profile) stops
-the run as it would in the original folder.
+the run as it would in the original folder. A recording counts as unchanged when its
+content digest (testbed.formats.recording.content_digest) is the one a session
+recorded, so another build of the corpus by the same code resumes; a checkpoint gives
+sessions begun before content digests were recorded the digest of the recording found
+now where its manifest.json is exactly the file they measured.
 """
 
 from __future__ import annotations
@@ -110,8 +114,60 @@ def checkpoint(results: Path, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     _copy_store(results / STORE, out / STORE)
     if manifest is not None:
+        add_content_digests(manifest)
         _write_json(out / MANIFEST, manifest)
     return counts(out / STORE)
+
+
+def add_content_digests(manifest: dict) -> int:
+    """Give each session's recording that has no content digest the one of the
+    recording found now under its label (the campaign's sites, resolved as the runner
+    resolves them), where that recording's manifest.json has exactly the sha256 the
+    session recorded: it is the same file. A session begun before content digests
+    were recorded is then resumable with another build of its recordings. The number
+    of entries given one."""
+    records = [manifest, *(manifest.get("sessions") or ())]  # the latest is also on top
+    wanted = [(entry, label) for s in records if isinstance(s, dict)
+              and isinstance(s.get("recordings"), dict)
+              for label, entry in s["recordings"].items()
+              if isinstance(entry, dict) and "content_sha256" not in entry
+              and isinstance(entry.get("manifest_sha256"), str)]
+    if not wanted:
+        return 0
+    found = _recordings_now(manifest.get("campaign"))
+    added = 0
+    for entry, label in wanted:
+        content = found.get((label, entry["manifest_sha256"]))
+        if content:
+            entry["content_sha256"] = content
+            added += 1
+    return added
+
+
+def _recordings_now(campaign) -> dict[tuple[str, str], str]:
+    """(label, manifest.json's sha256) -> content digest of every recording the campaign's
+    sites (its manifest's `campaign` record) stand for now; a site not found or not
+    loading is left out (its sessions keep what they have)."""
+    from testbed.campaign import config
+
+    settings = campaign.get("settings") if isinstance(campaign, dict) else None
+    sites = settings.get("sites") if isinstance(settings, dict) else None
+    source = campaign.get("source") if isinstance(campaign, dict) else None
+    if not isinstance(sites, list) or not isinstance(source, str):
+        return {}
+    out = {}
+    for listed in sites:
+        try:
+            folders = [folder for _, _, folder in config.find_listed([str(listed)], source)]
+        except InputError:
+            continue
+        for folder in folders:
+            try:
+                label, _, file_sha, content = config.site_identity(folder)
+            except InputError:
+                continue
+            out[(label, file_sha)] = content
+    return out
 
 
 def counts(store: Path) -> dict:

@@ -229,15 +229,17 @@ class Runner:
             for label, entry in self.entries[kind].items():
                 before = [s.get(section, {}).get(label) for s in sessions
                           if isinstance(s, dict) and isinstance(s.get(section), dict)]
-                earlier = {b.get(digest_key) for b in before if isinstance(b, dict)} - {None}
-                if not earlier - {entry.digest}:
+                other = [b for b in before if isinstance(b, dict)
+                         and not _same_content(b, digest_key, entry)]
+                if not other:
                     continue
                 stored = _count(db, column, label)
                 if stored:
+                    earlier = min(str(b[digest_key]) for b in other)
                     raise InputError(
                         f"{entry.file}: {kind} {label} has other content than the one "
-                        f"{stored} trials in {folder} were measured with (sha256 "
-                        f"{min(earlier - {entry.digest})[:12]}..., now "
+                        f"{stored} trials in {self.out} were measured with (sha256 "
+                        f"{earlier[:12]}..., now "
                         f"{entry.digest[:12]}...); give it another name or another --out")
 
     def _check_visits(self, db: Path) -> None:
@@ -416,6 +418,17 @@ def _count_where(db: Path, where: str, args: tuple, default: int) -> int:
             con.close()
     except sqlite3.Error:
         return default
+
+
+def _same_content(before: dict, digest_key: str, entry: config_mod.Entry) -> bool:
+    """An earlier session's record of a label (`before`) says the same content as the
+    entry found now: the same file hash, or, for a recording, the same content digest
+    (testbed.formats.recording.content_digest: another build of the same site by the
+    same code) where the session recorded one. A record without a digest says nothing."""
+    if before.get(digest_key) is None or before[digest_key] == entry.digest:
+        return True
+    content = before.get("content_sha256")
+    return bool(entry.content) and isinstance(content, str) and content == entry.content
 
 
 def _count(db: Path, column: str, value: str) -> int:

@@ -90,6 +90,8 @@ class Recording:
     chromium_version: str = ""
     mitmproxy_version: str = ""
     extra: dict = field(default_factory=dict, compare=False)
+    content_sha256: str = field(default="", compare=False)
+    """What the replay serves, digested (see `content_digest`)."""
 
     @property
     def ips(self) -> list[str]:
@@ -189,6 +191,7 @@ def _load(root: Path, top: int) -> Recording:
         chromium_version=data.get("chromium_version", ""),
         mitmproxy_version=data.get("mitmproxy_version", ""),
         extra={k: v for k, v in data.items() if k not in known},
+        content_sha256=content_digest(data),
     )
 
 
@@ -337,6 +340,46 @@ def _check_bodies(top: int, root: Path, exchanges: tuple[Exchange, ...]) -> None
     with _bodies_dir(top, root) as bodies:
         for i in first.values():
             _read_body(bodies, manifest, i, exchanges[i], keep=False)
+
+
+VOLATILE_HEADERS = frozenset({"date"})
+"""Response headers that differ between two recordings of one site by the same code
+(the clock's time when the origin answered), left out of `content_digest`."""
+
+def content_digest(manifest: dict) -> str:
+    """SHA-256 of what a recording's manifest says the replay serves, in a canonical
+    form: two recordings of the same site by the same code digest equal although their
+    manifest.json files differ.
+
+    Left out: `recorded_at`, the response headers of VOLATILE_HEADERS, `requests` and
+    `bytes` (they follow from the exchanges), and the order of the exchanges and of the
+    origins. Kept: every other top-level key, the origins with their IPs, and every
+    exchange's scheme, host, port, IP, method, target, request headers, status, other
+    response headers (in their order), body hash and size. The replay answers a request
+    with the earliest exchange of its scheme, host (any port), method and target
+    (testbed.replay.matching), so which one is earliest, where a host is recorded on two
+    ports, is kept too. `manifest` is a manifest checked as `load` checks it.
+    """
+    rows = [_canonical_exchange(x) for x in manifest["exchanges"]]
+    first: dict[str, str] = {}
+    for x, row in zip(manifest["exchanges"], rows, strict=True):
+        key = json.dumps([x["scheme"].lower(), x["host"].lower(), x["method"], x["target"]])
+        first.setdefault(key, row)
+    doc = {
+        **{k: v for k, v in manifest.items() if k not in ("recorded_at", "requests", "bytes",
+                                                            "origins", "exchanges")},
+        "origins": sorted(json.dumps(o, sort_keys=True) for o in manifest["origins"]),
+        "exchanges": sorted(rows),
+        "served": sorted(first.items()),
+    }
+    return sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+
+
+def _canonical_exchange(x: dict) -> str:
+    """An exchange without its volatile response headers, as canonical JSON."""
+    return json.dumps({**x, "response_headers": [[k, v] for k, v in x["response_headers"]
+                                                 if k.lower() not in VOLATILE_HEADERS]},
+                      sort_keys=True, separators=(",", ":"))
 
 
 def sha256(data: bytes) -> str:
