@@ -18,7 +18,7 @@ def camp(extra: str) -> dict:
 
 CASES = [
     Case("capture unknown name", RUN,
-         ["c.toml", "key capture.1", "expected one of 'netlog', 'pcap', 'keylog' or 'qlog'",
+         ["c.toml", "key capture.1", "expected one of 'netlog', 'pcap', 'keylog', 'qlog' or 'mozlog'",
           "tcpdump"], camp('capture = ["pcap", "tcpdump"]')),
     Case("capture of an unknown kind", DRY,
          ["c.toml", "key capture.0", "expected one of", "qlog"], camp('capture = ["sslkeys"]')),
