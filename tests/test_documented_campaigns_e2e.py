@@ -5,7 +5,8 @@ tests. Here the two others a page shows as commands: bbr.toml (docs/campaigns.md
 docs/analysis-and-statistics.md) narrowed to one site, one network and one run, then
 its report with the section the docs point to; and corpus-check.toml
 (docs/recording-and-corpus.md) over a recordings folder whose `corpus/` holds the
-bundled site, so it runs without `make corpus` as CI does.
+bundled site, so it runs without `make corpus` as CI does; its rule (no replay miss
+allowed) is what decides each trial.
 """
 
 from __future__ import annotations
@@ -65,4 +66,14 @@ def test_the_corpus_check_campaign_runs_over_a_corpus_folder(tmp_path):
                               "profiles/campaigns/corpus-check.toml", "--out", str(out),
                               "--site", "local-news"])
     assert cp.returncode == 0, cp.stderr[-3000:]
-    assert statuses(out) == {"local-news+none+tcp+0": "ok", "local-news+none+quic+0": "ok"}
+    db = sqlite3.connect(out / "trials.sqlite")
+    try:
+        got = {r[0]: r[1:] for r in db.execute(
+            "SELECT trial_id, status, reason, misses FROM trials")}
+    finally:
+        db.close()
+    assert sorted(got) == ["local-news+none+quic+0", "local-news+none+tcp+0"]
+    # max_misses = 0 in force: a trial is ok with no replay miss, or failed for its misses
+    for trial, (status, reason, misses) in got.items():
+        assert (status, reason, misses) == ("ok", None, 0) or (
+            status == "failed" and reason == "replay-misses" and misses > 0), (trial, got)

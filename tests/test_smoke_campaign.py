@@ -146,7 +146,18 @@ def test_sigterm_stops_the_campaign_after_cleaning_up(tmp_path):
     mine = f"tb-{runner.pid}-"
     assert not [n for n in netns.list_names() if n.startswith(mine)]
     assert not run_dir.exists()
-    assert not _processes_of(runner.pid)
+    left = _processes_of(runner.pid)
+    assert not left, [_described(pid) for pid in left]
+
+
+def _described(pid: int) -> str:
+    """A process as the failure message names it: pid, parent and command line."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+    except OSError:
+        return f"{pid} (gone)"
+    return f"{pid} (parent {ppid}): {cmd[:200]}"
 
 
 def _processes_of(run_id: int) -> list[int]:
