@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -56,10 +57,16 @@ def test_the_bbr_campaign_runs_and_its_report_has_the_bbr_section(tmp_path):
     assert '<h2 id="bbr">Where BBR beats CUBIC</h2>' in html
 
 
-def test_the_corpus_check_campaign_runs_over_a_corpus_folder(tmp_path):
+def test_the_corpus_check_campaign_runs_over_a_corpus_folder(tmp_path, request):
     needs_parts()
-    recordings = tmp_path / "recordings"
+    # the servers run as the testbed user: the copy in a world-readable folder
+    shared = Path(tempfile.mkdtemp(prefix="tb-corpus-check-"))
+    shared.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
+    recordings = shared / "recordings"
     shutil.copytree(ROOT / "recordings" / "local-news", recordings / "corpus" / "local-news")
+    for d in (recordings, recordings / "corpus"):
+        d.chmod(0o755)
     out = tmp_path / "check"
     cp = subprocess.run(check=False, cwd=ROOT, capture_output=True, text=True, timeout=900,
                         args=[*TESTBED, "--recordings", str(recordings), "run",

@@ -174,6 +174,8 @@ SUBPROCESS_USERS = {
     Path("testbed/host/chromium.py"): "starts Chromium with its DevTools pipe fds (preexec_fn)",
     Path("testbed/emulate/phasegate.py"): "execs each Mahimahi shell keeping its fds open",
     Path("testbed/host/enter.py"): "the namespace entry point: a bind mount before anything runs",
+    Path("testbed/measure/xvfb.py"): "Xvfb stays in the wrapper's process group, so the "
+                                     "runner's stop of that group takes it along",
     Path("testbed/measure/firefox_launcher.py"): "a standalone script (python -I, standard "
                                                  "library only) run as the testbed user: certutil",
     Path("testbed/commands/trial.py"): "ffmpeg as the testbed user, as analysis.trial_page's "

@@ -12,35 +12,30 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-from testbed.host import proc
 
 SCREEN = "1920x1080x24"
 
 
-@contextmanager
-def xvfb(screen: str = SCREEN) -> Iterator[str]:
-    """Xvfb on a free display while the block runs; yields the display number."""
+def start_xvfb(screen: str = SCREEN) -> tuple[subprocess.Popen, str]:
+    """Start Xvfb on a free display; returns the process and the display number."""
     r, w = os.pipe()
     try:
-        server = proc.Background(["Xvfb", "-displayfd", str(w), "-screen", "0", screen,
-                                  "-nolisten", "tcp", "-noreset"], pass_fds=(w,), grace=5.0)
-        with server:
-            os.close(w)
-            w = -1
-            with os.fdopen(r) as f:
-                r = -1
-                display = f.readline().strip()
-            if not display.isdigit():
-                raise SystemExit(f"Xvfb did not start (exit status {server.stop()})")
-            yield display
+        xvfb = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(w), "-screen", "0", screen, "-nolisten", "tcp",
+             "-noreset"],
+            pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
     finally:
-        for fd in (r, w):
-            if fd >= 0:
-                os.close(fd)
+        os.close(w)
+    with os.fdopen(r) as f:
+        display = f.readline().strip()
+    if not display.isdigit():
+        xvfb.kill()
+        xvfb.wait()
+        raise SystemExit(f"Xvfb did not start (exit status {xvfb.poll()})")
+    return xvfb, display
 
 
 def main(args: list[str] | None = None) -> int:
@@ -49,10 +44,20 @@ def main(args: list[str] | None = None) -> int:
         argv = argv[1:]
     if not argv:
         raise SystemExit("usage: python -m testbed.measure.xvfb -- COMMAND [ARG...]")
-    with xvfb() as display:
-        return proc.call([a.replace("{display}", display) for a in argv],
-                         env={**os.environ, "DISPLAY": f":{display}"},
-                         forward=(signal.SIGTERM, signal.SIGINT))
+    xvfb, display = start_xvfb()
+    try:
+        argv = [a.replace("{display}", display) for a in argv]
+        child = subprocess.Popen(argv, env={**os.environ, "DISPLAY": f":{display}"})
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda s, _f: child.send_signal(s))
+        return child.wait()
+    finally:
+        xvfb.terminate()
+        try:
+            xvfb.wait(5)
+        except subprocess.TimeoutExpired:
+            xvfb.kill()
+            xvfb.wait()
 
 
 if __name__ == "__main__":
