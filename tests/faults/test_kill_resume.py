@@ -70,6 +70,37 @@ def settled_leftovers() -> list[str]:
     return found
 
 
+def kill_at_random(argv: list[str], out: Path, planned: set[str], rng: random.Random,
+                   window: tuple[float, float]) -> tuple[int, list[int]]:
+    """Start the campaign and SIGKILL it (no cleanup at all) KILLS times: the first
+    right after its first stored trial, so every later run resumes a partly stored
+    results folder however slow the machine, the others at a random moment in
+    `window` seconds after the start (some before the first store, most after).
+    The kills made and the trials stored after each."""
+    kills, progress = 0, []
+    for attempt in range(3 * KILLS):
+        if kills >= KILLS:
+            break
+        runner = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            if attempt == 0:
+                wait_for_first_trial(runner, out)
+            else:
+                runner.wait(timeout=rng.uniform(*window))
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            if runner.poll() is None:
+                os.kill(runner.pid, signal.SIGKILL)
+                runner.wait()
+                kills += 1
+        progress.append(len(stored(out)))
+        if set(stored(out)) == planned:
+            break
+    return kills, progress
+
+
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
     campaign = tmp_path / "faults.toml"
     campaign.write_text(
@@ -80,30 +111,8 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
     argv = [TESTBED, "run", str(campaign), "--out", str(out)]
     planned = {f"local-news+none+{p}+{r}" for p in PROTOCOLS for r in range(RUNS)}
     rng = random.Random(20261122)
-    kills, progress = 0, []
-    for attempt in range(3 * KILLS):
-        if kills >= KILLS:
-            break
-        runner = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        try:
-            if attempt == 0:
-                # the first kill right after the first stored trial: every later run
-                # resumes a partly stored results folder, however slow the machine
-                wait_for_first_trial(runner, out)
-            else:
-                # start-up takes ~8 s: some kills before, most after a store
-                runner.wait(timeout=rng.uniform(3.0, 20.0))
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            if runner.poll() is None:
-                os.kill(runner.pid, signal.SIGKILL)  # no cleanup at all
-                runner.wait()
-                kills += 1
-        progress.append(len(stored(out)))
-        if set(stored(out)) == planned:
-            break
+    # start-up takes ~8 s
+    kills, progress = kill_at_random(argv, out, planned, rng, (3.0, 20.0))
     assert kills >= KILLS, f"only {kills} kills before the campaign ended: {progress}"
     assert 0 < progress[0] < len(planned), f"the first kill did not land mid-way: {progress}"
 

@@ -11,16 +11,14 @@ kills (the dry run's order), and nothing left behind on the host.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import sqlite3
 import subprocess
 
 import pytest
 from test_smoke_campaign import needs_parts
 
-from faults.test_kill_resume import ROOT, TESTBED, settled_leftovers, stored, wait_for_first_trial
+from faults.test_kill_resume import ROOT, TESTBED, kill_at_random, settled_leftovers, stored
 
 KILLS = 10
 PROTOCOLS = ("tcp", "quic")
@@ -50,28 +48,8 @@ def test_sigkill_of_two_lanes_at_random_moments_loses_and_duplicates_nothing(tmp
     planned = {f"local-news+none+{p}+{r}" for p in PROTOCOLS for r in range(RUNS)}
     plan_before = _plan(argv)
     rng = random.Random(20261126)
-    kills, progress = 0, []
-    for attempt in range(3 * KILLS):
-        if kills >= KILLS:
-            break
-        runner = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        try:
-            if attempt == 0:
-                wait_for_first_trial(runner, out)
-            else:
-                # start-up with the lanes' cluster ~10 s: some kills before, most after
-                runner.wait(timeout=rng.uniform(4.0, 22.0))
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            if runner.poll() is None:
-                os.kill(runner.pid, signal.SIGKILL)  # no cleanup at all
-                runner.wait()
-                kills += 1
-        progress.append(len(stored(out)))
-        if set(stored(out)) == planned:
-            break
+    # start-up with the lanes' cluster ~10 s
+    kills, progress = kill_at_random(argv, out, planned, rng, (4.0, 22.0))
     assert kills >= KILLS, f"only {kills} kills before the campaign ended: {progress}"
     assert 0 < progress[0] < len(planned), f"the first kill did not land mid-way: {progress}"
 
