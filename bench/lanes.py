@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     for network in networks:
         got = measure(network, counts, a.rounds, a.blocks, a.site, base, a.seed)
         best, tested = report(network, got, a.margin)
-        if not a.no_store:
+        if not a.no_store and tested:  # nothing compared: nothing to store
             path = lanes.store(load_network(network), best, a.margin, tested)
             print(f"  stored for lanes = \"auto\": {path}")
 
