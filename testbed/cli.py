@@ -28,7 +28,7 @@ COMMANDS = {  # in pipeline order: `testbed --help` lists them so
     "report": "testbed.commands.report:report",
     "compare": "testbed.commands.compare:compare",
     "doctor": "testbed.commands.doctor:doctor",
-    "cleanup": "testbed.host.cleanup:cleanup_command",
+    "cleanup": "testbed.commands.cleanup:cleanup",
 }
 
 

@@ -2,6 +2,9 @@
 trial's folder are spelled only in analysis/trial_folder.py, HTML is written
 only in the Jinja templates (analysis/templates/), and subprocesses run through
 testbed/host/proc.py (SUBPROCESS_USERS: the few that need what it does not offer).
+Commands are declared one way: click is imported only by the command modules
+(`testbed/cli.py`, a package's `cli.py`, `testbed/commands/`) and, for
+`click.echo` alone, by the two output modules (CLICK_OUTPUT).
 
 A string literal (an f-string's literal parts too; docstrings are prose, not
 code) that spells a trial file's name, or holds an HTML tag, anywhere else in
@@ -209,3 +212,68 @@ def test_a_raw_subprocess_is_found(tmp_path):
     assert subprocess_importers(root) == [
         "testbed/measure/visual.py:1: imports subprocess (use testbed.host.proc)",
         "testbed/replay/cli.py:1: imports subprocess (use testbed.host.proc)"]
+
+
+CLICK_OUTPUT = {
+    Path("testbed/console.py"): "echo: a printed line, control sequences removed",
+    Path("testbed/jsonout.py"): "echo: the one JSON document of standard output",
+}
+"""Modules below the command line that print through `click.echo` (and use nothing
+else of click): what implementation modules print with."""
+
+
+def is_command_module(rel: Path) -> bool:
+    """`testbed/cli.py`, `testbed/<package>/cli.py`, or a module of `testbed/commands/`."""
+    parts = rel.parts
+    return (parts[0] == "testbed"
+            and (parts[-1] == "cli.py" or parts[:2] == ("testbed", "commands")))
+
+
+def click_users(root: Path) -> list[str]:
+    """Where click is imported, or used for more than `echo`, outside the command
+    modules, as "file:line: what"."""
+    out = []
+    for path in sources(root):
+        rel = path.relative_to(root)
+        if is_command_module(rel):
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if not any(n == "click" or n.startswith("click.") for n in names):
+                continue
+            if rel in CLICK_OUTPUT and isinstance(node, ast.Import) and names == ["click"]:
+                continue
+            out.append(f"{rel}:{node.lineno}: imports click (declare commands in a cli.py "
+                       "or testbed/commands/)")
+        if rel in CLICK_OUTPUT:
+            out += [f"{rel}:{node.lineno}: click.{node.attr} (only click.echo here)"
+                    for node in ast.walk(tree)
+                    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id == "click" and node.attr != "echo"]
+    return out
+
+
+def test_commands_are_declared_in_command_modules_only():
+    found = click_users(ROOT)
+    assert not found, "\n".join(found)
+
+
+def test_click_outside_the_command_modules_is_found(tmp_path):
+    root = _tree(tmp_path, {
+        "testbed/validate/network.py": "import click\n",
+        "testbed/host/cleanup.py": "from click import command\n",
+        "analysis/report.py": "import click.testing\n",
+        "testbed/console.py": "import click\nclick.echo('x')\nclick.style('x')\n",
+        "testbed/jsonout.py": "import click\nclick.echo('{}')\n",
+        "testbed/validate/cli.py": "import click\n",
+        "testbed/cli.py": "import click\n",
+        "testbed/commands/cleanup.py": "import click\n",
+        "corpus/site.py": "CLICK = 'click'\n"})
+    why = "imports click (declare commands in a cli.py or testbed/commands/)"
+    assert click_users(root) == [
+        f"analysis/report.py:1: {why}",
+        "testbed/console.py:3: click.style (only click.echo here)",
+        f"testbed/host/cleanup.py:1: {why}",
+        f"testbed/validate/network.py:1: {why}"]

@@ -31,10 +31,10 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import click
 import numpy as np
 from rich.console import Console
 
@@ -251,20 +251,10 @@ def json_doc(reports: list[Report]) -> dict:
                          for r in reports]}
 
 
-@click.command("network")
-@click.argument("profiles", nargs=-1)
-@click.option("--probes", default=PROBES, show_default=True,
-              help="Small UDP probes per profile for RTT and loss.")
-@click.option("--starts", default=SHELL_STARTS, show_default=True,
-              help="Shell starts the probes are spread over.")
-@click.option("--recalibrate", is_flag=True,
-              help="Measure the chain's own delay again instead of using the stored calibration.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the rows of every profile as JSON (progress goes to standard error).")
-def validate_network(profiles, probes, starts, recalibrate, as_json):
-    """Measure each network PROFILE (a name from profiles/networks/ or a TOML file;
-    default: dsl lte da2gc mss) through its real Mahimahi shells: RTT, loss, link
-    rates and TCP goodput against the profile; exit 1 if any is out of tolerance."""
+def validate_network(profiles: Sequence[str], probes: int, starts: int, recalibrate: bool,
+                     as_json: bool) -> None:
+    """`testbed validate network`: each profile measured, its rows shown (or printed as
+    JSON); TestbedError (exit 1) if any is out of tolerance."""
     loaded = [load_network(p) for p in (profiles or DEFAULT_PROFILES)]
     if probes < 100:
         raise InputError(f"--probes: expected at least 100, got {probes}")

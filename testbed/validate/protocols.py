@@ -47,10 +47,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Self
 
-import click
 from rich.console import Console
 
-from analysis.schema import CLIENTS, DEFAULT_CLIENT
 from testbed import jsonout
 from testbed.emulate import calibrate
 from testbed.emulate.shells import build_chain
@@ -538,25 +536,10 @@ def json_doc(results: list[Result], profile: NetworkProfile, delay_ms: int,
             "rows": [verdict.json_row(x) for x in rows]}
 
 
-@click.command("protocols")
-@click.argument("settings", nargs=-1)
-@click.option("--network", default=DEFAULT_NETWORK, show_default=True,
-              help="Network profile the replay runs under (a name or a TOML file).")
-@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
-              help="Keep the captures (pcap), qlogs and server logs in this folder.")
-@click.option("--client", type=click.Choice(CLIENTS), default=DEFAULT_CLIENT,
-              show_default=True,
-              help="firefox: prove Firefox's protocol per origin on the bundled site from "
-                   "its own HTTP log, its HAR and the wire (default settings: "
-                   + ", ".join(firefox_proof.SETTINGS) + ").")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the rows as JSON (progress goes to standard error).")
-def validate_protocols(settings, network, keep, client, as_json):
-    """Prove that each protocol SETTING (a name from profiles/protocols/ or a TOML file;
-    default: the paper's five and quic-bbr2) is in force during a real replay: congestion
-    control and BBR generation (tcp-plus-bbr and quic-bbr must run the same), initial window, pacing, slow start after idle, buffers, QUIC options and
-    Chromium's protocol. With --client firefox: Firefox's protocol for every origin of
-    the bundled site. Exit 1 on any mismatch."""
+def validate_protocols(settings: Sequence[str], network: str, keep: Path | None, client: str,
+                       as_json: bool) -> None:
+    """`testbed validate protocols`: each setting replayed and proved (or, with client
+    firefox, Firefox's protocol per origin); TestbedError (exit 1) on any mismatch."""
     if client == "firefox":
         validate_firefox(settings or firefox_proof.SETTINGS, network, keep, as_json)
         return

@@ -27,10 +27,10 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-import click
 from rich.console import Console
 
 from testbed import jsonout
@@ -428,38 +428,11 @@ def json_doc(results: dict[str, StackResult], by_size: list[Row], **conditions) 
             "results": [asdict(r) for r in results.values()]}
 
 
-@click.command("servers")
-@click.option("--runs", default=RUNS, show_default=True, help="Downloads per size and stack.")
-@click.option("--rtt", "rtt_ms", default=RTT_MS, show_default=True, help="RTT in ms (mm-delay).")
-@click.option("--rate", "rate_mbit", default=RATE_MBIT, show_default=True,
-              type=click.IntRange(min=0),
-              help="Link rate each way in Mbit/s (mm-link, unbounded queue); 0: no rate limit, "
-                   "the paper's condition, where on a small machine the CPU is the bottleneck.")
-@click.option("--size", "sizes", multiple=True, type=int,
-              help="File size in bytes (repeatable; at most 100 MB); default 10 KB, 100 KB, "
-                   "1 MB, 10 MB.")
-@click.option("--stack", "stacks", multiple=True, type=click.Choice(["tcp", "quic"]),
-              help="Run only this stack (repeatable; the gap needs both).")
-@click.option("--rounds", default=ROUNDS, show_default=True,
-              help="The stacks take turns this many times (each turn restarts the servers "
-                   "and the browser).")
-@click.option("--initial-window", "initial_window", default=INITIAL_WINDOW, show_default=True,
-              help="Initial congestion window of both stacks, in packets.")
-@click.option("--pacing/--no-pacing", default=False, show_default=True,
-              help="Pace both senders (as the paper's TCP+ and QUIC settings do): fq or "
-                   "Linux's internal pacing for TCP, h3server's pacer for QUIC.")
-@click.option("--max-gap", default=MAX_GAP, show_default=True, help="Allowed relative gap.")
-@click.option("--output", "output", type=click.Path(dir_okay=False, path_type=Path),
-              metavar="FILE",
-              help="Also write the rows and every download time to this JSON file.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the rows and every download time as JSON (progress goes to "
-                   "standard error).")
-def validate_servers(runs, rtt_ms, rate_mbit, sizes, stacks, rounds, initial_window, pacing,
-                     max_gap, output, as_json):
-    """The paper's server-parity check: single files through nginx+uWSGI (HTTP/2)
-    and h3server (HTTP/3) at 10 ms RTT and no loss; fails if the medians differ by
-    more than 5 %."""
+def validate_servers(runs: int, rtt_ms: int, rate_mbit: int, sizes: Sequence[int],
+                     stacks: Sequence[str], rounds: int, initial_window: int, pacing: bool,
+                     max_gap: float, output: Path | None, as_json: bool) -> None:
+    """`testbed validate servers`: both stacks measured on single files, the rows shown
+    (or printed as JSON, or written to `output`); TestbedError (exit 1) on a gap."""
     sizes = tuple(sizes) or SIZES
     check_options(runs, rtt_ms, sizes, rounds, initial_window, max_gap)
     if output:  # checked before the measurement, written after it
