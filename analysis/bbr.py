@@ -273,7 +273,7 @@ def claims(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01,
     (loss and RTT confounded in this campaign): the second says so."""
     rows = []
 
-    def add(key, text, verdict, evidence, networks=""):
+    def add(key, text, verdict, evidence, networks="") -> None:
         rows.append({"claim": key, "statement": text, "verdict": verdict,
                      "networks": networks, "evidence": evidence})
 

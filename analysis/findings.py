@@ -220,7 +220,7 @@ def evaluate(a, findings: tuple[Finding, ...] | None = None,
 class _Context:
     """What the rows read from one analysis, computed once."""
 
-    def __init__(self, a, connections: pd.DataFrame | None = None):
+    def __init__(self, a, connections: pd.DataFrame | None = None) -> None:
         self.a = a
         self.busiest = busiest_connection(connections, a.trials)
         ok = a.trials[a.trials["status"] == "ok"]

@@ -131,7 +131,7 @@ class Percent(Formatter):
     """Fractions as percent with the decimals the ticks' spacing needs: 4 %, 8 % (not
     4.0 %) and 0.25 %, 0.50 % (not 0 %, 0 %, 1 %)."""
 
-    def __call__(self, x, pos=None):
+    def __call__(self, x, pos=None) -> str:
         locs = np.asarray(self.axis.get_majorticklocs() if self.axis else [], dtype=float)
         step = float(np.min(np.diff(locs))) * 100 if len(locs) > 1 else 1.0
         decimals = next((d for d in range(5) if abs(round(step, d) - step) < 1e-6 * step), 4)

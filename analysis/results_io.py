@@ -67,7 +67,7 @@ class Folder:
     """The folder the user named (followed if a symlink: the user chose it), and what
     is below it, never through a symlink."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.fd: int | None = None
 
@@ -80,7 +80,7 @@ class Folder:
             raise ResultsError(f"{self.path}: cannot open the folder ({e.strerror})") from None
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None

@@ -41,7 +41,7 @@ def folder_name_problem(trial_id: str) -> str | None:
 class TrialFiles:
     """The files of trials/<trial_id>/ below `results`; missing folder: every file None."""
 
-    def __init__(self, results: Path, trial_id: str):
+    def __init__(self, results: Path, trial_id: str) -> None:
         self.results = Path(results)
         self.trial_id = trial_id
         self.where = self.results / trial_folder.TRIALS_DIR / trial_id
@@ -63,7 +63,7 @@ class TrialFiles:
             self.exists = True
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._folder.__exit__()
 
     def open(self, name: str) -> int | None:

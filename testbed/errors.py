@@ -1,5 +1,10 @@
 """Errors the command line turns into one line and an exit code."""
 
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
 
 class TestbedError(Exception):
     """A failure the user can act on; printed as one line, exit 1."""
@@ -19,7 +24,8 @@ class InputError(TestbedError):
 class CommandFailed(TestbedError):
     """A subprocess failed; the message names the command and its exit status."""
 
-    def __init__(self, argv, returncode, stderr=""):
+    def __init__(self, argv: Sequence[str | os.PathLike[str]], returncode: int,
+                 stderr: str = "") -> None:
         self.argv = list(argv)
         self.returncode = returncode
         self.stderr = stderr
@@ -31,6 +37,6 @@ class CommandFailed(TestbedError):
 class TimedOut(CommandFailed):
     """A subprocess ran longer than its timeout (and was killed)."""
 
-    def __init__(self, argv, timeout):
+    def __init__(self, argv: Sequence[str | os.PathLike[str]], timeout: float | None) -> None:
         self.timeout = timeout
         super().__init__(argv, -1, f"timed out after {timeout} s")

@@ -87,7 +87,7 @@ class Store:
                 self.db.execute(f"ALTER TABLE trials ADD COLUMN {schema.sql_declaration(column)}")
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.db is not None:
             self.db.close()
             self.db = None

@@ -74,7 +74,7 @@ class ProbeSite:
             self._exits = exits.pop_all()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._exits.close()
 
     @contextmanager

@@ -16,7 +16,7 @@ Unknown keys are rejected, so a typo never silently falls back to a default.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
@@ -61,6 +61,9 @@ def frame_rate_for(min_rtt_ms: float) -> int:
 
 class _Profile(tomlfile.LoadedFile):
     """A network or protocol profile (name, source, digest, description: LoadedFile)."""
+
+
+P = TypeVar("P", bound=_Profile)
 
 
 class NetworkProfile(_Profile):
@@ -188,6 +191,7 @@ class NetworkProfile(_Profile):
             from testbed.formats import traces
 
             path = self.trace_path(direction)
+            assert path is not None  # trace-driven: it has a path
             self._traces[direction] = traces.read_trace(path, beneath=self.trace_home(path))
         return self._traces[direction]
 
@@ -272,7 +276,7 @@ class ProtocolProfile(_Profile):
 
     @field_validator("tcp_rmem", "tcp_wmem", "client_quic_connection_options", mode="before")
     @classmethod
-    def _list_to_tuple(cls, v):
+    def _list_to_tuple(cls, v: object) -> object:
         return tuple(v) if isinstance(v, list) else v
 
     @model_validator(mode="after")
@@ -310,13 +314,14 @@ class ProtocolProfile(_Profile):
 
 def load_network(profile: str | Path) -> NetworkProfile:
     p = _load(NetworkProfile, profile, NETWORKS_DIR)
-    for d in ("uplink", "downlink"):
+    directions: tuple[Literal["uplink", "downlink"], ...] = ("uplink", "downlink")
+    for d in directions:
         if getattr(p, f"{d}_trace") is not None:
             _check_trace(p, d)
     return p
 
 
-def _check_trace(p: NetworkProfile, d: str) -> None:
+def _check_trace(p: NetworkProfile, d: Literal["uplink", "downlink"]) -> None:
     """A trace path resolves into Mahimahi's traces or the profile's folder, and parses
     (read once here: the profile keeps what was read, see NetworkProfile.trace)."""
     from testbed.formats import traces
@@ -325,6 +330,7 @@ def _check_trace(p: NetworkProfile, d: str) -> None:
     where = f"{_shown(Path(p.source))}: key {d}_trace"
     expected = f"expected a Mahimahi trace file (here, or in {MAHIMAHI_TRACES})"
     path = p.trace_path(d)
+    assert path is not None  # called for a trace-driven direction only
     if p.trace_home(path) is None:
         raise InputError(f"{where}: {expected}, got {name!r}, which resolves to {path}, "
                          "outside both folders")
@@ -357,7 +363,7 @@ def _locate(profile: str | Path, folder: Path) -> Path:
     return path
 
 
-def _load(model: type[_Profile], profile: str | Path, folder: Path):
+def _load(model: type[P], profile: str | Path, folder: Path) -> P:
     path = _locate(profile, folder)
     return tomlfile.load(path, model, shown=_shown(path), what="profile")
 
@@ -369,7 +375,7 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _resolve_trace(name: str, base: Path | None) -> Path | None:
+def _resolve_trace(name: str, base: Path | None) -> Path:
     p = Path(name)
     if p.is_absolute():
         return p

@@ -28,11 +28,12 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
@@ -89,7 +90,7 @@ class Recording:
     exchanges: tuple[Exchange, ...]
     chromium_version: str = ""
     mitmproxy_version: str = ""
-    extra: dict = field(default_factory=dict, compare=False)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
     content_sha256: str = field(default="", compare=False)
     """What the replay serves, digested (see `content_digest`)."""
 
@@ -126,11 +127,12 @@ def _ip_key(ip: str) -> tuple[int, ...]:
 
 
 @cache
-def schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
+def schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    return loaded
 
 
-def resolve(name_or_path: str | os.PathLike, base: Path | None = None) -> Path:
+def resolve(name_or_path: str | os.PathLike[str], base: Path | None = None) -> Path:
     """The recording folder a name or path stands for (testbed.formats.recording_search: the
     search path, paths against `base` or the current folder); InputError naming every
     place looked in if there is none."""
@@ -145,7 +147,7 @@ def resolve(name_or_path: str | os.PathLike, base: Path | None = None) -> Path:
     return recording_search.find(text, base)
 
 
-def load(name_or_path: str | os.PathLike, base: Path | None = None) -> Recording:
+def load(name_or_path: str | os.PathLike[str], base: Path | None = None) -> Recording:
     """Load and check a recording; InputError names the file, the key and what is wrong.
     A name is looked up in the search path, a relative path against `base` (default:
     the current folder)."""
@@ -226,7 +228,7 @@ def _followed(root: Path) -> Path:
     return Path(os.path.realpath(root))
 
 
-def _read_manifest(top: int, manifest: Path) -> dict:
+def _read_manifest(top: int, manifest: Path) -> dict[str, Any]:
     """manifest.json in the folder `top`: a regular file (not followed if a symbolic
     link), parsed."""
     try:
@@ -240,7 +242,7 @@ def _read_manifest(top: int, manifest: Path) -> dict:
             raise InputError(f"{manifest}: {size} bytes, expected at most {MAX_MANIFEST_BYTES}")
         raw = f.read(MAX_MANIFEST_BYTES + 1)
     try:
-        data = json.loads(raw)
+        data: dict[str, Any] = json.loads(raw)  # an object: the schema checks it next
     except UnicodeDecodeError:
         raise InputError(f"{manifest}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
@@ -252,9 +254,10 @@ def _read_manifest(top: int, manifest: Path) -> dict:
 
 def _schema_message(e: jsonschema.ValidationError) -> str:
     where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
-    if e.validator == "pattern" and "description" in e.schema:
-        return (f"key {where}: expected {e.schema['description']}, "
-                f"got {recording_rules.short(e.instance)}")
+    rule = e.schema  # a pattern's rule is an object; its instance, a string
+    if e.validator == "pattern" and isinstance(rule, Mapping) and "description" in rule:
+        return (f"key {where}: expected {rule['description']}, "
+                f"got {recording_rules.short(str(e.instance))}")
     return f"key {where}: {_one_line(e.message)}"
 
 
@@ -270,7 +273,8 @@ def _open_regular(dir_fd: int, name: str, what: str) -> int:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                      dir_fd=dir_fd)
     except OSError as e:
-        why = {errno.ENOENT: "missing", errno.ELOOP: "a symbolic link, expected a regular file"}
+        why: dict[int | None, str] = {errno.ENOENT: "missing",
+                                      errno.ELOOP: "a symbolic link, expected a regular file"}
         raise InputError(f"{what} is {why.get(e.errno, f'unreadable: {e.strerror}')}") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
@@ -287,8 +291,8 @@ def _bodies_dir(top: int, root: Path) -> Iterator[int]:
                      dir_fd=top)
     except OSError as e:
         link = _is_link(top, "bodies")  # O_NOFOLLOW|O_DIRECTORY: ENOTDIR or ELOOP
-        what = "a symbolic link, expected a folder" if link else {
-            errno.ENOENT: "missing", errno.ENOTDIR: "not a folder"}.get(e.errno, e.strerror)
+        reasons: dict[int | None, str] = {errno.ENOENT: "missing", errno.ENOTDIR: "not a folder"}
+        what = "a symbolic link, expected a folder" if link else reasons.get(e.errno, e.strerror)
         raise InputError(f"{root / 'manifest.json'}: key exchanges: bodies/ is {what}") from None
     try:
         yield fd
@@ -307,6 +311,7 @@ def _read_body(bodies_fd: int, manifest: Path, i: int, x: Exchange, keep: bool) 
     """Check exchange i's body: a regular file in bodies/ of body_size bytes whose SHA-256
     is its name. Its bytes if keep (else b"")."""
     key = f"{manifest}: key exchanges/{i}/body"
+    assert x.body is not None  # called for the exchanges that have a body
     fd = _open_regular(bodies_fd, x.body, f"{key}: bodies/{x.body}")
     with os.fdopen(fd, "rb") as f:
         actual = os.fstat(f.fileno()).st_size
@@ -346,7 +351,7 @@ VOLATILE_HEADERS = frozenset({"date"})
 """Response headers that differ between two recordings of one site by the same code
 (the clock's time when the origin answered), left out of `content_digest`."""
 
-def content_digest(manifest: dict) -> str:
+def content_digest(manifest: dict[str, Any]) -> str:
     """SHA-256 of what a recording's manifest says the replay serves, in a canonical
     form: two recordings of the same site by the same code digest equal although their
     manifest.json files differ.
@@ -375,7 +380,7 @@ def content_digest(manifest: dict) -> str:
     return sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
 
 
-def _canonical_exchange(x: dict) -> str:
+def _canonical_exchange(x: dict[str, Any]) -> str:
     """An exchange without its volatile response headers, as canonical JSON."""
     return json.dumps({**x, "response_headers": [[k, v] for k, v in x["response_headers"]
                                                  if k.lower() not in VOLATILE_HEADERS]},
@@ -386,11 +391,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _exchange_sort_key(x: dict) -> tuple:
+def _exchange_sort_key(x: dict[str, Any]) -> tuple[Any, ...]:
     return (x["scheme"], x["host"], x["port"], x["method"], x["target"], x["body"] or "", x["status"])
 
 
-def write(out_dir: Path, meta: dict, exchanges: list[tuple[dict, bytes]]) -> Path:
+def write(out_dir: Path, meta: dict[str, Any], exchanges: list[tuple[dict[str, Any], bytes]]) -> Path:
     """Write a recording atomically: a temporary folder renamed when complete.
 
     meta: name, url, recorded_at, loads and optional versions.
@@ -401,14 +406,16 @@ def write(out_dir: Path, meta: dict, exchanges: list[tuple[dict, bytes]]) -> Pat
     as `load` checks it, so a recording that would not load is not written.
     """
     out_dir = Path(out_dir)
-    final = out_dir / meta["name"]
+    final: Path = out_dir / meta["name"]
     if final.exists():
         raise InputError(f"{final}: already exists (choose another --name or remove it)")
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{meta['name']}.", dir=out_dir))
     try:
         (tmp / "bodies").mkdir()
-        rows, seen, ips = [], set(), {}
+        rows: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        ips: dict[tuple[Any, ...], Any] = {}
         for x, body in exchanges:
             digest = sha256(body) if body else None
             if digest is not None and not (tmp / "bodies" / digest).exists():

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Any
 
 from testbed.host.topology import OWN_NETWORKS
 
@@ -58,12 +59,12 @@ DEFAULT_LISTENERS = (("https", 443), ("http", 80))
 
 
 class RuleError(ValueError):
-    def __init__(self, key: str, message: str):
+    def __init__(self, key: str, message: str) -> None:
         super().__init__(f"key {key}: {message}")
         self.key = key
 
 
-def check(data: dict) -> None:
+def check(data: dict[str, Any]) -> None:
     """The rules above, on a manifest that passed the schema."""
     origins: dict[tuple[str, str, int], str] = {}
     for i, o in enumerate(data["origins"]):
@@ -76,7 +77,7 @@ def check(data: dict) -> None:
                                                  "expected each origin once, with one IP")
         origins[key] = o["ip"]
     _check_schemes(origins)
-    requests: dict[tuple, int] = {}
+    requests: dict[tuple[Any, ...], int] = {}
     for i, x in enumerate(data["exchanges"]):
         key = (x["scheme"], x["host"], x["port"])
         if key not in origins:
@@ -157,7 +158,7 @@ def _check_schemes(origins: dict[tuple[str, str, int], str]) -> None:
         scheme_at[(ip, port)] = scheme
 
 
-def _check_request(i: int, x: dict) -> None:
+def _check_request(i: int, x: dict[str, Any]) -> None:
     # The schema has these as patterns, but a pattern's `$` lets a final newline through.
     if not _TOKEN.fullmatch(x["method"]):
         raise RuleError(f"exchanges/{i}/method", f"expected an HTTP method (a token), "
@@ -167,7 +168,7 @@ def _check_request(i: int, x: dict) -> None:
                                                  f"target, got {short(x['target'])}")
 
 
-def _check_headers(key: str, headers: list) -> None:
+def _check_headers(key: str, headers: list[Any]) -> None:
     for j, (name, value) in enumerate(headers):
         if not _TOKEN.fullmatch(name) or name != name.lower():
             raise RuleError(f"{key}/{j}/0", f"expected a header name: a lower-case token "
@@ -177,7 +178,7 @@ def _check_headers(key: str, headers: list) -> None:
                                             f"got {short(value)}")
 
 
-def _check_once(i: int, x: dict, seen: dict[tuple, int], exchanges: list) -> None:
+def _check_once(i: int, x: dict[str, Any], seen: dict[tuple[Any, ...], int], exchanges: list[Any]) -> None:
     key = (x["scheme"], x["host"], x["port"], x["method"], x["target"])
     j = seen.setdefault(key, i)
     if j == i:
@@ -189,7 +190,7 @@ def _check_once(i: int, x: dict, seen: dict[tuple, int], exchanges: list) -> Non
                                       "response per request)")
 
 
-def _check_response_headers(i: int, x: dict) -> None:
+def _check_response_headers(i: int, x: dict[str, Any]) -> None:
     key = f"exchanges/{i}/response_headers"
     sized = x["status"] >= 200 and x["status"] not in (204, 304) and x["method"] != "HEAD"
     length = str(x.get("body_size") or 0)
@@ -209,7 +210,7 @@ def _check_response_headers(i: int, x: dict) -> None:
                                             f"{length}, the body's size")
 
 
-def _check_totals(data: dict) -> None:
+def _check_totals(data: dict[str, Any]) -> None:
     exchanges = data["exchanges"]
     if data["requests"] != len(exchanges):
         raise RuleError("requests", f"{data['requests']}; expected {len(exchanges)}, the "
@@ -220,7 +221,7 @@ def _check_totals(data: dict) -> None:
                                  "exchanges' body_size")
 
 
-def _check_body(i: int, x: dict) -> None:
+def _check_body(i: int, x: dict[str, Any]) -> None:
     size = x.get("body_size")
     if x["body"] is None:
         if size:

@@ -32,6 +32,7 @@ import glob as glob_mod
 import os
 import pwd
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from testbed.errors import InputError
@@ -47,7 +48,7 @@ MAX_DEPTH = 4
 _given: list[Path] = []
 
 
-def use_dirs(dirs) -> None:
+def use_dirs(dirs: Iterable[str | os.PathLike[str]]) -> None:
     """The folders of --recordings, searched first, in the order given."""
     found = []
     for d in dirs:
@@ -73,7 +74,7 @@ def search_dirs() -> list[Path]:
     return unique
 
 
-def corpus_hint(text: str | os.PathLike) -> str:
+def corpus_hint(text: str | os.PathLike[str]) -> str:
     """The fix, as a message's tail, when `text` names something under corpus/ (the
     offline corpus, which a fresh checkout lacks until `make corpus`); else ""."""
     if CORPUS not in Path(text).parts:

@@ -22,9 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -68,7 +69,7 @@ class Expected:
 class KeyProblem(ValueError):
     """Raised by a model's validator: a problem found across fields, pinned to one key."""
 
-    def __init__(self, key: str, message: str):
+    def __init__(self, key: str, message: str) -> None:
         super().__init__(message)
         self.key = key
         self.message = message
@@ -110,7 +111,7 @@ def read(path: Path, shown: str, what: str = "TOML") -> bytes:
         raise InputError(f"{shown}: {e}") from None
 
 
-def describe(model: type[BaseModel], err: dict, data: dict) -> str:
+def describe(model: type[BaseModel], err: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     """One pydantic error as 'key K: expected ..., got V'."""
     loc = tuple(str(x) for x in err.get("loc", ()))
     key = ".".join(loc) or "(top level)"
@@ -164,7 +165,7 @@ MAX_SHOWN = 80
 """Longest string value quoted in a message (longer ones are cut)."""
 
 
-def toml_repr(v) -> str:
+def toml_repr(v: object) -> str:
     """A value as TOML spells it, on one line (a table is 'a table')."""
     if isinstance(v, bool):
         return "true" if v else "false"

@@ -25,9 +25,9 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from testbed.errors import TestbedError
 from testbed.host import enter, safefs
@@ -101,17 +101,17 @@ class Chromium:
     """`with Chromium(netns, flags) as b:` a headless Chromium; closed on exit."""
 
     def __init__(self, netns: str | None, flags: Sequence[str] = (), *,
-                 wrap: Sequence[str] = (), binary: str = "chromium", timeout: float = 60.0):
+                 wrap: Sequence[str] = (), binary: str = "chromium", timeout: float = 60.0) -> None:
         self.netns = netns
         self.flags = list(flags)
         self.wrap = list(wrap)
         self.binary = binary
         self.timeout = timeout
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self._next_id = 0
         self._lock = threading.Condition()
-        self._replies: dict[int, dict] = {}
-        self._events: list[dict] = []
+        self._replies: dict[int, dict[str, Any]] = {}
+        self._events: list[dict[str, Any]] = []
         self._closed = False
         self.profile: Path | None = None
         self.tmp: Path | None = None
@@ -160,7 +160,7 @@ class Chromium:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.proc is not None:
             if self.proc.poll() is None:
                 try:
@@ -196,6 +196,7 @@ class Chromium:
         """One pid in each network namespace from the launcher's down to the
         browser's (each Mahimahi shell makes one), outermost first."""
         seen: dict[int, int] = {}
+        assert self.proc is not None
         for pid, comm in [(self.proc.pid, ""), *self._below()]:
             try:
                 ns = os.stat(f"/proc/{pid}/ns/net").st_ino
@@ -206,8 +207,9 @@ class Chromium:
                 break
         return list(seen.values())
 
-    def _below(self):
+    def _below(self) -> Iterator[tuple[int, str]]:
         """(pid, comm) of the launcher's descendants, breadth first."""
+        assert self.proc is not None
         todo = [self.proc.pid]
         while todo:
             pid = todo.pop(0)
@@ -252,8 +254,8 @@ class Chromium:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-10:])
         return ""
 
-    def call(self, method: str, params: dict | None = None, session: str | None = None,
-             timeout: float | None = None) -> dict:
+    def call(self, method: str, params: dict[str, Any] | None = None, session: str | None = None,
+             timeout: float | None = None) -> dict[str, Any]:
         with self._lock:
             self._next_id += 1
             msg_id = self._next_id
@@ -279,10 +281,11 @@ class Chromium:
             reply = self._replies.pop(msg_id)
         if "error" in reply:
             raise CDPError(f"{method}: {reply['error'].get('message')}")
-        return reply.get("result", {})
+        result: dict[str, Any] = reply.get("result", {})
+        return result
 
     def wait_event(self, method: str, session: str | None = None,
-                   timeout: float | None = None) -> dict:
+                   timeout: float | None = None) -> dict[str, Any]:
         """The params of the first not yet consumed event `method` (of `session`)."""
         deadline = time.monotonic() + (timeout or self.timeout)
         with self._lock:
@@ -291,15 +294,17 @@ class Chromium:
                     if ev["method"] == method and (session is None
                                                    or ev.get("sessionId") == session):
                         del self._events[i]
-                        return ev.get("params", {})
+                        params: dict[str, Any] = ev.get("params", {})
+                        return params
                 left = deadline - time.monotonic()
                 if self._closed or left <= 0:
                     raise CDPError(f"no {method} event within {timeout or self.timeout:.0f} s")
                 self._lock.wait(left)
 
-    def take_events(self, method: str, session: str | None = None) -> list[dict]:
+    def take_events(self, method: str, session: str | None = None) -> list[dict[str, Any]]:
         with self._lock:
-            keep, taken = [], []
+            keep: list[dict[str, Any]] = []
+            taken: list[dict[str, Any]] = []
             for ev in self._events:
                 (taken if ev["method"] == method and (session is None or ev.get(
                     "sessionId") == session) else keep).append(ev)
@@ -322,13 +327,14 @@ class Chromium:
 
 
 class Page:
-    def __init__(self, browser: Chromium, target: str, session: str, context: str | None):
+    def __init__(self, browser: Chromium, target: str, session: str, context: str | None) -> None:
         self.browser, self.target, self.session, self.context = browser, target, session, context
         self.call("Page.enable")
         self.call("Network.enable")
         self.call("Network.setCacheDisabled", {"cacheDisabled": True})
 
-    def call(self, method: str, params: dict | None = None, timeout: float | None = None):
+    def call(self, method: str, params: dict[str, Any] | None = None,
+             timeout: float | None = None) -> dict[str, Any]:
         return self.browser.call(method, params, self.session, timeout)
 
     def navigate(self, url: str, timeout: float = 60.0) -> None:
@@ -339,7 +345,7 @@ class Page:
             raise CDPError(f"loading {url}: {reply['errorText']}")
         self.browser.wait_event("Page.loadEventFired", self.session, timeout)
 
-    def evaluate(self, expression: str, timeout: float = 60.0):
+    def evaluate(self, expression: str, timeout: float = 60.0) -> Any:
         """The value of a JavaScript expression (promises awaited)."""
         reply = self.call("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
                                                "returnByValue": True}, timeout)
@@ -348,7 +354,7 @@ class Page:
             raise CDPError(f"JavaScript error: {d.get('exception', {}).get('description') or d}")
         return reply["result"].get("value")
 
-    def responses(self) -> list[dict]:
+    def responses(self) -> list[dict[str, Any]]:
         """Network.responseReceived so far: [{"url", "status", "protocol"}...]."""
         return [{"url": e["response"]["url"], "status": e["response"]["status"],
                  "protocol": e["response"].get("protocol", "")}

@@ -18,6 +18,7 @@ import pwd
 import stat
 import subprocess
 import sys
+from collections.abc import Sequence
 
 from testbed.host.runstate import USER, Run, current
 
@@ -26,9 +27,9 @@ BINDABLE = ("/etc/hosts", "/etc/resolv.conf")
 """The only paths a command's mount namespace may have replaced (`binds`)."""
 
 
-def as_user(argv: list, netns: str | None = None, env: dict[str, str] | None = None,
+def as_user(argv: Sequence[str], netns: str | None = None, env: dict[str, str] | None = None,
             run: Run | None = None, cwd: str | None = None,
-            binds: dict[str, os.PathLike | str] | None = None) -> list[str]:
+            binds: dict[str, os.PathLike[str] | str] | None = None) -> list[str]:
     """The argv that runs `argv` as the testbed user inside `netns` (or the host's).
 
     binds: files of root's (in the run's folder) bind-mounted over the given paths

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Sequence
 from typing import Self
 
 from testbed.host import proc
@@ -79,7 +80,7 @@ class NetNS:
     On exit every process left in it is stopped and it is deleted.
     """
 
-    def __init__(self, purpose: str, run: Run | None = None):
+    def __init__(self, purpose: str, run: Run | None = None) -> None:
         self.run = run or current()
         self.name = self.run.name(purpose)
 
@@ -95,10 +96,10 @@ class NetNS:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         delete(self.name)
 
-    def exec(self, argv: list) -> list[str]:
+    def exec(self, argv: Sequence[str]) -> list[str]:
         """argv run inside this namespace (as the caller's user)."""
         return ["ip", "netns", "exec", self.name, *map(str, argv)]
 

@@ -8,15 +8,15 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from testbed.errors import CommandFailed, TimedOut
 from testbed.host import safefs
 
 
-def run(argv: Sequence[str | os.PathLike], *, check: bool = True, timeout: float | None = 60,
-        input: str | None = None, env: dict | None = None, cwd: str | os.PathLike | None = None,
-        ) -> subprocess.CompletedProcess:
+def run(argv: Sequence[str | os.PathLike[str]], *, check: bool = True, timeout: float | None = 60,
+        input: str | None = None, env: dict[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
     """Run argv to completion, capturing text output; CommandFailed if it fails."""
     argv = [str(a) for a in argv]
     try:
@@ -33,11 +33,12 @@ def run(argv: Sequence[str | os.PathLike], *, check: bool = True, timeout: float
     return cp
 
 
-def output(argv: Sequence[str | os.PathLike], **kw) -> str:
-    return run(argv, **kw).stdout.strip()
+def output(argv: Sequence[str | os.PathLike[str]], **kw: Any) -> str:
+    out: str = run(argv, **kw).stdout
+    return out.strip()
 
 
-def version(argv: Sequence[str | os.PathLike], *, timeout: float = 30) -> str | None:
+def version(argv: Sequence[str | os.PathLike[str]], *, timeout: float = 30) -> str | None:
     """A tool's version as it prints it (`chromium --version`, `nginx -v`): the first line
     of its output (stdout, else stderr); None when it cannot run, fails or says nothing.
     The one way the testbed reads versions (the doctor, the manifest, the workers)."""
@@ -49,7 +50,7 @@ def version(argv: Sequence[str | os.PathLike], *, timeout: float = 30) -> str | 
     return text.splitlines()[0] if cp.returncode == 0 and text else None
 
 
-def call(argv: Sequence[str | os.PathLike], *, env: dict | None = None,
+def call(argv: Sequence[str | os.PathLike[str]], *, env: dict[str, str] | None = None,
          forward: Sequence[signal.Signals] = ()) -> int:
     """Run argv in the foreground on this process's stdin, stdout and stderr, to its end;
     its exit status (127: not found). `forward`: signals passed on to it while it runs
@@ -79,29 +80,30 @@ class Background:
     or is discarded.
     """
 
-    def __init__(self, argv: Sequence[str | os.PathLike], *, log: Path | None = None,
-                 env: dict | None = None, grace: float = 3.0, cwd=None,
-                 pass_fds: Sequence[int] = ()):
+    def __init__(self, argv: Sequence[str | os.PathLike[str]], *, log: Path | None = None,
+                 env: dict[str, str] | None = None, grace: float = 3.0, cwd: str | os.PathLike[str] | None = None,
+                 pass_fds: Sequence[int] = ()) -> None:
         self.argv = [str(a) for a in argv]
         self.pass_fds = tuple(pass_fds)
         self.log = log
         self.env = env
         self.grace = grace
         self.cwd = cwd
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Self:
         # The log is root's own file, never opened through a symlink (see testbed.host.safefs).
-        out = safefs.open_log(self.log) if self.log else subprocess.DEVNULL
+        out = safefs.open_log(self.log) if self.log else None
         try:
-            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL if out is None else out,
+                                         stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=self.env,
                                          start_new_session=True, cwd=self.cwd,
                                          pass_fds=self.pass_fds)
         except FileNotFoundError:
             raise CommandFailed(self.argv, 127, f"{self.argv[0]}: not found") from None
         finally:
-            if self.log:
+            if out is not None:
                 out.close()
         return self
 
@@ -128,7 +130,7 @@ class Background:
             _signal_group(self.proc.pid, signal.SIGKILL)  # leftover children of a dead leader
         return self.proc.returncode
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def wait_for_log(self, text: str, what: str, timeout: float = 10.0) -> None:

@@ -40,6 +40,7 @@ import secrets
 import shutil
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from testbed.errors import InputError, TestbedError
 from testbed.host.paths import USER, chown_to_user, user, user_gids, user_group
@@ -263,7 +264,7 @@ def open_folder(path: Path) -> int:
                          "not opened") from None
 
 
-def open_log(path: Path):
+def open_log(path: Path) -> BinaryIO:
     """Open one of root's log files for appending (a binary file object): created if
     missing, never through a symlink, never a file another user owns."""
     try:
@@ -297,7 +298,7 @@ def read_capped(path: Path, limit: int, *, follow_symlinks: bool = True) -> byte
         return _read_upto(f, limit)
 
 
-def _read_upto(f, limit: int) -> bytes:
+def _read_upto(f: BinaryIO, limit: int) -> bytes:
     """All of the open regular file f, which may hold at most `limit` bytes."""
     size = os.fstat(f.fileno()).st_size
     if size > limit:
@@ -445,17 +446,17 @@ def _check_contents(folder: Path, what: str, path: Path, depth: int = 2) -> None
         entries = list(os.scandir(folder))
     except OSError as e:
         raise InputError(f"{what} {path}: cannot list {folder} ({e.strerror})") from None
-    for e in entries:
-        st = e.stat(follow_symlinks=False)
-        if st.st_uid not in trusted or e.is_symlink():
-            raise InputError(f"{what} {path}: {e.path} is "
-                             f"{'a symlink' if e.is_symlink() else 'a file'} of "
+    for entry in entries:
+        st = entry.stat(follow_symlinks=False)
+        if st.st_uid not in trusted or entry.is_symlink():
+            raise InputError(f"{what} {path}: {entry.path} is "
+                             f"{'a symlink' if entry.is_symlink() else 'a file'} of "
                              f"{_owner(st.st_uid)}; expected only root's or yours inside")
         if stat.S_ISDIR(st.st_mode):
             if user_can_write(st):
-                raise InputError(f"{what} {path}: {e.path} is writable by the {USER} user")
+                raise InputError(f"{what} {path}: {entry.path} is writable by the {USER} user")
             if depth > 1:
-                _check_contents(Path(e.path), what, path, depth - 1)
+                _check_contents(Path(entry.path), what, path, depth - 1)
 
 
 def check_out_file(path: Path, what: str = "--out") -> Path:

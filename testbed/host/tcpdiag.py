@@ -186,7 +186,7 @@ def request(family: int, seq: int = 1) -> bytes:
 class DiagSocket:
     """A sock_diag netlink socket in the namespace of the thread that opens it."""
 
-    def __init__(self, destroyed: bool = False):
+    def __init__(self, destroyed: bool = False) -> None:
         self.destroyed = destroyed
         self.sock: socket.socket | None = None
         self._seq = 0
@@ -209,7 +209,7 @@ class DiagSocket:
     def __enter__(self) -> Self:
         return self.open()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:

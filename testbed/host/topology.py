@@ -49,7 +49,7 @@ def client_route_argv(server_dev: str, **metrics: int) -> list[str]:
 class ReplayTopology:
     """`with ReplayTopology(ips) as topo:` both namespaces up, removed on exit."""
 
-    def __init__(self, ips: list[str], run: Run | None = None):
+    def __init__(self, ips: list[str], run: Run | None = None) -> None:
         self.ips = list(dict.fromkeys(ips))
         self.run = run or current()
         self.server = NetNS("srv", self.run)
@@ -78,7 +78,7 @@ class ReplayTopology:
             self._exits = exits.pop_all()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._exits.close()
 
     def set_client_route(self, **metrics: int) -> None:

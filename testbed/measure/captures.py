@@ -70,7 +70,7 @@ class Captures:
                 self.browser_dir = safefs.user_dir(self.folder / "browser")
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             self._stop_pcap()
         finally:

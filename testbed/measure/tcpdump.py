@@ -42,7 +42,7 @@ class Tcpdump:
             self._exits = exits.pop_all()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.linger:
             time.sleep(self.linger)
         self._exits.close()

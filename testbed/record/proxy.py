@@ -118,7 +118,7 @@ class Mitmdump:
     def stop(self) -> None:
         self.bg.stop()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.bg.stop()
 
     # What the addon captured so far -------------------------------------------------

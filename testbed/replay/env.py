@@ -105,7 +105,7 @@ class ReplayEnv:
 
     _keep_dir = False
 
-    def __init__(self, recording: rec.Recording | str | os.PathLike, stack: str = "tcp", *,
+    def __init__(self, recording: rec.Recording | str | os.PathLike[str], stack: str = "tcp", *,
                  h3server_args: Sequence[str] = (), nginx_env: dict[str, str] | None = None,
                  topology: ReplayTopology | None = None, startup_timeout: float = 30.0,
                  session_tickets: bool = False, early_data: bool = False):
