@@ -17,8 +17,11 @@ setup:
 
 test: lint docs unit e2e faults
 
+# ruff over all Python; mypy over testbed/ and analysis/ (its scope and strictness:
+# [tool.mypy] in pyproject.toml); rustfmt and clippy over h3server/.
 lint:
 	$(VENV)/bin/ruff check testbed analysis tests bench recordings corpus
+	$(VENV)/bin/mypy
 	cd h3server && $(CARGO) fmt --all --check
 	cd h3server && $(CARGO) clippy --release --locked --all-targets -q -- -D warnings
 

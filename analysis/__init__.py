@@ -15,6 +15,9 @@ results contract, which the campaign store is built from) is read without
 pandas, SciPy or matplotlib.
 """
 
+from types import ModuleType
+from typing import Any
+
 from analysis.load import ResultsError, load, load_connections, ok_trials
 
 __all__ = [
@@ -25,9 +28,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+    module: ModuleType
     if name in ("ecdf", "relative_cdfs"):
         from analysis import cdf as module
     elif name in ("design_impact", "single_origin_sites"):

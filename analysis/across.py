@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -187,8 +188,8 @@ def mixed_fit(df: pd.DataFrame, confidence: float = 0.95) -> dict:
 
     data = df.assign(logv=np.log(df["value"].astype(float)),
                      block=df["run"].astype(str))
-    attempts = (("site-by-run block", {"vc_formula": {"block": "0 + C(block)"}}),
-                ("no block term (the model with it did not converge)", {}))
+    attempts: tuple[tuple[str, dict[str, Any]], ...] = (("site-by-run block", {"vc_formula": {"block": "0 + C(block)"}}),
+        ("no block term (the model with it did not converge)", {}))
     # the sites' own differences bound where a sound fit's effect can lie
     per_site = data.groupby(["site", "x"], observed=True)["logv"].mean().unstack("x")
     d = (per_site[1.0] - per_site[0.0]).dropna() if per_site.shape[1] == 2 else pd.Series()

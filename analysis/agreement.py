@@ -153,7 +153,8 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
     return Agreement(sites=sites, summary=summary,
                      manifest_diff=manifest_diff(manifest_a or {}, manifest_b or {}),
                      score=score, baseline=baseline, pairs=pairs,
-                     equivalence=cell_equivalence(*logs, pairs, margin, equivalence_alpha),
+                     equivalence=cell_equivalence(logs[0], logs[1], pairs, margin,
+                                                  equivalence_alpha),
                      margin=margin, equivalence_alpha=equivalence_alpha,
                      warnings=tuple(warnings))
 

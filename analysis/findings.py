@@ -166,7 +166,8 @@ def _finding(raw: dict, where: str) -> Finding:
             value = float(value)
         if key == "paper_values":
             value = _paper_values(value, bad)
-        elif not isinstance(value, kind) or (kind is float and not 0 <= value <= 10):
+        elif not isinstance(value, kind) or (kind is float and isinstance(value, float)
+                                                and not 0 <= value <= 10):
             raise bad(key, kind.__name__ + (" from 0 to 10" if kind is float else ""))
         extra[key] = value
     if extra.get("expect", "faster") not in EXPECT:

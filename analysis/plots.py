@@ -4,13 +4,16 @@ renders with Agg (PNG) or the SVG backend, and a notebook displays them inline."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.axis import Axis
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, PercentFormatter
+from matplotlib.typing import RcKeyType
 
 from analysis.cdf import ecdf
 from analysis.schema import full_name, label, settings_in
@@ -39,7 +42,7 @@ def plot_label(name: str) -> str:
     return shown.replace("$", r"\$")
 
 
-SAVE_RC = {"svg.hashsalt": "testbed-report", "svg.fonttype": "none"}
+SAVE_RC: dict[RcKeyType, Any] = {"svg.hashsalt": "testbed-report", "svg.fonttype": "none"}
 """Deterministic SVG ids (same data, same files); SVG text stays text, editable for a paper."""
 
 
@@ -132,7 +135,7 @@ class Percent(Formatter):
     4.0 %) and 0.25 %, 0.50 % (not 0 %, 0 %, 1 %)."""
 
     def __call__(self, x, pos=None) -> str:
-        locs = np.asarray(self.axis.get_majorticklocs() if self.axis else [], dtype=float)
+        locs = np.asarray(self.axis.get_majorticklocs() if isinstance(self.axis, Axis) else [], dtype=float)
         step = float(np.min(np.diff(locs))) * 100 if len(locs) > 1 else 1.0
         decimals = next((d for d in range(5) if abs(round(step, d) - step) < 1e-6 * step), 4)
         return f"{round(x * 100, decimals) + 0.0:.{decimals}f}%"

@@ -69,11 +69,17 @@ class Folder:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.fd: int | None = None
+        self._fd: int | None = None
+
+    @property
+    def fd(self) -> int:
+        """The folder's descriptor, while the `with` block runs."""
+        assert self._fd is not None, "entered first"
+        return self._fd
 
     def __enter__(self) -> Self:
         try:
-            self.fd = os.open(self.path, DIR_FLAGS & ~os.O_NOFOLLOW)
+            self._fd = os.open(self.path, DIR_FLAGS & ~os.O_NOFOLLOW)
         except FileNotFoundError:
             raise ResultsError(f"{self.path}: no such file or folder") from None
         except OSError as e:
@@ -81,9 +87,9 @@ class Folder:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def folder(self, *parts: str) -> int | None:
         """An fd of the folder `parts` below this one (the caller closes it); None if

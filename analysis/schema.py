@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,10 @@ def label_problem(name: str) -> str | None:
     return None
 
 
-CLIENTS = ("chromium", "firefox")
+Client = Literal["chromium", "firefox"]
+CLIENTS: tuple[Client, ...] = ("chromium", "firefox")
 """The values of column `client`; the first is the default (and every older store's)."""
-DEFAULT_CLIENT = CLIENTS[0]
+DEFAULT_CLIENT: Client = CLIENTS[0]
 
 
 def trial_id(site: str, network: str, protocol: str, run: int,

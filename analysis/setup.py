@@ -8,6 +8,8 @@ and anything else is shown as missing, never trusted."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from analysis.precision import Precision, half_width, meets
@@ -56,7 +58,7 @@ def networks_table(manifest: dict | None, networks=()) -> pd.DataFrame:
     for name in networks_in({*map(str, listed), *map(str, networks)}):
         entry = listed.get(name)
         profile = entry.get("profile") if isinstance(entry, dict) else None
-        row = {"network": name}
+        row: dict[str, Any] = {"network": name}
         for key, column in NETWORK_COLUMNS.items():
             row[column] = _value(profile, key)
         for side in ("downlink", "uplink"):
@@ -79,9 +81,9 @@ def settings_table(manifest: dict | None, settings=()) -> pd.DataFrame:
     listed = _entries(manifest, "protocols")
     rows = []
     for name in settings_in({*map(str, listed), *map(str, settings)}):
-        entry = listed.get(name) if isinstance(listed.get(name), dict) else {}
-        profile = entry.get("profile") if isinstance(entry.get("profile"), dict) else {}
-        row = {"setting": name}
+        entry: dict[str, Any] = e if isinstance(e := listed.get(name), dict) else {}
+        profile: dict[str, Any] = p if isinstance(p := entry.get("profile"), dict) else {}
+        row: dict[str, Any] = {"setting": name}
         for key, column in SETTING_COLUMNS.items():
             row[column] = _value(profile, key) if key in profile else _value(entry, key)
         rows.append(row)
@@ -99,7 +101,7 @@ def adaptive_runs(manifest: dict | None) -> tuple[int, int, Precision] | None:
     """(min, max, precision) of the campaign's adaptive `runs` as the manifest records
     it; None for a fixed number of runs or anything not in that shape."""
     campaign = _entries(manifest, "campaign")
-    settings = campaign.get("settings") if isinstance(campaign.get("settings"), dict) else {}
+    settings: dict[str, Any] = s if isinstance(s := campaign.get("settings"), dict) else {}
     runs = settings.get("runs")
     if not isinstance(runs, dict):
         return None

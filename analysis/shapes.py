@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from analysis.results_io import ResultsError
 
 _KINDS = {dict: "an object", list: "a list", str: "text", bool: "true or false"}
 
 
-def _expect(value, kind: type, path: Path, key: str, each: type | None = None) -> None:
+def _expect(value: Any, kind: type[Any], path: Path, key: str,
+            each: type | None = None) -> None:
     """`value` (absent: None, accepted) is a `kind`, and every item of it an `each`."""
     if value is None:
         return

@@ -56,6 +56,8 @@ NETWORKS = {
 
 SINGLE_ORIGIN_NAMES = ("gnu.org", "wikipedia.org")
 FAILURE_REASONS = ("timeout", "browser-error", "replay-misses", "server-died")
+MISSING = np.array(None, dtype=object)
+"""A missing value in np.where (an object array, as None would be made)."""
 
 
 def site_names(count: int, single_origin: int) -> list[str]:
@@ -133,14 +135,14 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
         return np.where(failed, np.nan, np.round(x))
 
     df = pd.DataFrame({
-        "trial_id": [trial_id(a, b, c, d) for a, b, c, d in zip(site_col, net_col, set_col, r)],
+        "trial_id": [trial_id(a, b, c, int(d)) for a, b, c, d in zip(site_col, net_col, set_col, r)],
         "campaign": name,
         "site": site_col,
         "network": net_col,
         "protocol": set_col,
         "run": r,
         "status": np.where(failed, "failed", "ok"),
-        "reason": pd.Series(np.where(failed, reason, None), dtype="string"),
+        "reason": pd.Series(np.where(failed, reason, MISSING), dtype="string"),
         "attempt": np.where(failed, 3, np.where(rng.random(total) < 0.01, 2, 1)),
         "started_at": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "wall_s": np.round(wall, 2),
@@ -150,10 +152,10 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
         "vc85_ms": metric(vc85),
         "si_ms": metric(si),
         "ttfb_ms": metric(ttfb),
-        "requests": pd.array(np.where(failed, None, requests[s]), dtype="Int64"),
-        "bytes": pd.array(np.where(failed, None, nbytes[s]), dtype="Int64"),
-        "misses": pd.array(np.where(failed, None, misses), dtype="Int64"),
-        "protocols": pd.Series(np.where(failed, None, protocol_counts), dtype="string"),
+        "requests": pd.array(np.where(failed, MISSING, requests[s]), dtype="Int64"),
+        "bytes": pd.array(np.where(failed, MISSING, nbytes[s]), dtype="Int64"),
+        "misses": pd.array(np.where(failed, MISSING, misses), dtype="Int64"),
+        "protocols": pd.Series(np.where(failed, MISSING, protocol_counts), dtype="string"),
         "rtt_ms": rtt,
         "origins": origins[s],
     })

@@ -24,6 +24,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pandas as pd
@@ -146,9 +147,9 @@ def waterfall(har: dict) -> list[dict]:
     zero = min([*starts, *([page_start] if page_start else [])], default=0.0)
     rows = []
     for e in entries:
-        req = e.get("request") if isinstance(e.get("request"), dict) else {}
-        res = e.get("response") if isinstance(e.get("response"), dict) else {}
-        timings = e.get("timings") if isinstance(e.get("timings"), dict) else {}
+        req: dict[str, Any] = r if isinstance(r := e.get("request"), dict) else {}
+        res: dict[str, Any] = r if isinstance(r := e.get("response"), dict) else {}
+        timings: dict[str, Any] = t if isinstance(t := e.get("timings"), dict) else {}
         url = str(req.get("url", ""))
         phases = {p: _timing(timings, p) for p in PHASES}
         phases["connect"] = max(phases["connect"] - phases["ssl"], 0.0)  # HAR: connect ⊇ ssl
@@ -231,7 +232,7 @@ def _frames(fd: int, visual: dict | None, notes: list[str],
         notes.append(f"the video has more than {MAX_VIDEO} bytes: no filmstrip")
         return []
     offset = float((visual or {}).get("videoRecordingStart") or 0) / 1000
-    frames = []
+    frames: list[tuple[float, bytes]] = []
     try:
         for t in frame_times(visual):
             try:

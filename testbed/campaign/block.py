@@ -23,10 +23,12 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from analysis.schema import DEFAULT_CLIENT
 from testbed.campaign import commit, rows
@@ -56,7 +58,7 @@ class BlockDriver:
     block: plan_mod.Block
     servers: Servers
     settings: dict[str, ServerOptions]
-    on_trial: object = None
+    on_trial: Callable[[Any], object] | None = None
     records: list[TrialRecord] = field(default_factory=list)
     captures: Captures | None = None
     recorder: telemetry.Recorder | None = None
@@ -80,7 +82,7 @@ class BlockDriver:
         finally:
             self.switches.append((t0, time.time()))
 
-    def launch(self, k: int) -> list[str]:
+    def launch(self, k: int) -> list[str] | dict[str, Any]:
         env = self.servers.env
         assert env is not None
         r = self.records[k]

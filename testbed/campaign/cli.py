@@ -334,6 +334,7 @@ def export(source: Path, csv_out: str | None, parquet_out: str | None,
     if (csv_out is None) == (parquet_out is None):
         raise InputError("give exactly one of --csv FILE or --parquet FILE")
     option, target = ("--csv", csv_out) if csv_out is not None else ("--parquet", parquet_out)
+    assert target is not None  # exactly one of the two is given
     if target != "-":  # root may write it: checked before anything is read
         safefs.check_out_file(Path(target), option)
     try:  # the results loader: read-only by fd, never through a symlink, every value checked
@@ -356,5 +357,6 @@ def export(source: Path, csv_out: str | None, parquet_out: str | None,
         if parquet_out == "-":
             df.to_parquet(sys.stdout.buffer, index=False)
         else:
+            assert parquet_out is not None  # exactly one of the two is given
             safefs.write_out_file(Path(parquet_out), df.to_parquet(index=False),
                                   "--parquet")

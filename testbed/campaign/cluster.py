@@ -86,7 +86,7 @@ def check(opts: ClusterOptions) -> None:
         credentials.load("client", opts.tls)  # bad files: one line, before anything starts
 
 
-QUIET = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+QUIET: dict[str, list[str]] = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 """Dask's HTTP servers (dashboard, /info, /metrics) answer nothing."""
 
 
@@ -107,7 +107,7 @@ def connect(opts: ClusterOptions) -> Iterator:
         finally:
             client.close()
         return
-    with local_cluster(opts.workers) as cluster, Client(cluster, security=cluster.security) \
+    with local_cluster(opts.workers or 1) as cluster, Client(cluster, security=cluster.security) \
             as client:
         yield client
 

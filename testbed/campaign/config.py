@@ -14,7 +14,7 @@ and profiles that exist when the campaign is loaded.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -299,7 +299,9 @@ def resolve(c: Campaign) -> dict[str, dict[str, Entry]]:
     label but different content are refused: their trials could not be told apart.
     """
     out: dict[str, dict[str, Entry]] = {}
-    for key, ident in (("sites", site_identity), ("networks", _network), ("protocols", _protocol)):
+    identities: tuple[tuple[str, Callable[[Any], tuple[str, Path, str, str]]], ...] = (
+        ("sites", site_identity), ("networks", _network), ("protocols", _protocol))
+    for key, ident in identities:  # a site is listed as a folder, the others by name
         seen: dict[str, tuple[int, Entry]] = {}
         listing = ([(i, listed, path) for i, listed, path in sites_of(c)] if key == "sites"
                    else [(i, listed, profile_path(c, listed))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from testbed.console import duration
 
@@ -321,7 +322,7 @@ def _off(rows: list[dict], pages, links, transports, fps, lanes: int) -> dict | 
     """The stored trials' wall time per network against the model's for the same trials
     (each trial's site, network and setting; one lane), and the elapsed time from the
     first trial's start to the last one's end against the model's over its lanes."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in links:
         mine = [r for r in rows if r.get("network") == name and r.get("site") in pages
                 and r.get("protocol") in transports]

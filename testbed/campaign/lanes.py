@@ -34,6 +34,7 @@ import os
 import platform
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -46,7 +47,7 @@ MAX_LANES = 16
 CACHE = Path(os.environ.get("TESTBED_LANES_DIR", "/var/cache/testbed/lanes"))
 
 
-def machine() -> dict[str, str | int]:
+def machine() -> dict[str, Any]:
     """What a lanes measurement holds for: this host, its kernel and its cores."""
     return {"host": platform.node(), "kernel": platform.release(), "cores": os.cpu_count() or 1}
 

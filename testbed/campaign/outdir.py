@@ -29,11 +29,11 @@ from pathlib import Path
 from testbed.errors import InputError
 
 LOCK = "run.lock"
-DISK_ERRORS = {errno.ENOSPC: "no space left on the device",
-               errno.EDQUOT: "disk quota exceeded",
-               errno.EROFS: "read-only file system",
-               errno.EACCES: "permission denied",
-               errno.EPERM: "operation not permitted"}
+DISK_ERRORS: dict[int | None, str] = {errno.ENOSPC: "no space left on the device",
+                                      errno.EDQUOT: "disk quota exceeded",
+                                      errno.EROFS: "read-only file system",
+                                      errno.EACCES: "permission denied",
+                                      errno.EPERM: "operation not permitted"}
 FULL_OR_READ_ONLY = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 

@@ -300,6 +300,7 @@ class Runner:
                         site_exits = ExitStack()
                         servers = self._open_site(self.recordings[block.site], site_exits)
                         topo_site = block.site
+                    assert servers is not None  # opened for this block's site above
                     self._run_block(block, servers, store, work, progress, task)
                 if self.decider is not None:
                     self.decider.finish(store.db, [(site, net) for site in self.recordings

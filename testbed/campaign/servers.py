@@ -21,6 +21,7 @@ import os
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from testbed.campaign import manifest as manifest_mod
 from testbed.errors import TestbedError
@@ -61,7 +62,7 @@ class Servers:
         self.env: ReplayEnv | None = None
         self.key: tuple | None = None
         self.pristine = manifest_mod.sysctls(topology.server.exec([]))
-        self.applied: dict[str, dict[str, str]] = {}
+        self.applied: dict[str, dict[str, Any]] = {}
         """Setting name -> the sysctls it changed, its congestion control and the route
         to the client, as first applied (for the manifest)."""
         self.broken: str | None = None

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, field, make_dataclass
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
 from analysis import schema
 from analysis.schema import ADDED, COLUMNS, CONNECTION_COLUMNS, TRIALS
@@ -32,19 +32,22 @@ def _json(counts: dict[str, int] | None) -> str | None:
     return None if counts is None else json.dumps(counts, sort_keys=True)
 
 
-def _field(column: schema.Column) -> tuple:
+def _field(column: schema.Column) -> tuple[Any, ...]:
     """A Row field for a column: its Python type (None allowed unless required); an
     added column defaults to None."""
-    kind = {schema.TEXT_KIND: str, schema.INTEGER_KIND: int, schema.REAL_KIND: float}[column.kind]
+    kind: Any = {schema.TEXT_KIND: str, schema.INTEGER_KIND: int, schema.REAL_KIND: float}[column.kind]
     kind = kind if column.required else kind | None
     return (column.name, kind, field(default=None)) if column.name in ADDED else (column.name, kind)
 
 
-Row = make_dataclass(
-    "Row", [_field(c) for c in TRIALS], frozen=True,
-    namespace={"protocols_json": staticmethod(_json), "in_flight_json": staticmethod(_json)})
-Row.__module__ = __name__
-Row.__doc__ = """One finished trial, as stored: a field per column of the results contract
+if TYPE_CHECKING:
+    Row: TypeAlias = Any  # made from the schema at import time: its fields are not static
+else:
+    Row = make_dataclass(
+        "Row", [_field(c) for c in TRIALS], frozen=True,
+        namespace={"protocols_json": staticmethod(_json), "in_flight_json": staticmethod(_json)})
+    Row.__module__ = __name__
+    Row.__doc__ = """One finished trial, as stored: a field per column of the results contract
 (analysis.schema.TRIALS), in its order; protocols and max_in_flight are JSON objects
 (Row.protocols_json, Row.in_flight_json)."""
 
@@ -97,13 +100,13 @@ class Store:
         assert self.db is not None
         return {r[0] for r in self.db.execute("SELECT trial_id FROM trials")}
 
-    def add(self, row: Row, connections: list[dict] = ()) -> None:
+    def add(self, row: Row, connections: Sequence[dict[str, Any]] = ()) -> None:
         """Store one trial in one transaction (IntegrityError if already stored)."""
         with self.adding(row, connections):
             pass
 
     @contextmanager
-    def adding(self, row: Row, connections: list[dict] = ()) -> Iterator[None]:
+    def adding(self, row: Row, connections: Sequence[dict[str, Any]] = ()) -> Iterator[None]:
         """Insert the row, run the block, commit; roll back if the block (or the insert:
         IntegrityError if already stored) fails. What the block does is thus done
         exactly when the row is stored, unless the process dies between the block's

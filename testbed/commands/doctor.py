@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -335,7 +336,7 @@ CHECKS: list[Callable[[], Row]] = [
     check_chromium, check_firefox, check_geckodriver, check_browsertime, check_visual_metrics, check_xvfb, check_nginx,
     check_uwsgi, check_h3server, check_mitmproxy, check_iperf3,
 ]
-LAB_CHECKS = [check_netns_iptables, check_qdiscs, check_mahimahi, check_chromium_load]
+LAB_CHECKS: list[Callable[[Any], Row | list[Row]]] = [check_netns_iptables, check_qdiscs, check_mahimahi, check_chromium_load]
 
 
 def run_checks() -> list[Row]:
@@ -350,11 +351,11 @@ def run_checks() -> list[Row]:
         return rows
     try:
         with lab() as topo:
-            for check in LAB_CHECKS:
+            for lab_check in LAB_CHECKS:
                 try:
-                    result = check(topo)
+                    result = lab_check(topo)
                 except Exception as e:  # noqa: BLE001 -- as above
-                    result = failed(check.__name__.removeprefix("check_"), str(e), "see the message")
+                    result = failed(lab_check.__name__.removeprefix("check_"), str(e), "see the message")
                 rows.extend(result if isinstance(result, list) else [result])
     except Exception as e:  # noqa: BLE001 -- the lab itself could not be built
         rows.append(failed("network namespaces", str(e), "needs root and CONFIG_NET_NS; in Docker --privileged"))

@@ -55,13 +55,13 @@ def is_extra_missing(e: ModuleNotFoundError) -> bool:
     return (e.name or "").partition(".")[0] not in ("testbed", "analysis")
 
 
-def not_installed(missing: str) -> str:
+def not_installed(missing: str | None) -> str:
     """What to do about a package the analysis-only install (`.[analysis]`) lacks."""
     return (f"not in this install (no module {missing}): pip install '.[measure]' "
             "or `make setup` brings it")
 
 
-def _not_installed(name: str, missing: str) -> click.Command:
+def _not_installed(name: str, missing: str | None) -> click.Command:
     """A stand-in for a command whose packages this install lacks (the analysis-only
     install has no mitmproxy or pydantic): listed in help, says what to install."""
     why = not_installed(missing)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -104,10 +105,10 @@ def trial(results: Path, trial_id: str, output: Path | None, no_filmstrip: bool,
 
 
 def _unprivileged(argv: list[str], pass_fds: tuple[int, ...], timeout: float
-                  ) -> subprocess.CompletedProcess:
+                  ) -> subprocess.CompletedProcess[bytes]:
     """Run ffmpeg on someone else's video: as the testbed user when root, with a bare
     environment (analysis.trial_page.Runner)."""
-    drop = {}
+    drop: dict[str, Any] = {}
     if os.geteuid() == 0:
         pw = paths.user()
         drop = {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": [], "cwd": "/",

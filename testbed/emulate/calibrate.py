@@ -142,7 +142,7 @@ def calibrate(site: ProbeSite, profile: NetworkProfile, probes: int = PROBES,
     tried: dict[tuple[int, int | None], tuple[float, list[figures.Rtt]]] = {}
 
     def measure(delay: int, wait: int | None) -> float:
-        chain = build_chain(profile, site.dir, delay, wait)
+        chain = build_chain(profile, site.work_dir(), delay, wait)
         runs = [measure_rtt(site, profile, chain, probes, session=i + 1)
                 for i in range(instances)]
         if any(r.echoed == 0 for r in runs):
@@ -160,6 +160,7 @@ def calibrate(site: ProbeSite, profile: NetworkProfile, probes: int = PROBES,
         delay = best
     delay, wait = min(tried, key=lambda k: (abs(tried[k][0] - target), k[0]))
     if wait is not None:
+        assert profile.downlink_mbit is not None  # a reply wait: fixed-rate downlink
         gap = float(1 / traces.opportunities_per_ms(profile.downlink_mbit))
         finer = min(max(1, wait + round(target - tried[(delay, wait)][0])), math.ceil(gap) - 1)
         if finer != wait:

@@ -77,12 +77,17 @@ class ProbeSite:
     def __exit__(self, *exc: object) -> None:
         self._exits.close()
 
+    def work_dir(self) -> Path:
+        """The site's temporary folder (while the `with` block runs)."""
+        assert self.dir is not None, "entered first"
+        return self.dir
+
     @contextmanager
     def probe_server(self):
         """A fresh probe server for one measurement; its dump is readable after the block."""
         self._n += 1
-        dump = self.dir / f"probe-{self._n}.json"
-        log = self.dir / f"probe-{self._n}.log"
+        dump = self.work_dir() / f"probe-{self._n}.json"
+        log = self.work_dir() / f"probe-{self._n}.log"
         bg = proc.Background(NICE + self.topology.server.exec(
             [sys.executable, "-m", "testbed.emulate.udp_probe", "server", "--bind", PROBE_IP,
              "--port", str(PROBE_PORT), "--dump", str(dump)]), log=log, cwd=str(ROOT))
@@ -113,7 +118,7 @@ class ProbeSite:
         server whose client gave up on a lossy link may not take the next test);
         the client's JSON report."""
         self._n += 1
-        log = self.dir / f"iperf3-{self._n}.log"
+        log = self.work_dir() / f"iperf3-{self._n}.log"
         server = proc.Background(NICE + self.topology.server.exec(
             ["iperf3", "-s", "-1", "--forceflush", "-B", PROBE_IP, "-p", str(IPERF_PORT)]), log=log)
         with server:

@@ -143,7 +143,9 @@ def link_traces(profile: NetworkProfile, reply_wait: int | None = None) -> LinkT
     for d in ("uplink", "downlink"):
         mbit = getattr(profile, f"{d}_mbit")
         if mbit is None:
-            got.append(traces.starting_at(profile.trace(d), profile.trace_start_ms))
+            driven = profile.trace(d)
+            assert driven is not None  # no rate: trace-driven
+            got.append(traces.starting_at(driven, profile.trace_start_ms))
             continue
         trace = traces.fixed_rate(mbit)
         default = reply_wait_ms(profile)

@@ -18,7 +18,7 @@ import pwd
 import stat
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from testbed.host.runstate import USER, Run, current
 
@@ -29,7 +29,7 @@ BINDABLE = ("/etc/hosts", "/etc/resolv.conf")
 
 def as_user(argv: Sequence[str], netns: str | None = None, env: dict[str, str] | None = None,
             run: Run | None = None, cwd: str | None = None,
-            binds: dict[str, os.PathLike[str] | str] | None = None) -> list[str]:
+            binds: Mapping[str, os.PathLike[str] | str] | None = None) -> list[str]:
     """The argv that runs `argv` as the testbed user inside `netns` (or the host's).
 
     binds: files of root's (in the run's folder) bind-mounted over the given paths

@@ -115,9 +115,9 @@ def missing() -> str | None:
                        (VISUALMETRICS, "Browsertime's visual metrics")):
         if not path.exists():
             return f"{what} missing ({path}); run `make setup` (setup/setup.sh node)"
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not Path(path).exists():
-            return f"{path} missing; run `make setup` (apt: chromium chromium-driver)"
+    for binary in (CHROMIUM, CHROMEDRIVER):
+        if not Path(binary).exists():
+            return f"{binary} missing; run `make setup` (apt: chromium chromium-driver)"
     return None
 
 

@@ -32,6 +32,7 @@ import io
 import logging
 import os
 import tarfile
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Self
@@ -120,7 +121,7 @@ class Captures:
         """The capture running now ends (the block's last trial)."""
         self._stop_pcap()
 
-    def collect(self, k: int, qlogs: list[Path] = ()) -> tuple[dict[str, bytes],
+    def collect(self, k: int, qlogs: Sequence[Path] = ()) -> tuple[dict[str, bytes],
                                                                dict[str, dict[str, int]]]:
         """Trial k's captures gzipped (file name -> bytes) and, per capture, its size
         before and after compression; a capture the trial did not leave is absent.
@@ -141,7 +142,7 @@ class Captures:
         return files, sizes
 
     @staticmethod
-    def _qlogs(paths: list[Path]) -> tuple[bytes, dict[str, int]] | None:
+    def _qlogs(paths: Sequence[Path]) -> tuple[bytes, dict[str, int]] | None:
         """The qlogs (the testbed user's files, read without following a link) in one
         gzipped tar, and their sizes; None when the trial has none."""
         buf, total, n = io.BytesIO(), 0, 0

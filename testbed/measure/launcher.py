@@ -66,6 +66,7 @@ def merged(args: list[str], flags: list[str]) -> list[str]:
         if have is None:
             out.append(flag)
         else:
+            assert switch is not None  # found by it
             out[have] = out[have] + "," + flag[len(switch):]
     return out
 

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Protocol
 
 from testbed.errors import TestbedError
-from testbed.host import chromium, enter, firefox, proc, safefs
+from testbed.host import chromium, enter, firefox, paths, proc, safefs
 from testbed.measure import browsertime, trial_har, visual
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ class Session:
             safefs.write_file(self.workdir / "hosts", firefox.hosts_file(self.hosts))
             safefs.write_file(self.workdir / "resolv.conf", firefox.RESOLV_CONF)
         self._ctl_fd = safefs.open_dir(
-            self.ctl, owner=safefs.user().pw_uid if os.geteuid() == 0 else os.geteuid())
+            self.ctl, owner=paths.user().pw_uid if os.geteuid() == 0 else os.geteuid())
 
     def _put(self, name: str, data: dict) -> None:
         assert self._ctl_fd is not None
@@ -353,6 +353,7 @@ class Session:
             o.browser_error = f"warm-up load failed: {str(warmed['error'])[:200]}"
             self._end(o, measured=False)
             return False
+        assert o.load_began is not None  # set when the warm-up load began
         o.warm_up_s = round(time.monotonic() - o.load_began, 3)
         self.driver.warmed(o.index)
         o.load_began = time.monotonic()
@@ -391,8 +392,8 @@ class Session:
         self._stopping = True
         reason = self._exit_reason(bt) if not bt.alive() else why
         bt.stop()
-        if mark and k < len(outcomes) and outcomes[k] is not None:
-            o = outcomes[k]
+        o = outcomes[k] if mark and k < len(outcomes) else None
+        if o is not None:
             o.browser_error = reason
             self._end(o, measured=False)
             k += 1
@@ -447,7 +448,7 @@ class Session:
 
         def work():
             try:
-                o.visual = visual.run(o.video, self.visual_dir / f"visualmetrics-{it}.log")
+                o.visual = visual.run(video, self.visual_dir / f"visualmetrics-{it}.log")
             except visual.VisualMetricsError as e:
                 o.visual_error = str(e)
 

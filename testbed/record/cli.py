@@ -12,6 +12,7 @@ import click
 from testbed import jsonout
 from testbed.formats import recording as recording_mod
 from testbed.host import safefs
+from testbed.host.paths import RECORDINGS_DIR
 
 NUMBERS = ("line", "origins", "IPs", "requests", "bytes")
 """Columns of the record tables shown right-justified."""
@@ -26,7 +27,7 @@ NUMBERS = ("line", "origins", "IPs", "requests", "bytes")
 @click.option("--loads", default=3, show_default=True, type=click.IntRange(min=1),
               help="Page loads merged into the recording (catches resources picked at random).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
-              default=recording_mod.RECORDINGS_DIR, show_default="recordings/",
+              default=RECORDINGS_DIR, show_default="recordings/",
               help="Folder the recording is written into.")
 @click.option("--force", is_flag=True,
               help="Record again what OUT already holds (replaced once the new one is "
@@ -100,9 +101,11 @@ def _record_list(list_file: Path, template, force: bool) -> None:
         task = bar.add_task("record", total=len(todo), site="")
         for i, site in enumerate(todo, start=1):
             bar.update(task, site=site.name)
-            o = bulk.record_site(site, template, force,
-                                 lambda msg, n=site.name: click.echo(f"record: {n}: {msg}",
-                                                                     err=True))
+
+            def say(msg: str, n: str = site.name) -> None:
+                click.echo(f"record: {n}: {msg}", err=True)
+
+            o = bulk.record_site(site, template, force, say)
             outcomes.append(o)
             left = eta.step()
             if not o.ok:
@@ -265,7 +268,7 @@ def har(name, output, bodies):
     click.echo(f"{output}: {len(doc['log']['entries'])} entries", err=True)
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

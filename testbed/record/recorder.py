@@ -28,6 +28,7 @@ from testbed.errors import InputError, TestbedError
 from testbed.formats import recording
 from testbed.host import netns as netns_mod
 from testbed.host import runstate, safefs
+from testbed.host.paths import RECORDINGS_DIR
 from testbed.record import browser as browser_mod
 from testbed.record import normalise
 from testbed.record.browser import LoadResult
@@ -47,7 +48,7 @@ class RecordOptions:
     """Folder name of the recording; default: derived from the URL's host."""
     loads: int = 3
     """Page loads merged into the recording (catches resources picked at random)."""
-    out: Path = recording.RECORDINGS_DIR
+    out: Path = RECORDINGS_DIR
     """Folder the recording is written into."""
     timeout: float = 60.0
     """Seconds one load may take to fire its load event, and again to go network-idle."""

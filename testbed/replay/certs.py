@@ -95,6 +95,9 @@ def ensure_ca(ca_dir: Path | None = None) -> CA:
     except (FileNotFoundError, ValueError) as e:
         raise TestbedError(f"{ca_dir}: unreadable CA ({e}); remove the folder to have a new "
                            f"one made") from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise TestbedError(f"{ca_dir}: unreadable CA (not an EC key); remove the folder to "
+                           f"have a new one made")
     return CA(cert=cert, key=key, dir=ca_dir)
 
 

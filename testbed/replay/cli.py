@@ -161,7 +161,7 @@ def replay(recording: str, stack: str | None, protocol: str | None, network: str
         cwd = Path.cwd()
         shaped = chain.argv(list(cmd)) if chain is not None else list(cmd)
         cmd_env = command_env(env, opts.chromium_flags if opts is not None else ())
-        binds = {}
+        binds: dict[str, Path] = {}
         if client == "firefox":
             cmd_env, binds = firefox_env(env)
         argv = enter.as_user(shaped, netns=env.client_netns, env=cmd_env,

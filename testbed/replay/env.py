@@ -253,7 +253,7 @@ class ReplayEnv:
             raise TestbedError(f"{H3SERVER} missing; build it: `make setup` "
                                f"(or `cargo build --release` in h3server/)")
         manifest = self.recording.path / "manifest.json"
-        if proc.run(enter.as_user(["test", "-r", manifest]), check=False).returncode != 0:
+        if proc.run(enter.as_user(["test", "-r", str(manifest)]), check=False).returncode != 0:
             raise InputError(f"{manifest}: the {USER} user cannot read it (the servers run as "
                              f"{USER}); keep recordings in a world-readable folder")
 
@@ -275,6 +275,7 @@ class ReplayEnv:
 
     def _server(self, exits: ExitStack, name: str, argv: list[str],
                 env: dict[str, str] | None = None) -> None:
+        assert self.dir is not None  # made on entry
         bg = proc.Background(enter.as_user(argv, netns=self.server_netns, env=env,
                                            cwd=str(self.var)),
                              log=self.dir / f"{name}.log")
@@ -283,6 +284,7 @@ class ReplayEnv:
         exits.callback(self.servers.pop, name, None)
 
     def _start_tcp(self, exits: ExitStack) -> None:
+        assert self.dir is not None and self.var is not None and self.leaf is not None  # entered
         sock = self.var / "uwsgi.sock"
         conf = nginx.NginxConfig(
             prefix=self.var, cert=self.leaf.chain_path, key=self.leaf.key_path, socket=sock,
@@ -295,6 +297,7 @@ class ReplayEnv:
         self._server(exits, "nginx", nginx.nginx_argv(self.var, conf_path), env=self.nginx_env)
 
     def _start_quic(self, exits: ExitStack) -> None:
+        assert self.leaf is not None  # made on entry
         argv = [str(H3SERVER), "--recording", str(self.recording.path)]
         for lst in self.listens:
             argv += ["--listen", f"{lst.ip}:{lst.port}"]

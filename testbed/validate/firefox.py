@@ -164,11 +164,11 @@ def judge(stack: str, origins: Mapping[str, str], log: str | None, har: dict | N
                                           if coalesced else ""),
                             not wrong and (bool(sessions) or coalesced)))
         if reported is not None:
-            got = reported.get(origin)
+            in_har = reported.get(origin)
             # an origin the page did not ask this time has no row of its own
-            if got:
-                rows.append(Row(f"{origin}: HAR", f"every response {want}", _show(got),
-                                set(got) == {want}))
+            if in_har:
+                rows.append(Row(f"{origin}: HAR", f"every response {want}", _show(in_har),
+                                set(in_har) == {want}))
         if wire is not None:
             seen = wire.get(ip, {"tcp": 0, "quic": 0})
             rows.append(Row(f"{origin}: wire at {ip}", f"{stack} to 443, no {other}",

@@ -43,9 +43,10 @@ from testbed.emulate import calibrate, figures
 from testbed.emulate.probesite import PROBE_IP, PROBE_PORT, ProbeSite
 from testbed.emulate.shells import ShellChain, build_chain, link_traces
 from testbed.errors import InputError, TestbedError
-from testbed.formats.profiles import NETWORKS_DIR, NetworkProfile, available, load_network
+from testbed.formats.profiles import NetworkProfile, available, load_network
 from testbed.formats.traces import UDP_PAYLOAD, opportunity_wait_quantile
 from testbed.host import safefs
+from testbed.host.paths import NETWORKS_DIR
 from testbed.validate import verdict
 from testbed.validate.verdict import Row
 
@@ -211,7 +212,7 @@ def validate_profile(site: ProbeSite, profile: NetworkProfile, probes: int, star
     say = status or (lambda _msg: None)
     say(f"{profile.name}: calibrating")
     cal = calibrate.for_profile(profile, site, recalibrate=recalibrate)
-    chain = build_chain(profile, site.dir, cal.delay_ms, cal.reply_wait_ms)
+    chain = build_chain(profile, site.work_dir(), cal.delay_ms, cal.reply_wait_ms)
     report = Report(profile, cal)
     say(f"{profile.name}: {probes} RTT/loss probes")
     rtt_and_loss(site, profile, chain, probes, starts, report)

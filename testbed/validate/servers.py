@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -69,8 +70,8 @@ def settings(initial_window: int = INITIAL_WINDOW, pacing: bool = False,
     initial window, pacing), with 1500-byte packets on both (h3server
     --max-udp-payload 1472, as TCP's 1448-byte segments) and segmentation offload on
     both (the kernel's GSO for TCP, --gso on for h3server)."""
-    common = {"congestion_control": TCP_CONGESTION_CONTROL,
-              "initial_window_packets": initial_window, "pacing": pacing}
+    common: dict[str, Any] = {"congestion_control": TCP_CONGESTION_CONTROL,
+                              "initial_window_packets": initial_window, "pacing": pacing}
     tcp = server_options(ProtocolProfile(name="parity-tcp", stack="tcp", **common))
     quic = server_options(ProtocolProfile(name="parity-quic", stack="quic",
                                           max_udp_payload=1472, **common))
@@ -286,7 +287,7 @@ LOSS_LABELS = {"tun_drops": "TUN queue drops", "udp_rcvbuf_drops": "UDP receive-
                "tcp_retransmits": "TCP retransmissions"}
 """Mahimahi's TUN devices dropped (queue full), the browser's namespace dropped as
 its UDP receive buffers were full, the servers' TCP retransmitted."""
-LOSS_COUNTERS = tuple(LOSS_LABELS)
+LOSS_COUNTERS: tuple[str, ...] = tuple(LOSS_LABELS)
 DROPS = ("tun_drops", "udp_rcvbuf_drops")
 """The counters that are loss for sure (a TCP retransmission may be a tail loss
 probe or a spurious timeout)."""
@@ -364,6 +365,7 @@ def _download(page, env: ReplayEnv, stack: str, host: str, size: int, tag: str) 
     if got.protocol != PROTOCOL[stack]:
         raise TestbedError(f"{stack}: {url} went over {got.protocol!r}, "
                            f"expected {PROTOCOL[stack]}")
+    assert got.ms is not None  # a 200 with the size: Resource Timing has its entry
     return float(got.ms)
 
 

@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from testbed.formats import recording as rec
@@ -59,8 +60,9 @@ header is readable) and the alt-svc it answered with, as the browser received it
 class Fetched:
     """One download as the page saw it."""
 
-    status: int
-    bytes: int
+    status: int | None
+    bytes: int | None
+    """Status and size as fetch() saw them; None if the page reported nothing."""
     protocol: str | None
     """Resource Timing's nextHopProtocol (h2, h3); None if it had no entry."""
     ms: float | None
@@ -69,7 +71,7 @@ class Fetched:
 
 def fetch(page, url: str, timeout: float) -> Fetched:
     """Download url from the page (a testbed.host.chromium.Page) and time it."""
-    got = page.evaluate(FETCH_JS % json.dumps(url), timeout=timeout) or {}
+    got: dict[str, Any] = page.evaluate(FETCH_JS % json.dumps(url), timeout=timeout) or {}
     return Fetched(status=got.get("status"), bytes=got.get("bytes"),
                    protocol=got.get("protocol"), ms=got.get("ms"))
 

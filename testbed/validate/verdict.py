@@ -119,7 +119,7 @@ def render(console: Console, rows: Sequence[Row], columns: Sequence[Column], tit
 def table(rows: Sequence[Row], columns: Sequence[Column], title: str = "", *,
           words: Words = YES_NO, group: str = "", fold: bool = False) -> Table:
     t = Table(title=Text(title) if title else None, title_justify="left")
-    overflow = "fold" if fold else "ellipsis"
+    overflow: Literal["fold", "ellipsis"] = "fold" if fold else "ellipsis"
     if group:
         t.add_column(group, overflow=overflow)
     for c in columns:
