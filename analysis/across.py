@@ -41,7 +41,8 @@ VERDICTS = ("faster", "slower", "no difference")
 def site_log_ratio(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
     """Per row of runs: mean(log a) - mean(log b) over the last axis (NaN runs ignored)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.nanmean(np.log(xa), axis=-1) - np.nanmean(np.log(xb), axis=-1)
+        result: np.ndarray = np.nanmean(np.log(xa), axis=-1) - np.nanmean(np.log(xb), axis=-1)
+        return result
 
 
 def t_test(d: np.ndarray, confidence: float = 0.95) -> dict[str, np.ndarray]:
@@ -94,7 +95,8 @@ def bootstrap_ci(d: np.ndarray, confidence: float = 0.95, resamples: int = 2000,
 
 
 def _bootstrap_t(d: np.ndarray, confidence: float, resamples: int,
-                 rng: np.random.Generator, rows_at_once: int = 50):
+                 rng: np.random.Generator, rows_at_once: int = 50
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """The studentized bootstrap interval of each row's mean (rows: campaigns or cells,
     columns: sites), the same resampled sites for every row."""
     n = d.shape[1]
@@ -143,7 +145,7 @@ def site_table(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> pd.DataF
 
 
 def across_sites(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
-                 rtts: pd.Series | dict | None = None, alpha: float = 0.01,
+                 rtts: pd.Series | dict[str, Any] | None = None, alpha: float = 0.01,
                  confidence: float = 0.95, resamples: int = 2000,
                  seed: int = 0) -> pd.DataFrame:
     """Per pair x network x metric: the geometric-mean ratio a/b - 1 across sites
@@ -178,7 +180,7 @@ MIXED_COLUMNS = KEYS + ["sites", "observations", "estimate", "low", "high", "p",
                         "site_slope_sd", "block", "converged", "note"]
 
 
-def mixed_fit(df: pd.DataFrame, confidence: float = 0.95) -> dict:
+def mixed_fit(df: pd.DataFrame, confidence: float = 0.95) -> dict[str, Any]:
     """MixedLM of log(value) on `x` (1 for setting a, 0 for b) with a random intercept
     and x slope per site and, if it converges, the run block (site, run) as a variance
     component. `df`: columns site, run, x, value. Returns the fixed effect of x (log
@@ -224,7 +226,7 @@ def mixed_fit(df: pd.DataFrame, confidence: float = 0.95) -> dict:
             else np.nan, "block": block, "converged": True, "note": note}
 
 
-def _fit(model, method: str):
+def _fit(model: Any, method: str) -> Any:
     """model.fit by REML with `method`, or None when it fails or does not converge.
     statsmodels warns of an optimum on the boundary (a variance 0) on most fits (a
     ConvergenceWarning although the fit converged): result.converged decides."""
@@ -237,7 +239,7 @@ def _fit(model, method: str):
     return result if result.converged else None
 
 
-def _sound(result, d: pd.Series, spread: float) -> bool:
+def _sound(result: Any, d: pd.Series, spread: float) -> bool:
     """A fit whose setting effect and SE are finite and whose effect lies within the
     sites' own differences `d` (widened by their range)."""
     est, se = float(result.fe_params["x"]), float(result.bse_fe["x"])

@@ -13,8 +13,10 @@ because they are the first suspects when verdicts differ.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -65,13 +67,13 @@ class Agreement:
                 **extra}
 
 
-def read_manifest(folder: Path) -> dict:
+def read_manifest(folder: Path) -> dict[str, Any]:
     """The folder's manifest.json ({} when there is none), by the results loader (never
     through a symlink, only in a manifest's shape)."""
     return load_manifest(folder) or {}
 
 
-def flatten(value, prefix: str = "") -> dict[str, object]:
+def flatten(value: Any, prefix: str = "") -> dict[str, object]:
     """Nested dicts and lists as {"a.b.0": leaf}."""
     if isinstance(value, dict):
         out = {}
@@ -86,7 +88,7 @@ def flatten(value, prefix: str = "") -> dict[str, object]:
     return {prefix: value}
 
 
-def manifest_diff(a: dict, b: dict) -> pd.DataFrame:
+def manifest_diff(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
     """Every flattened manifest key whose value differs; suspects first, then by key."""
     fa, fb = flatten(a), flatten(b)
     rows = [(k, _text(fa.get(k)), _text(fb.get(k))) for k in sorted(set(fa) | set(fb))
@@ -98,14 +100,15 @@ def manifest_diff(a: dict, b: dict) -> pd.DataFrame:
 _MISSING = object()
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return "(absent)" if value is None else str(value)
 
 
-def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict | None = None,
-              manifest_b: dict | None = None, baseline: str | None = None,
-              pairs=None, alpha: float = DEFAULT_ALPHA, test: str = "anova",
-              correction: str = "none", metrics=None, resamples: int = 2000,
+def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict[str, Any] | None = None,
+              manifest_b: dict[str, Any] | None = None, baseline: str | None = None,
+              pairs: Sequence[tuple[str, str]] | None = None, alpha: float = DEFAULT_ALPHA,
+              test: str = "anova", correction: str = "none",
+              metrics: Sequence[str] | None = None, resamples: int = 2000,
               margin: float = DEFAULT_MARGIN,
               equivalence_alpha: float | None = None) -> Agreement:
     """Compare two campaigns' verdicts on the settings, networks, sites and metrics they
@@ -159,7 +162,8 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict |
                      warnings=tuple(warnings))
 
 
-def cell_equivalence(logs_a: pd.DataFrame, logs_b: pd.DataFrame, pairs,
+def cell_equivalence(logs_a: pd.DataFrame, logs_b: pd.DataFrame,
+                     pairs: Sequence[tuple[str, str]],
                      margin: float = DEFAULT_MARGIN, alpha: float = DEFAULT_ALPHA,
                      power: float = EQUIVALENCE_POWER) -> pd.DataFrame:
     """Per pair x network x metric: do the two campaigns find the same effect? Per site,
@@ -190,7 +194,7 @@ def cell_equivalence(logs_a: pd.DataFrame, logs_b: pd.DataFrame, pairs,
     return sort_pairs(out, list(pairs)) if len(out) else out
 
 
-def agreement_of(folder_a: Path, folder_b: Path, **options) -> Agreement:
+def agreement_of(folder_a: Path, folder_b: Path, **options: Any) -> Agreement:
     """agreement() of two results folders (or exports), with their manifests."""
     ta, tb = load(folder_a), load(folder_b)
     ma = read_manifest(folder_a) if Path(folder_a).is_dir() else {}

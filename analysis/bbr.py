@@ -24,7 +24,10 @@ helped and where it hurt.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -62,7 +65,7 @@ SEED_CLAIMS = (
 """What the CDN study (seed 004) reported; `claims` says whether these results agree."""
 
 
-def pairs_in(settings) -> list[tuple[str, str, str]]:
+def pairs_in(settings: Iterable[str]) -> list[tuple[str, str, str]]:
     settings = set(settings)
     return [p for p in PAIRS if p[1] in settings and p[2] in settings]
 
@@ -77,7 +80,7 @@ def page_sizes(trials: pd.DataFrame, largest: dict[str, float] | None = None) ->
     return out
 
 
-def largest_object(har: dict) -> float | None:
+def largest_object(har: dict[str, Any]) -> float | None:
     """The largest response of a HAR, in bytes (its body, else what was transferred)."""
     best = None
     for e in (har or {}).get("log", {}).get("entries", []):
@@ -91,7 +94,7 @@ def largest_object(har: dict) -> float | None:
     return best
 
 
-def path_losses(manifest: dict | None) -> dict[str, float]:
+def path_losses(manifest: dict[str, Any] | None) -> dict[str, float]:
     """Network -> its downlink loss in percent, from a campaign manifest's profiles
     (the last session's, then the first's); empty without a manifest."""
     found: dict[str, float] = {}
@@ -217,14 +220,15 @@ def _gmean(logs: pd.Series) -> float:
     return float(np.exp(logs.mean())) if len(logs) else np.nan
 
 
-def signed_z(effect, p) -> np.ndarray:
+def signed_z(effect: Any, p: Any) -> np.ndarray:
     """A two-sided p as a z score signed by its effect: sign(effect) * Φ⁻¹(1 - p/2),
     computed with the inverse survival function (norm.isf), so p = 1e-20 gives 9.3,
     not the infinity 1 - p/2 rounds to."""
     from scipy.stats import norm
 
     p = np.clip(np.nan_to_num(np.asarray(p, dtype=float), nan=1.0), 1e-300, 1.0)
-    return np.sign(np.asarray(effect, dtype=float)) * norm.isf(p / 2)
+    result: np.ndarray = np.sign(np.asarray(effect, dtype=float)) * norm.isf(p / 2)
+    return result
 
 
 def directed(groups: pd.DataFrame, effect: str, want_negative: bool,
@@ -247,7 +251,7 @@ def directed(groups: pd.DataFrame, effect: str, want_negative: bool,
     return ("holds" if (z < 0) == want_negative else "contradicted"), p
 
 
-def across_site_test(rows: pd.DataFrame, value: str = "d") -> dict:
+def across_site_test(rows: pd.DataFrame, value: str = "d") -> dict[str, Any]:
     """The test across sites of rows holding a per-site log ratio `value` (several
     rows a site, e.g. networks or stacks, are averaged first, so each site counts
     once): t test of mean 0; estimate = exp(mean) - 1 with its 95 % interval."""
@@ -258,7 +262,7 @@ def across_site_test(rows: pd.DataFrame, value: str = "d") -> dict:
             "p": float(t["p"])}
 
 
-def _interval(t: dict) -> str:
+def _interval(t: dict[str, Any]) -> str:
     return (f"geometric mean {t['estimate']:+.1%} [{t['low']:+.1%}, {t['high']:+.1%}] over "
             f"{t['sites']} sites, t test across sites p = {t['p']:.2g}")
 
@@ -273,11 +277,12 @@ def claims(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01,
     (loss and RTT confounded in this campaign): the second says so."""
     rows = []
 
-    def add(key, text, verdict, evidence, networks="") -> None:
+    def add(key: str, text: str, verdict: str, evidence: str, networks: str = "") -> None:
         rows.append({"claim": key, "statement": text, "verdict": verdict,
                      "networks": networks, "evidence": evidence})
 
-    def test_claim(key, text, sub, want_negative, what):
+    def test_claim(key: str, text: str, sub: pd.DataFrame, want_negative: bool,
+                   what: str) -> Any:
         sub = sub[sub["d"].notna()] if len(sub) else sub
         if sub.empty:
             add(key, text, "no data", f"no {what}")
@@ -350,7 +355,7 @@ def findings(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01)
     return out
 
 
-def largest_objects(folder, trials: pd.DataFrame, tries: int = 3) -> dict[str, float]:
+def largest_objects(folder: Path, trials: pd.DataFrame, tries: int = 3) -> dict[str, float]:
     """Site -> its largest object in bytes, from the HAR of its first ok trial that kept
     a readable one (at most `tries` trials a site are looked at; an unsafe or broken
     file is passed over, never followed); sites without one are left out."""
@@ -388,7 +393,7 @@ class BbrAnalysis:
     """Delivery rates per stack, network, size bucket and site (`delivery_per_site`)."""
 
 
-def analyse_bbr(trials: pd.DataFrame, conns: pd.DataFrame, manifest: dict | None = None,
+def analyse_bbr(trials: pd.DataFrame, conns: pd.DataFrame, manifest: dict[str, Any] | None = None,
                 largest: dict[str, float] | None = None, alpha: float = 0.01,
                 metric: str = "plt") -> BbrAnalysis:
     losses = path_losses(manifest)

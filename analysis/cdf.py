@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -9,7 +11,7 @@ from scipy import stats
 from analysis.stats import sort_table
 
 
-def ecdf(values) -> pd.DataFrame:
+def ecdf(values: Any) -> pd.DataFrame:
     """The empirical CDF of `values` (NaN ignored): each distinct value x and P(X <= x)."""
     values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]

@@ -13,7 +13,7 @@ columns (object, string or category dtype) are touched.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,7 +22,7 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 """What a cell may not start with: a spreadsheet would read it as a formula."""
 
 
-def safe_cell(value):
+def safe_cell(value: Any) -> Any:
     """`value` with `'` in front when it is text a spreadsheet would run; else itself."""
     if isinstance(value, str) and value.startswith(FORMULA_START):
         return "'" + value

@@ -11,10 +11,11 @@ was expected and the first bad trial.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from analysis.results_io import MAX_DEPTH, ResultsError, depth
-from analysis.schema import CONNECTIONS, REAL_KIND, TEXT_KIND, TRIALS
+from analysis.schema import CONNECTIONS, REAL_KIND, TEXT_KIND, TRIALS, Column
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,7 +85,7 @@ def connections(df: pd.DataFrame, source: str) -> None:
     _columns(df, source, CONNECTIONS)
 
 
-def _columns(df: pd.DataFrame, source: str, columns) -> None:
+def _columns(df: pd.DataFrame, source: str, columns: Iterable[Column]) -> None:
     import numpy as np
 
     for c in columns:
@@ -105,7 +106,7 @@ def _columns(df: pd.DataFrame, source: str, columns) -> None:
             _fail(df, source, c.name, bad, what)
 
 
-def _range(c) -> tuple[float, float, str]:
+def _range(c: Column) -> tuple[float, float, str]:
     if c.kind == REAL_KIND and c.name.endswith("_ms"):
         return 0, MAX_MS, f"a time from 0 to {MAX_MS:.0f} ms"
     if c.name == "wall_s":

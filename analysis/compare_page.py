@@ -6,10 +6,12 @@ write where it checked it may."""
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 
 import matplotlib
 
 from analysis import pages
+from analysis.agreement import Agreement
 from analysis.plots import SAVE_RC, cdf_row_figure
 from analysis.report import _table_or_none as table
 from analysis.schema import PLOTTED_METRICS, full_name, label, networks_in
@@ -18,7 +20,7 @@ SHOWN_DIFFS = 50
 """Manifest differences shown on the page (all are in manifest_diff.csv)."""
 
 
-def figures(result) -> dict[str, bytes]:
+def figures(result: Agreement) -> dict[str, bytes]:
     """diff-rel-<metric>.svg per plotted metric the sites have: one panel per network,
     one line per pair: the CDF over sites of rel_A − rel_B (0: the campaigns agree)."""
     s = result.sites
@@ -39,7 +41,8 @@ def figures(result) -> dict[str, bytes]:
     return out
 
 
-def page(result, a: str, b: str, csv_names, figure_names) -> bytes:
+def page(result: Agreement, a: str, b: str, csv_names: Sequence[str],
+         figure_names: Sequence[str]) -> bytes:
     """index.html: the campaigns, warnings, score, per-cell agreement, equivalence,
     the figures and the manifests' differences, its tables as the report shows them."""
     tested = int(result.sites["agree"].notna().sum())
@@ -58,7 +61,7 @@ def page(result, a: str, b: str, csv_names, figure_names) -> bytes:
         csvs=list(csv_names)).encode()
 
 
-def files(result, a: str, b: str, csv_names) -> dict[str, bytes]:
+def files(result: Agreement, a: str, b: str, csv_names: Sequence[str]) -> dict[str, bytes]:
     """The page and its figures: file name -> bytes."""
     figs = figures(result)
     return {**figs, "index.html": page(result, a, b, csv_names, list(figs))}

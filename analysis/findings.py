@@ -17,8 +17,10 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +28,9 @@ import pandas as pd
 from analysis.across import equivalence_table, site_table
 from analysis.schema import METRIC_LABELS, NETWORK_LABELS, SETTING_LABELS, label
 from analysis.stats import measurements
+
+if TYPE_CHECKING:
+    from analysis.report import Analysis
 
 TABLE = Path(__file__).with_name("findings.toml")
 VERDICTS = ("reproduced", "contradicted", "inconclusive", "not tested")
@@ -126,7 +131,7 @@ def load_findings(path: Path | str = TABLE) -> tuple[Finding, ...]:
     return tuple(out)
 
 
-def _finding(raw: dict, where: str) -> Finding:
+def _finding(raw: dict[str, Any], where: str) -> Finding:
     def bad(key: str, expected: str) -> FindingsError:
         return FindingsError(f"{where}.{key}: expected {expected}, got {raw.get(key)!r}")
 
@@ -179,7 +184,7 @@ def _finding(raw: dict, where: str) -> Finding:
                    pairs=tuple((a, b) for a, b in pairs), link=raw["link"], **extra)
 
 
-def _paper_values(value, bad) -> dict[str, tuple[float, float]]:
+def _paper_values(value: Any, bad: Callable[[str, str], Exception]) -> dict[str, tuple[float, float]]:
     ok = isinstance(value, dict) and value and all(
         k in NETWORK_LABELS and isinstance(v, list) and len(v) == 2
         and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
@@ -189,7 +194,8 @@ def _paper_values(value, bad) -> dict[str, tuple[float, float]]:
     return {k: (float(v[0]), float(v[1])) for k, v in value.items()}
 
 
-def _names(raw: dict, key: str, known: dict, bad) -> tuple[str, ...]:
+def _names(raw: dict[str, Any], key: str, known: dict[str, Any],
+           bad: Callable[[str, str], Exception]) -> tuple[str, ...]:
     value = raw[key]
     if not (isinstance(value, list) and value and all(v in known for v in value)):
         raise bad(key, f"a list of names of {', '.join(known)}")
@@ -199,7 +205,7 @@ def _names(raw: dict, key: str, known: dict, bad) -> tuple[str, ...]:
 # -- evaluation -------------------------------------------------------------------------
 
 
-def evaluate(a, findings: tuple[Finding, ...] | None = None,
+def evaluate(a: Analysis, findings: tuple[Finding, ...] | None = None,
              connections: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per finding x network x pair x metric of `findings` (default: the
     table's) on the campaign analysed in `a` (analysis.report.Analysis): the paper's
@@ -221,7 +227,7 @@ def evaluate(a, findings: tuple[Finding, ...] | None = None,
 class _Context:
     """What the rows read from one analysis, computed once."""
 
-    def __init__(self, a, connections: pd.DataFrame | None = None) -> None:
+    def __init__(self, a: Analysis, connections: pd.DataFrame | None = None) -> None:
         self.a = a
         self.busiest = busiest_connection(connections, a.trials)
         ok = a.trials[a.trials["status"] == "ok"]
@@ -243,7 +249,7 @@ class _Context:
         return (int(s["n"].min()), int(s["n"].max())) if len(s) else (0, 0)
 
 
-def _base(f: Finding, network: str, x: str, y: str, metric: str) -> dict:
+def _base(f: Finding, network: str, x: str, y: str, metric: str) -> dict[str, Any]:
     return {"id": f.id, "kind": f.kind, "claim": f.claim, "figure": f.figure,
             "network": network, "a": x,
             "b": y, "metric": metric, "paper": f.paper_for(network, metric), "testbed": "–",
@@ -252,7 +258,7 @@ def _base(f: Finding, network: str, x: str, y: str, metric: str) -> dict:
             "high": math.nan}
 
 
-def _row(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict:
+def _row(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
     row = _base(f, network, x, y, metric)
     lacking = _lacking(network, (x, y), ctx)
     if lacking:
@@ -275,7 +281,7 @@ def _row(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -
     return row
 
 
-def _size(f: Finding, network: str, row: dict) -> str:
+def _size(f: Finding, network: str, row: dict[str, Any]) -> str:
     """Whether the row's 95 % interval reaches the paper's figure ('' when either is
     unknown)."""
     want = (f.paper_values or {}).get(network)
@@ -286,7 +292,7 @@ def _size(f: Finding, network: str, row: dict) -> str:
             + " the paper's figure.")
 
 
-def _lacking(network: str, settings, ctx: _Context) -> str:
+def _lacking(network: str, settings: Collection[str], ctx: _Context) -> str:
     """Why the campaign cannot test this row ('' if it can)."""
     if network not in ctx.networks:
         return (f"The campaign has no ok trials on {label(network)} (its networks so far: "
@@ -331,7 +337,7 @@ def _site_means(ctx: _Context, network: str, x: str, y: str, metric: str) -> pd.
     return wide[[x, y]].dropna() if x in wide and y in wide else pd.DataFrame(columns=[x, y])
 
 
-def _relative(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict:
+def _relative(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
     means = _site_means(ctx, network, x, y, metric)
     rel = (means[x] - means[y]) / means[y]
     out = {"testbed": f"median {_pct(rel.median())} over {len(rel)} sites"}
@@ -345,7 +351,7 @@ def _relative(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Conte
             "high": float(t["high"])}
 
 
-def _difference(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict:
+def _difference(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
     means = _site_means(ctx, network, x, y, metric)
     diff = means[x] - means[y]
     out = {"testbed": f"mean {_ms(diff.mean())} over {len(diff)} sites"}
@@ -359,7 +365,7 @@ def _difference(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Con
             "high": float(t["high_ms"])}
 
 
-def _site_tests(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict:
+def _site_tests(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
     w = ctx.a.win_tie_loss
     m = w[(w["a"] == x) & (w["b"] == y) & (w["network"] == network) & (w["metric"] == metric)]
     if m.empty:
@@ -386,7 +392,7 @@ def _site_tests(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Con
                    + " (ties: no significant difference on that site)."}
 
 
-def _same(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict:
+def _same(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
     d = site_table(ctx.meas(), [(x, y)])
     d = d[(d["network"] == network) & (d["metric"] == metric)]
     if d["site"].nunique() < 3:
@@ -412,7 +418,7 @@ def _same(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) 
                    f"({level} interval)."}
 
 
-def _one_rtt(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict:
+def _one_rtt(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
     d = ctx.a.design
     if d is None or d.empty:
         return {"verdict": "not tested", "why": "No single-origin site with both settings."}
@@ -445,7 +451,7 @@ def _one_rtt(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Contex
             "why": f"A site's interval reaches {f.max_lead_rtt:g} RTT."}
 
 
-def _load_order(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict:
+def _load_order(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
     c = ctx.a.comparisons
     c = c[(c["a"] == x) & (c["b"] == y) & (c["network"] == network)]
     wide = c.pivot_table(index="site", columns="metric", values="outcome", aggfunc="first",
@@ -499,7 +505,7 @@ JUDGES = {"relative": _relative, "difference": _difference, "site_tests": _site_
 # -- presentation ---------------------------------------------------------------------
 
 
-def shown(rows: pd.DataFrame) -> list[dict]:
+def shown(rows: pd.DataFrame) -> list[dict[str, Any]]:
     """The rows as the report's template shows them: labels for names, every text."""
     out = []
     for r in rows.itertuples(index=False):
@@ -514,7 +520,7 @@ def shown(rows: pd.DataFrame) -> list[dict]:
     return out
 
 
-def _links(r) -> list[tuple[str, str]]:
+def _links(r: Any) -> list[tuple[str, str]]:
     """(anchor, text) of the report sections a row's figures come from: its own, and
     the across-site table where its estimate is that table's."""
     links = [(r.link, r.link)]
@@ -523,7 +529,7 @@ def _links(r) -> list[tuple[str, str]]:
     return links
 
 
-def campaign_status(a) -> dict:
+def campaign_status(a: Analysis) -> dict[str, Any]:
     """How far the campaign is: trials, ok, failed, networks, ok runs per group."""
     o = a.overview
     n = a.summary[a.summary["metric"] == "plt"]["n"] if len(a.summary) else pd.Series(dtype=int)
@@ -534,12 +540,12 @@ def campaign_status(a) -> dict:
             "last": str(a.trials["started_at"].max()) if len(a.trials) else "–"}
 
 
-def _many(rows: pd.DataFrame, r: dict) -> bool:
+def _many(rows: pd.DataFrame, r: dict[str, Any]) -> bool:
     """Whether finding r's id has several rows on its network (then its comparison is named)."""
     return int(((rows["id"] == r["id"]) & (rows["network"].map(label) == r["network"])).sum()) > 1
 
 
-def markdown(rows: pd.DataFrame, a) -> str:
+def markdown(rows: pd.DataFrame, a: Analysis) -> str:
     """The findings as a Markdown block (what REPLICATION.md quotes between its markers)."""
     s = campaign_status(a)
     head = (f"Campaign as analysed: {s['trials']} trials ({s['ok']} ok, {s['failed']} "

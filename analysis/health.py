@@ -8,6 +8,7 @@ ok trials used the protocol their setting names.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pandas as pd
 
@@ -18,14 +19,14 @@ H3 = "h3"
 TCP_PROTOCOLS = frozenset({"h2", "http/1.1", "http/1.0", "h2c"})
 
 
-def reason_kind(reason) -> str:
+def reason_kind(reason: object) -> str:
     """The reason's kind: the text before the first colon ('server-died: h3server' -> 'server-died')."""
     if reason is None or pd.isna(reason) or not str(reason).strip():
         return "(none)"
     return str(reason).split(":", 1)[0].strip()
 
 
-def protocol_mismatch(setting: str, protocols) -> bool:
+def protocol_mismatch(setting: str, protocols: Any) -> bool:
     """Whether a trial's protocol counts contradict its setting.
 
     Settings named quic* must load over h3 only; the others must not use h3.
@@ -82,7 +83,7 @@ def failures_by_reason(trials: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("reason", kind="stable", ignore_index=True)
 
 
-def overview(trials: pd.DataFrame) -> dict:
+def overview(trials: pd.DataFrame) -> dict[str, Any]:
     """Campaign names, counts of sites, networks, settings, runs, trials, ok and failed."""
     return {
         "campaigns": sorted(set(trials["campaign"].dropna())),

@@ -81,7 +81,8 @@ def hodges_lehmann(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
     about (Hodges & Lehmann 1963); NaN entries are ignored."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return np.nanmedian(xa[:, :, None] - xb[:, None, :], axis=(1, 2))
+        result: np.ndarray = np.nanmedian(xa[:, :, None] - xb[:, None, :], axis=(1, 2))
+        return result
 
 
 def adjust(p: np.ndarray, correction: str = "none") -> np.ndarray:
@@ -105,10 +106,11 @@ def relative_ci(xa: np.ndarray, xb: np.ndarray, confidence: float = 0.95,
     if k == 0 or na < 2 or nb < 2:
         return np.full(k, np.nan), np.full(k, np.nan)
 
-    def rel(a, b, axis=-1):
+    def rel(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
         mb = b.mean(axis=axis)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return (a.mean(axis=axis) - mb) / mb
+            result: np.ndarray = (a.mean(axis=axis) - mb) / mb
+            return result
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant groups: a degenerate interval, not an error
@@ -124,7 +126,8 @@ def pooled_sd(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         va = xa.var(axis=1, ddof=1) if na > 1 else np.full(len(xa), np.nan)
         vb = xb.var(axis=1, ddof=1) if nb > 1 else np.full(len(xb), np.nan)
-        return np.sqrt(((na - 1) * va + (nb - 1) * vb) / (na + nb - 2))
+        result: np.ndarray = np.sqrt(((na - 1) * va + (nb - 1) * vb) / (na + nb - 2))
+        return result
 
 
 def hedges_g(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
@@ -132,7 +135,8 @@ def hedges_g(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
     na, nb = xa.shape[1], xb.shape[1]
     with np.errstate(invalid="ignore", divide="ignore"):
         d = (xa.mean(axis=1) - xb.mean(axis=1)) / pooled_sd(xa, xb)
-    return d * (1 - 3 / (4 * (na + nb) - 9)) if na + nb > 2 else d
+    result: np.ndarray = d * (1 - 3 / (4 * (na + nb) - 9)) if na + nb > 2 else d
+    return result
 
 
 def power(xa: np.ndarray, xb: np.ndarray, alpha: float, mde: float = DEFAULT_MDE) -> np.ndarray:
@@ -162,4 +166,5 @@ def detectable(xa: np.ndarray, xb: np.ndarray, alpha: float,
         return np.full(len(xa), np.nan)
     d = TTestIndPower().solve_power(nobs1=na, alpha=alpha, ratio=nb / na, power=target)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return float(d) * pooled_sd(xa, xb) / xb.mean(axis=1)
+        result: np.ndarray = float(d) * pooled_sd(xa, xb) / xb.mean(axis=1)
+        return result

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analysis import checks
 from analysis.results_io import (
@@ -87,7 +88,7 @@ def load_connections(source: str | Path) -> pd.DataFrame:
                           kind="stable", ignore_index=True)
 
 
-def load_manifest(folder: str | Path) -> dict | None:
+def load_manifest(folder: str | Path) -> dict[str, Any] | None:
     """The results folder's manifest.json (None when there is none), read never through
     a symlink and only in a manifest's shape (analysis.shapes.manifest)."""
     from analysis import shapes
@@ -113,7 +114,8 @@ def resolve(path: Path, names: tuple[str, ...] = STORE_NAMES) -> Path:
                        "pass a campaign results folder or an export made by `testbed export`")
 
 
-def _read(source: Path, names, table: str, columns, text) -> tuple[Path, pd.DataFrame]:
+def _read(source: Path, names: tuple[str, ...], table: str, columns: Sequence[str],
+          text: Sequence[str]) -> tuple[Path, pd.DataFrame]:
     """The table of `source` (a folder: its first file of `names`) as read, only the
     contract's `columns` of it."""
     path = resolve(source, names)
@@ -140,7 +142,7 @@ def _read(source: Path, names, table: str, columns, text) -> tuple[Path, pd.Data
                       text)
 
 
-def _csv(raw: bytes, path: Path, columns, text) -> pd.DataFrame:
+def _csv(raw: bytes, path: Path, columns: Sequence[str], text: Sequence[str]) -> pd.DataFrame:
     import pandas as pd
 
     try:  # Only empty fields are missing: a site or reason spelled "NA" stays text.
@@ -151,7 +153,7 @@ def _csv(raw: bytes, path: Path, columns, text) -> pd.DataFrame:
         raise ResultsError(f"{path}: not a CSV table ({str(e)[:80]})") from None
 
 
-def _parquet(raw: bytes, path: Path, columns, cap: int) -> pd.DataFrame:
+def _parquet(raw: bytes, path: Path, columns: Sequence[str], cap: int) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -180,7 +182,7 @@ def normalise(raw: pd.DataFrame, source: str = "trials") -> pd.DataFrame:
     return df.sort_values("trial_id", kind="stable", ignore_index=True)
 
 
-def _cast(raw, dtypes: dict[str, str], source) -> pd.DataFrame:
+def _cast(raw: pd.DataFrame, dtypes: dict[str, str], source: object) -> pd.DataFrame:
     """raw's columns `dtypes` (in that order; a missing one all NULL) cast to their
     dtypes; ResultsError naming source and column when a value is not of its type."""
     import pandas as pd
@@ -199,7 +201,7 @@ def _cast(raw, dtypes: dict[str, str], source) -> pd.DataFrame:
     return pd.DataFrame(out, columns=list(dtypes))
 
 
-def _first_bad(raw, column: str, dtype: str) -> str:
+def _first_bad(raw: pd.DataFrame, column: str, dtype: str) -> str:
     """', got V (trial T)' for the first value of `column` that is not a `dtype`."""
     import pandas as pd
 

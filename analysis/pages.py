@@ -11,6 +11,7 @@ tag in a Python string). Tables of numbers come from pandas' `to_html`.
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
@@ -23,11 +24,11 @@ def environment() -> jinja2.Environment:
                               trim_blocks=True, lstrip_blocks=True)
 
 
-def render(template: str, **values) -> str:
+def render(template: str, **values: Any) -> str:
     """The template filled in with `values`."""
     return environment().get_template(template).render(**values)
 
 
-def piece(template: str, **values) -> Markup:
+def piece(template: str, **values: Any) -> Markup:
     """A piece of a page (safe to put into another template as it is)."""
     return Markup(render(template, **values))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,10 +38,11 @@ def walsh_median(d: np.ndarray) -> np.ndarray:
     (d_i + d_j) / 2, i <= j."""
     n = d.shape[1]
     i, j = np.triu_indices(n)
-    return np.median((d[:, i] + d[:, j]) / 2, axis=1)
+    result: np.ndarray = np.median((d[:, i] + d[:, j]) / 2, axis=1)
+    return result
 
 
-def _blocks(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]):
+def _blocks(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Any:
     """Yield (a, b, keys, xa, xb, ya, yb): per pair and group of sites with the same number
     of paired runs: xa, xb the paired runs (same run on both sides, one row a site);
     ya, yb every ok run of each side (for Welch and ANOVA) as lists of arrays."""
@@ -50,7 +52,7 @@ def _blocks(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]):
         if a not in wide.columns or b not in wide.columns:
             continue
         sub = wide[[a, b]].dropna(how="all")
-        buckets: dict[int, list] = defaultdict(list)
+        buckets: dict[int, list[Any]] = defaultdict(list)
         for key, g in sub.groupby(level=["network", "metric", "site"], sort=False,
                                   observed=True):
             both = g.dropna()
@@ -64,7 +66,7 @@ def _blocks(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]):
                    [x[4] for x in items])
 
 
-def _unpaired(ya: list, yb: list, test: str) -> np.ndarray:
+def _unpaired(ya: list[Any], yb: list[Any], test: str) -> np.ndarray:
     """p of `test` per site on all ok runs, batched by the sides' sizes."""
     out = np.full(len(ya), np.nan)
     groups: dict[tuple[int, int], list[int]] = defaultdict(list)
@@ -99,10 +101,11 @@ def _paired_p(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return t, w
 
 
-def _outcome(p: np.ndarray, direction: np.ndarray, alpha: float, tested: np.ndarray) -> list:
+def _outcome(p: np.ndarray, direction: np.ndarray, alpha: float, tested: np.ndarray) -> list[Any]:
     sig = np.nan_to_num(p, nan=1.0) < alpha
-    return np.where(~tested, "untested", np.where(sig & (direction < 0), "win",
-                    np.where(sig & (direction > 0), "loss", "tie"))).tolist()
+    result: list[Any] = np.where(~tested, "untested", np.where(sig & (direction < 0), "win",
+                                 np.where(sig & (direction > 0), "loss", "tie"))).tolist()
+    return result
 
 
 def paired_tests(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],

@@ -3,8 +3,9 @@ renders with Agg (PNG) or the SVG backend, and a notebook displays them inline."
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import numpy as np
@@ -13,16 +14,18 @@ from matplotlib.axis import Axis
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, PercentFormatter
-from matplotlib.typing import RcKeyType
 
 from analysis.cdf import ecdf
 from analysis.schema import full_name, label, settings_in
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 COLORS = {"tcp-plus": "#1f77b4", "tcp-plus-bbr": "#17becf", "quic": "#d62728",
           "quic-bbr": "#ff7f0e", "tcp": "#7f7f7f"}
 STYLES = {"tcp-plus": "-", "tcp-plus-bbr": "--", "quic": "-", "quic-bbr": "--"}
 
-def legend_entries(axes) -> tuple[list, list[str]]:
+def legend_entries(axes: Iterable[Any]) -> tuple[list[Any], list[str]]:
     """Every panel's legend handles and labels, each label once (one figure legend)."""
     handles, labels = [], []
     for ax in axes:
@@ -76,7 +79,7 @@ def cdf_figure(rel: pd.DataFrame, network: str, metric: str, baseline: str = "tc
     return fig
 
 
-def _step(ax, values, **style) -> None:
+def _step(ax: Any, values: Any, **style: Any) -> None:
     points = ecdf(values)
     if points.empty:
         return
@@ -134,14 +137,14 @@ class Percent(Formatter):
     """Fractions as percent with the decimals the ticks' spacing needs: 4 %, 8 % (not
     4.0 %) and 0.25 %, 0.50 % (not 0 %, 0 %, 1 %)."""
 
-    def __call__(self, x, pos=None) -> str:
+    def __call__(self, x: float, pos: int | None = None) -> str:
         locs = np.asarray(self.axis.get_majorticklocs() if isinstance(self.axis, Axis) else [], dtype=float)
         step = float(np.min(np.diff(locs))) * 100 if len(locs) > 1 else 1.0
         decimals = next((d for d in range(5) if abs(round(step, d) - step) < 1e-6 * step), 4)
         return f"{round(x * 100, decimals) + 0.0:.{decimals}f}%"
 
 
-def _no_data(ax, x: float = 0.5, y: float = 0.5, transform=None) -> None:
+def _no_data(ax: Any, x: float = 0.5, y: float = 0.5, transform: Any = None) -> None:
     """Mark an empty panel or group as such, so that no one reads it as zero."""
     ax.text(x, y, "no data", transform=transform or ax.transAxes, ha="center",
             va="center", color="#888", fontsize=9)
@@ -214,9 +217,9 @@ def drift_figure(trials: pd.DataFrame, networks: list[str], column: str = "plt_m
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=8)
         if by_time:
-            locator = AutoDateLocator(minticks=2, maxticks=5)
+            locator = AutoDateLocator(minticks=2, maxticks=5)  # type: ignore[no-untyped-call]
             ax.xaxis.set_major_locator(locator)
-            ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+            ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
         if not mine.any():
             _no_data(ax)
     axes[0].set_ylabel(f"{plot_label(column.removesuffix('_ms'))} / site median")

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import jinja2
@@ -114,7 +116,7 @@ class Analysis:
     trials: pd.DataFrame
     config: Config
     pairs: tuple[tuple[str, str], ...]
-    overview: dict
+    overview: dict[str, Any]
     health: pd.DataFrame
     failures: pd.DataFrame
     summary: pd.DataFrame
@@ -185,7 +187,7 @@ MIN_RUNS = 10
 """Fewer ok runs than this in a group: the report warns that its tests say little."""
 
 
-def choose_baseline(settings, wanted: str | None = None) -> tuple[str, str]:
+def choose_baseline(settings: Iterable[str], wanted: str | None = None) -> tuple[str, str]:
     """(baseline, why): `wanted` if given, else tcp when present, else the first setting."""
     settings = settings_in(settings)
     if wanted is not None:
@@ -197,7 +199,7 @@ def choose_baseline(settings, wanted: str | None = None) -> tuple[str, str]:
     return settings[0], "the campaign has no tcp setting: its first setting"
 
 
-def pairs_of(settings, baseline: str, config: Config) -> tuple[tuple[str, str], ...]:
+def pairs_of(settings: Iterable[str], baseline: str, config: Config) -> tuple[tuple[str, str], ...]:
     """The (a, b) settings compared: config.pairs, or by default each setting vs the
     baseline, QUIC vs TCP+ and QUIC+BBR vs TCP+BBR."""
     if config.pairs is not None:
@@ -205,7 +207,7 @@ def pairs_of(settings, baseline: str, config: Config) -> tuple[tuple[str, str], 
     return tuple(default_pairs(settings, baseline))
 
 
-def verdicts(meas: pd.DataFrame, pairs, config: Config,
+def verdicts(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]], config: Config,
              timed_out: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per pair x network x metric x site of `meas` (analysis.stats.measurements): the
     per-site test's outcome (analysis.stats.compare; a rank test counts the
@@ -219,7 +221,7 @@ def verdicts(meas: pd.DataFrame, pairs, config: Config,
 
 
 def analyse(trials: pd.DataFrame, config: Config = Config(),
-            connections: pd.DataFrame | None = None, manifest: dict | None = None,
+            connections: pd.DataFrame | None = None, manifest: dict[str, Any] | None = None,
             largest: dict[str, float] | None = None) -> Analysis:
     """Run every statistic on `trials` (from analysis.load); only ok trials enter them.
     `connections` (analysis.connections.connections_of; None: none), the campaign's
@@ -303,7 +305,8 @@ def few_runs(summary: pd.DataFrame) -> list[str]:
     return [line]
 
 
-def robustness(meas: pd.DataFrame, pairs, effects: pd.DataFrame, config: Config,
+def robustness(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]], effects: pd.DataFrame,
+               config: Config,
                timed_out: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per pair x network x metric: the verdicts under each test and correction
     ('wins/ties/losses'), the median relative difference over sites, the share of
@@ -362,8 +365,9 @@ def _html_table(df: pd.DataFrame, formats: dict[str, str] | None = None,
             formatters[column] = "{:.1f}".format
     shown = shown.rename(columns=rename or {})
     formatters = {(rename or {}).get(k, k): v for k, v in formatters.items()}
-    return shown.to_html(index=False, formatters=formatters, na_rep="–", border=0,
-                         classes="table", escape=True)
+    result: str = shown.to_html(index=False, formatters=formatters, na_rep="–", border=0,
+                                classes="table", escape=True)
+    return result
 
 
 def _relative_pivot(a: Analysis) -> pd.DataFrame:
@@ -433,7 +437,7 @@ EFFECT_HEADERS = {"a": "setting", "b": "vs", "rel": "relative difference",
                   "hedges_g": "Hedges' g", "detectable": "detectable (80 % power)"}
 
 
-def write_report(a: Analysis, out: Path, source: str = "", manifest: dict | None = None,
+def write_report(a: Analysis, out: Path, source: str = "", manifest: dict[str, Any] | None = None,
                  results_dir: Path | None = None) -> Path:
     """Write the report folder `out` (plots/, tables/, index.html, and trials.html with
     links to each trial's HAR and video when `results_dir` holds trial folders);
@@ -565,7 +569,7 @@ def _regular(trials_dir: Path, trial_id: str, name: str) -> bool:
     return True
 
 
-def _table_or_none(df: pd.DataFrame, **kwargs) -> Markup | None:
+def _table_or_none(df: pd.DataFrame, **kwargs: Any) -> Markup | None:
     if df is None or df.empty:
         return None
     return pages.piece("scroll_table.html.j2", table=Markup(_html_table(df, **kwargs)))

@@ -8,7 +8,9 @@ HTML pieces report.html.j2 shows.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pandas as pd
@@ -21,6 +23,9 @@ from analysis.load import ResultsError
 from analysis.plots import save
 from analysis.schema import label
 from analysis.trial_page import page_name, trial_view, write_trial_page
+
+if TYPE_CHECKING:
+    from analysis.report import Analysis
 
 TRANSPORT_HEADERS = {
     "protocol": "setting", "cc": "congestion control", "per_trial": "per trial",
@@ -50,9 +55,10 @@ def _stack_label(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def inspect_sections(a, out: Path, results_dir: Path | None, table) -> dict:
+def inspect_sections(a: Analysis, out: Path, results_dir: Path | None,
+                     table: Callable[..., Markup | None]) -> dict[str, Any]:
     """HTML pieces for the template; `table(df, formats=, rename=)` renders a table."""
-    pieces: dict = {"connections": a.connections}
+    pieces: dict[str, Any] = {"connections": a.connections}
     if a.transport is not None and len(a.transport):
         pieces["transport"] = table(a.transport, formats=FORMATS, rename=TRANSPORT_HEADERS)
     b = a.bbr
@@ -82,13 +88,13 @@ def inspect_sections(a, out: Path, results_dir: Path | None, table) -> dict:
     return pieces
 
 
-def _examples(a, out: Path, results_dir: Path | None) -> Markup | None:
+def _examples(a: Analysis, out: Path, results_dir: Path | None) -> Markup | None:
     """The fastest, median and slowest trial per network and setting, each linked to
     its page (written into out/trials/ when the results folder is at hand)."""
     ex = a.examples
     if ex is None or ex.empty:
         return None
-    cells: dict[tuple[str, str], list[dict]] = {}
+    cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
     written: dict[str, str | None] = {}
     conns = connections_of(results_dir) if results_dir is not None else None
     for r in ex.itertuples(index=False):
@@ -102,7 +108,7 @@ def _examples(a, out: Path, results_dir: Path | None) -> Markup | None:
         {"network": label(n), "setting": label(p), "cells": c} for (n, p), c in cells.items()])
 
 
-def _write_page(a, out: Path, results_dir: Path, trial_id: str,
+def _write_page(a: Analysis, out: Path, results_dir: Path, trial_id: str,
                 conns: pd.DataFrame) -> str | None:
     try:
         view = trial_view(results_dir, trial_id, trials=a.trials, conns=conns,

@@ -6,14 +6,20 @@ analysis.report makes them) so this module does not import the report."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+from markupsafe import Markup
 
 from analysis.plots import distribution_figure, drift_figure, save
 from analysis.schema import full_name, label, networks_in, ordered
 from analysis.setup import adaptive_runs, networks_table, runs_table, settings_table
 from analysis.stats import measurements, sort_table
+
+if TYPE_CHECKING:
+    from analysis.report import Analysis
 
 STATISTIC = {"anova": "F", "welch": "t", "mannwhitney": "U", "kruskal": "H"}
 """Per-site test -> the name of its statistic."""
@@ -35,7 +41,7 @@ def distribution(meas: pd.DataFrame) -> pd.DataFrame:
     return sort_table(out)
 
 
-def distribution_figures(a, out: Path) -> list[dict]:
+def distribution_figures(a: Analysis, out: Path) -> list[dict[str, Any]]:
     """One box-plot figure per plotted metric (analysis.plots.distribution_figure),
     saved as SVG into out/plots; [{title, svg}]."""
     meas = measurements(a.trials, a.config.metrics)
@@ -51,7 +57,7 @@ def distribution_figures(a, out: Path) -> list[dict]:
     return figures
 
 
-def drift_figures(a, out: Path) -> list[dict]:
+def drift_figures(a: Analysis, out: Path) -> list[dict[str, Any]]:
     """The run-order figure of PLT (analysis.plots.drift_figure), or [] without PLT."""
     ok = a.trials[(a.trials["status"] == "ok") & a.trials["plt_ms"].notna()]
     if ok.empty:
@@ -61,7 +67,7 @@ def drift_figures(a, out: Path) -> list[dict]:
     return [{"title": "PLT in run order", **{fmt: f"plots/{n}" for fmt, n in files.items()}}]
 
 
-def site_tests(a, table) -> list[dict]:
+def site_tests(a: Analysis, table: Callable[..., Markup | None]) -> list[dict[str, Any]]:
     """Per pair and network, the per-site test of every site and metric: means, the
     statistic (F with its degrees of freedom for the ANOVA), p and the verdict;
     [{pair, network, wins, ties, losses, table}]."""
@@ -96,7 +102,8 @@ def site_tests(a, table) -> list[dict]:
     return out
 
 
-def setup_tables(a, manifest: dict | None, table) -> dict:
+def setup_tables(a: Analysis, manifest: dict[str, Any] | None,
+                 table: Callable[..., Markup | None]) -> dict[str, Any]:
     """{networks, settings, runs}: the setup as run (analysis.setup), each HTML or None
     (runs: adaptive runs only)."""
     runs = runs_table(a.trials, manifest)

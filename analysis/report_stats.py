@@ -4,7 +4,7 @@ by `compute` into named tables, shown by templates/stats_sections.html.j2."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
@@ -29,8 +29,9 @@ ACROSS_PERCENT = 0.03
 """The across-site planner's effect."""
 
 
-def compute(trials: pd.DataFrame, meas: pd.DataFrame, pairs, alpha: float,
-            resamples: int = 2000, mixed_metrics=("plt",)) -> dict[str, pd.DataFrame]:
+def compute(trials: pd.DataFrame, meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
+            alpha: float, resamples: int = 2000,
+            mixed_metrics: Sequence[str] = ("plt",)) -> dict[str, pd.DataFrame]:
     """Every table of TABLES for one campaign (`meas`: analysis.stats.measurements)."""
     pairs = list(pairs)
     paired = paired_tests(meas, pairs, alpha)

@@ -22,7 +22,7 @@ import os
 import stat
 import zlib
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 
 class ResultsError(ValueError):
@@ -121,7 +121,7 @@ class Folder:
         fd = self.open(*parts)
         return None if fd is None else read_fd(fd, self.path.joinpath(*parts), limit)
 
-    def json(self, *parts: str):
+    def json(self, *parts: str) -> Any:
         """The JSON in the file `parts` (gunzipped when it ends in .gz), None if absent."""
         path = self.path.joinpath(*parts)
         cap = memory_cap(MAX_JSON, JSON_BLOWUP)
@@ -163,7 +163,7 @@ def gunzip(raw: bytes, limit: int, path: Path) -> bytes:
     return out
 
 
-def parse_json(raw: bytes, path: Path):
+def parse_json(raw: bytes, path: Path) -> Any:
     """`raw` parsed as JSON nested at most MAX_DEPTH deep."""
     try:
         data = json.loads(raw)
@@ -177,7 +177,7 @@ def parse_json(raw: bytes, path: Path):
     return data
 
 
-def depth(value) -> int:
+def depth(value: Any) -> int:
     """How deep lists and dicts nest in `value` (a scalar: 0), without recursion."""
     deepest, stack = 0, [(value, 1)]
     while stack:

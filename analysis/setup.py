@@ -8,6 +8,7 @@ and anything else is shown as missing, never trusted."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -36,12 +37,12 @@ SETTING_COLUMNS = {"stack": "stack", "congestion_control": "congestion control",
 """Protocol setting key -> column of the settings table."""
 
 
-def _entries(manifest: dict | None, key: str) -> dict:
+def _entries(manifest: dict[str, Any] | None, key: str) -> dict[str, Any]:
     value = (manifest or {}).get(key)
     return value if isinstance(value, dict) else {}
 
 
-def _value(d, key):
+def _value(d: Any, key: str) -> Any:
     """d[key] when it is a plain number, text or flag; None otherwise."""
     v = d.get(key) if isinstance(d, dict) else None
     if isinstance(v, bool):
@@ -49,7 +50,7 @@ def _value(d, key):
     return v if isinstance(v, (int, float, str)) else None
 
 
-def networks_table(manifest: dict | None, networks=()) -> pd.DataFrame:
+def networks_table(manifest: dict[str, Any] | None, networks: Iterable[str] = ()) -> pd.DataFrame:
     """One row per network (of the manifest, and of `networks`, e.g. the trials'): the
     profile's rates, minimum RTT, buffer and loss; the calibrated RTTs when the
     manifest has them. A trace-driven link shows its trace's name as its rate."""
@@ -75,7 +76,7 @@ def networks_table(manifest: dict | None, networks=()) -> pd.DataFrame:
     return _drop_empty(pd.DataFrame(rows, columns=columns, dtype=object))
 
 
-def settings_table(manifest: dict | None, settings=()) -> pd.DataFrame:
+def settings_table(manifest: dict[str, Any] | None, settings: Iterable[str] = ()) -> pd.DataFrame:
     """One row per protocol setting (of the manifest, and `settings`): stack, congestion
     control, initial window, pacing, session tickets and early data as run."""
     listed = _entries(manifest, "protocols")
@@ -97,7 +98,7 @@ def _drop_empty(df: pd.DataFrame) -> pd.DataFrame:
     return df[keep]
 
 
-def adaptive_runs(manifest: dict | None) -> tuple[int, int, Precision] | None:
+def adaptive_runs(manifest: dict[str, Any] | None) -> tuple[int, int, Precision] | None:
     """(min, max, precision) of the campaign's adaptive `runs` as the manifest records
     it; None for a fixed number of runs or anything not in that shape."""
     campaign = _entries(manifest, "campaign")
@@ -115,7 +116,7 @@ def adaptive_runs(manifest: dict | None) -> tuple[int, int, Precision] | None:
         return None
 
 
-def runs_table(trials: pd.DataFrame, manifest: dict | None) -> pd.DataFrame:
+def runs_table(trials: pd.DataFrame, manifest: dict[str, Any] | None) -> pd.DataFrame:
     """Adaptive runs: per site and network, the runs it got, why it stopped (precision met
     before the maximum, or the maximum reached) and, recomputed from its ok trials, the
     widest 95 % interval half-width of a setting's PLT mean and whether every setting's

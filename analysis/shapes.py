@@ -42,13 +42,13 @@ def _expect(value: Any, kind: type[Any], path: Path, key: str,
                                    f"got {type(item).__name__}")
 
 
-def _top(data, path: Path, what: str) -> None:
+def _top(data: Any, path: Path, what: str) -> None:
     if not isinstance(data, dict):
         raise ResultsError(f"{path}: (top level): expected a JSON object ({what}), "
                            f"got {type(data).__name__}")
 
 
-def manifest(data, path: Path) -> dict:
+def manifest(data: Any, path: Path) -> dict[str, Any]:
     """`data` if it has a campaign manifest's shape (see the module)."""
     _top(data, path, "a campaign manifest")
     _expect(data.get("sessions"), list, path, "sessions", dict)
@@ -61,10 +61,11 @@ def manifest(data, path: Path) -> dict:
         _expect(session.get("networks"), dict, path, f"sessions.{i}.networks")
     _expect(data.get("calibration_differs"), list, path, "calibration_differs", str)
     _expect(data.get("synthetic"), bool, path, "synthetic")
-    return data
+    result: dict[str, Any] = data
+    return result
 
 
-def har(data, path: Path) -> dict:
+def har(data: Any, path: Path) -> dict[str, Any]:
     """`data` if it has a HAR's shape (see the module)."""
     _top(data, path, "a HAR")
     log = data.get("log")
@@ -75,10 +76,11 @@ def har(data, path: Path) -> dict:
     for i, entry in enumerate(log.get("entries") or ()):
         for key in ("request", "response", "timings"):
             _expect(entry.get(key), dict, path, f"log.entries.{i}.{key}")
-    return data
+    result: dict[str, Any] = data
+    return result
 
 
-def visual_metrics(data, path: Path) -> dict:
+def visual_metrics(data: Any, path: Path) -> dict[str, Any]:
     """`data` if it has a visual-metrics file's shape (see the module)."""
     _top(data, path, "visual metrics")
     _expect(data.get("VisualProgress"), str, path, "VisualProgress")
@@ -87,4 +89,5 @@ def visual_metrics(data, path: Path) -> dict:
                               or not math.isfinite(start) or start < 0):
         raise ResultsError(f"{path}: key videoRecordingStart: expected a number >= 0 "
                            f"(ms), got {str(start)[:40]!r}")
-    return data
+    result: dict[str, Any] = data
+    return result

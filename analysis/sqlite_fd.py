@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,8 @@ MAX_STEPS = 10 ** 10
 """Most SQLite virtual-machine steps one read may take (a million trials take ~10^9)."""
 
 
-def read_table(fd: int, path: Path, table: str, columns, added, cap: int) -> pd.DataFrame:
+def read_table(fd: int, path: Path, table: str, columns: Sequence[str], added: Sequence[str],
+               cap: int) -> pd.DataFrame:
     """`columns` of `table` (a column of `added` missing from it: all NULL; the table
     missing: no rows), in rowid order; ResultsError if the file is not a store."""
     import pandas as pd

@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -225,13 +226,13 @@ def effect_sizes(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     return sort_pairs(out, pairs)
 
 
-def paired_groups(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]):
+def paired_groups(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Any:
     """Yield (a, b, keys, xa, xb): per pair and per (runs of a, runs of b), the
     (site, network, metric) keys with both settings and their values stacked
     (one row per key), so tests run batched."""
     groups = _value_arrays(meas)
     for a, b in pairs:
-        buckets: dict[tuple[int, int], list] = defaultdict(list)
+        buckets: dict[tuple[int, int], list[Any]] = defaultdict(list)
         for (site, network, protocol, metric), xa in groups.items():
             if protocol != a:
                 continue
@@ -247,10 +248,11 @@ def paired_groups(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]):
 def _finite_mean(x: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return np.nanmean(np.where(np.isfinite(x), x, np.nan), axis=1)
+        result: np.ndarray = np.nanmean(np.where(np.isfinite(x), x, np.nan), axis=1)
+        return result
 
 
-def _value_arrays(meas: pd.DataFrame) -> dict[tuple, np.ndarray]:
+def _value_arrays(meas: pd.DataFrame) -> dict[tuple[Any, ...], np.ndarray]:
     values = meas["value"].to_numpy(dtype=float)
     indices = meas.groupby(["site", "network", "protocol", "metric"], sort=False,
                            observed=True).indices

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -99,7 +101,7 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
 
     sigma = np.sqrt(np.log1p(cv**2))
 
-    def noisy(x):
+    def noisy(x: Any) -> Any:
         return x * rng.lognormal(-sigma**2 / 2, sigma)
 
     transfer = work[s] * scale * effect
@@ -131,7 +133,7 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
     net_col = np.array(networks)[n]
     set_col = np.array(settings)[p]
 
-    def metric(x):
+    def metric(x: Any) -> Any:
         return np.where(failed, np.nan, np.round(x))
 
     df = pd.DataFrame({
@@ -173,7 +175,7 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
     return out
 
 
-def trials(rows: Sequence[dict] | pd.DataFrame, **defaults) -> pd.DataFrame:
+def trials(rows: Sequence[dict[str, Any]] | pd.DataFrame, **defaults: Any) -> pd.DataFrame:
     """A contract-shaped trials frame from partial rows (for hand-made test cases).
 
     Each row needs site, network, protocol and run; the rest default to an ok
@@ -196,7 +198,7 @@ def trials(rows: Sequence[dict] | pd.DataFrame, **defaults) -> pd.DataFrame:
     return normalise(df, "test trials")
 
 
-def write_sqlite(trials: pd.DataFrame, path, without: Sequence[str] = ()) -> None:
+def write_sqlite(trials: pd.DataFrame, path: str | Path, without: Sequence[str] = ()) -> None:
     """Write `trials` as a contract store (table trials, made as the campaign store makes
     it) at `path`, which must not exist; `without`: added columns (schema.ADDED) to
     leave out, as a store made before they were added."""
@@ -215,7 +217,7 @@ def write_sqlite(trials: pd.DataFrame, path, without: Sequence[str] = ()) -> Non
     db.close()
 
 
-def write_connections(conns: pd.DataFrame, path) -> None:
+def write_connections(conns: pd.DataFrame, path: str | Path) -> None:
     """Add table `connections` (analysis.connections.COLUMNS) holding `conns` to the
     store at `path`."""
     import sqlite3
@@ -234,7 +236,7 @@ def write_connections(conns: pd.DataFrame, path) -> None:
     db.close()
 
 
-def write_folder(trials: pd.DataFrame, folder, manifest: dict | None = None,
+def write_folder(trials: pd.DataFrame, folder: str | Path, manifest: dict[str, Any] | None = None,
                  without: Sequence[str] = (), connections: pd.DataFrame | None = None) -> None:
     """A results folder as `testbed run` leaves it (trials.sqlite, manifest.json) holding
     `trials`; its manifest says synthetic, so reports flag it. `folder` must not hold a
@@ -313,7 +315,7 @@ def connections(trials: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(CONNECTION_COLUMNS))
 
 
-def manifest_networks(networks: Sequence[str]) -> dict:
+def manifest_networks(networks: Sequence[str]) -> dict[str, Any]:
     """The `networks` entry of a campaign manifest for the model's networks (the
     profile figures the analysis reads: RTT, rates, loss)."""
     return {n: {"profile": {"min_rtt_ms": NETWORKS[n].rtt_ms,
@@ -330,7 +332,7 @@ PROTOCOLS = {"tcp": ("tcp", "cubic", 10, False), "tcp-plus": ("tcp", "cubic", 32
 control, initial window (packets), pacing."""
 
 
-def manifest_protocols(settings: Sequence[str]) -> dict:
+def manifest_protocols(settings: Sequence[str]) -> dict[str, Any]:
     """The `protocols` entry of a campaign manifest for the paper's settings (the
     profile figures the report's setup table reads)."""
     keys = ("stack", "congestion_control", "initial_window_packets", "pacing")
@@ -338,7 +340,7 @@ def manifest_protocols(settings: Sequence[str]) -> dict:
             for s in settings if s in PROTOCOLS}
 
 
-def har(site: str, page_bytes: int, requests: int, seed: int = 0) -> dict:
+def har(site: str, page_bytes: int, requests: int, seed: int = 0) -> dict[str, Any]:
     """A small HAR of one page load of `site`: `requests` entries whose bodies add up to
     about `page_bytes` (one object of a third of it), timings in the HAR's phases."""
     rng = np.random.default_rng(seed)
@@ -386,7 +388,8 @@ def blocked(campaigns: int, sites: int = 20, runs: int = 10, effects: Sequence[f
     react = rng.normal(0, site_sd, (campaigns, sites, k, 1))
     block = rng.normal(0, block_sd, (campaigns, sites, 1, runs))
     noise = rng.normal(0, noise_sd, (campaigns, sites, k, runs))
-    return np.exp(base + np.asarray(effects, dtype=float)[:, None] + react + block + noise)
+    result: np.ndarray = np.exp(base + np.asarray(effects, dtype=float)[:, None] + react + block + noise)
+    return result
 
 
 def blocked_measurements(values: np.ndarray, settings: Sequence[str] = ("tcp-plus", "tcp"),

@@ -48,13 +48,13 @@ FRAME_WIDTH = 200
 MAX_VIDEO = 256 << 20
 """Most bytes of a kept video the filmstrip is taken from."""
 
-Runner = Callable[[list[str], tuple[int, ...], float], subprocess.CompletedProcess]
+Runner = Callable[[list[str], tuple[int, ...], float], subprocess.CompletedProcess[bytes]]
 """Runs ffmpeg: (argv, fds it inherits, timeout in s) -> its exit status and bytes of
 output. The command line's runs it as an unprivileged user."""
 
 
 def run_here(argv: list[str], pass_fds: tuple[int, ...], timeout: float
-             ) -> subprocess.CompletedProcess:
+             ) -> subprocess.CompletedProcess[bytes]:
     """ffmpeg as this process's user (the default Runner)."""
     return subprocess.run(argv, capture_output=True, timeout=timeout, pass_fds=pass_fds,
                           check=False)
@@ -69,17 +69,17 @@ SHOWN_CONNECTION_COLUMNS = (
 @dataclass
 class TrialView:
     trial_id: str
-    row: dict
+    row: dict[str, Any]
     where: Path
-    har: dict | None = None
-    visual: dict | None = None
+    har: dict[str, Any] | None = None
+    visual: dict[str, Any] | None = None
     connections: pd.DataFrame = field(default_factory=pd.DataFrame)
     has_connections_table: bool = False
     frames: list[tuple[float, bytes]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
-    def entries(self) -> list[dict]:
+    def entries(self) -> list[dict[str, Any]]:
         return waterfall(self.har) if self.har else []
 
     def text(self) -> str:
@@ -112,31 +112,31 @@ class TrialView:
         return "\n".join(out)
 
 
-def _present(v) -> bool:
+def _present(v: object) -> bool:
     return v is not None and v is not pd.NA and not (isinstance(v, float) and math.isnan(v))
 
 
-def _int(v) -> str:
+def _int(v: Any) -> str:
     return f"{int(v)}" if _present(v) else "–"
 
 
-def _num(v, fmt: str = "{:.1f}") -> str:
+def _num(v: Any, fmt: str = "{:.1f}") -> str:
     return fmt.format(v) if _present(v) else "–"
 
 
-def _epoch_ms(stamp) -> float | None:
+def _epoch_ms(stamp: object) -> float | None:
     try:
         return dt.datetime.fromisoformat(str(stamp)).timestamp() * 1000
     except ValueError:
         return None
 
 
-def _timing(timings: dict, key: str) -> float:
+def _timing(timings: dict[str, Any], key: str) -> float:
     v = timings.get(key) if isinstance(timings, dict) else None
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0.0
 
 
-def waterfall(har: dict) -> list[dict]:
+def waterfall(har: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per HAR entry, in the HAR's order: url, host, protocol, connection,
     status, bytes, start (ms after the page started) and each phase's ms."""
     log = har.get("log", {}) if isinstance(har, dict) else {}
@@ -202,7 +202,7 @@ def trial_view(source: str | Path, trial_id: str, trials: pd.DataFrame | None = 
     return view
 
 
-def frame_times(visual: dict | None, limit: int = FRAMES) -> list[float]:
+def frame_times(visual: dict[str, Any] | None, limit: int = FRAMES) -> list[float]:
     """When to take filmstrip frames (ms after navigation): the visual progress's
     changes, at most `limit` of them spread over the load, first and last kept."""
     times = []
@@ -221,7 +221,7 @@ def frame_times(visual: dict | None, limit: int = FRAMES) -> list[float]:
     return [times[round(i * step)] for i in range(limit)]
 
 
-def _frames(fd: int, visual: dict | None, notes: list[str],
+def _frames(fd: int, visual: dict[str, Any] | None, notes: list[str],
             runner: Runner = run_here) -> list[tuple[float, bytes]]:
     ffmpeg = shutil.which("ffmpeg")
     if ffmpeg is None:
@@ -286,7 +286,7 @@ def _sealed_copy(fd: int) -> int | None:
 
 # -- the page ----------------------------------------------------------------------
 
-def _waterfall(rows: list[dict], marks: dict[str, float]) -> dict:
+def _waterfall(rows: list[dict[str, Any]], marks: dict[str, float]) -> dict[str, Any]:
     """The waterfall's values for the template: its end (ms), the legend, and per row
     its cells and its bars' positions (percent of the end)."""
     end = max([r["start"] + sum(r[p] for p in PHASES) for r in rows] + list(marks.values())

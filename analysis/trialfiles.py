@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from analysis import shapes, trial_folder
 from analysis.results_io import MAX_FILE, MAX_JSON, Folder, ResultsError  # noqa: F401
@@ -76,7 +76,7 @@ class TrialFiles:
         return (self._folder.read(trial_folder.TRIALS_DIR, self.trial_id, name, limit=limit)
                 if self.exists else None)
 
-    def json(self, name: str):
+    def json(self, name: str) -> Any:
         """The JSON in `name` (gunzipped when it ends in .gz), None if it is not there;
         a HAR or visual-metrics file only in its shape (analysis.shapes)."""
         data = self._folder.json(trial_folder.TRIALS_DIR, self.trial_id, name) if self.exists else None

@@ -12,6 +12,8 @@ visits existed have no `visit`: their trials are first visits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from analysis.schema import (
@@ -41,7 +43,7 @@ def has_warm(trials: pd.DataFrame) -> bool:
     return bool((visits(trials) == "warm").any())
 
 
-def visit_means(trials: pd.DataFrame, metrics=VISIT_METRICS) -> pd.DataFrame:
+def visit_means(trials: pd.DataFrame, metrics: Sequence[str] = VISIT_METRICS) -> pd.DataFrame:
     """Per network x setting x visit x metric (plt, fcp, ...) over ok trials: n, mean,
     median (ms)."""
     cols = [*KEYS, "metric", "n", "mean", "median"]
@@ -57,7 +59,7 @@ def visit_means(trials: pd.DataFrame, metrics=VISIT_METRICS) -> pd.DataFrame:
     return _sorted(out, metrics)[cols]
 
 
-def visit_pivot(trials: pd.DataFrame, metrics=VISIT_METRICS) -> pd.DataFrame:
+def visit_pivot(trials: pd.DataFrame, metrics: Sequence[str] = VISIT_METRICS) -> pd.DataFrame:
     """Rows network x metric; one column per setting named with its visit
     ("TCP+ · first", "quic-0rtt · warm"), first visits before warm ones; cells
     "mean ms (n)"."""
@@ -96,7 +98,7 @@ def resumption(trials: pd.DataFrame) -> pd.DataFrame:
     return _sorted(out)[cols]
 
 
-def _sorted(df: pd.DataFrame, metrics=()) -> pd.DataFrame:
+def _sorted(df: pd.DataFrame, metrics: Sequence[str] = ()) -> pd.DataFrame:
     rank = {"network": {n: i for i, n in enumerate(networks_in(df["network"]))},
             "protocol": {p: i for i, p in enumerate(
                 ordered(df["protocol"], {**SETTING_LABELS, **OTHER_SETTING_LABELS}))},

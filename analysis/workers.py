@@ -13,6 +13,8 @@ CPU), the same setting can look faster on one of them; `testbed report
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -127,7 +129,7 @@ def worker_tests(trials: pd.DataFrame, alpha: float = DEFAULT_ALPHA,
     return _sorted(pd.DataFrame(rows))[cols]
 
 
-def calibrations(manifest: dict | None) -> pd.DataFrame:
+def calibrations(manifest: dict[str, Any] | None) -> pd.DataFrame:
     """The manifest's calibrated minimum RTT per worker and network (ms)."""
     cols = ["worker", "network", "min_rtt_ms"]
     rows = []
