@@ -190,7 +190,8 @@ def mixed_fit(df: pd.DataFrame, confidence: float = 0.95) -> dict[str, Any]:
 
     data = df.assign(logv=np.log(df["value"].astype(float)),
                      block=df["run"].astype(str))
-    attempts: tuple[tuple[str, dict[str, Any]], ...] = (("site-by-run block", {"vc_formula": {"block": "0 + C(block)"}}),
+    attempts: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("site-by-run block", {"vc_formula": {"block": "0 + C(block)"}}),
         ("no block term (the model with it did not converge)", {}))
     # the sites' own differences bound where a sound fit's effect can lie
     per_site = data.groupby(["site", "x"], observed=True)["logv"].mean().unstack("x")

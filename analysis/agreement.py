@@ -104,7 +104,8 @@ def _text(value: object) -> str:
     return "(absent)" if value is None else str(value)
 
 
-def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame, manifest_a: dict[str, Any] | None = None,
+def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame,
+              manifest_a: dict[str, Any] | None = None,
               manifest_b: dict[str, Any] | None = None, baseline: str | None = None,
               pairs: Sequence[tuple[str, str]] | None = None, alpha: float = DEFAULT_ALPHA,
               test: str = "anova", correction: str = "none",

@@ -184,7 +184,8 @@ def _finding(raw: dict[str, Any], where: str) -> Finding:
                    pairs=tuple((a, b) for a, b in pairs), link=raw["link"], **extra)
 
 
-def _paper_values(value: Any, bad: Callable[[str, str], Exception]) -> dict[str, tuple[float, float]]:
+def _paper_values(value: Any, bad: Callable[[str, str], Exception]
+                  ) -> dict[str, tuple[float, float]]:
     ok = isinstance(value, dict) and value and all(
         k in NETWORK_LABELS and isinstance(v, list) and len(v) == 2
         and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
@@ -258,7 +259,8 @@ def _base(f: Finding, network: str, x: str, y: str, metric: str) -> dict[str, An
             "high": math.nan}
 
 
-def _row(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
+def _row(f: Finding, network: str, x: str, y: str, metric: str,
+         ctx: _Context) -> dict[str, Any]:
     row = _base(f, network, x, y, metric)
     lacking = _lacking(network, (x, y), ctx)
     if lacking:
@@ -337,7 +339,8 @@ def _site_means(ctx: _Context, network: str, x: str, y: str, metric: str) -> pd.
     return wide[[x, y]].dropna() if x in wide and y in wide else pd.DataFrame(columns=[x, y])
 
 
-def _relative(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
+def _relative(f: Finding, network: str, x: str, y: str, metric: str,
+              ctx: _Context) -> dict[str, Any]:
     means = _site_means(ctx, network, x, y, metric)
     rel = (means[x] - means[y]) / means[y]
     out = {"testbed": f"median {_pct(rel.median())} over {len(rel)} sites"}
@@ -351,7 +354,8 @@ def _relative(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Conte
             "high": float(t["high"])}
 
 
-def _difference(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
+def _difference(f: Finding, network: str, x: str, y: str, metric: str,
+                ctx: _Context) -> dict[str, Any]:
     means = _site_means(ctx, network, x, y, metric)
     diff = means[x] - means[y]
     out = {"testbed": f"mean {_ms(diff.mean())} over {len(diff)} sites"}
@@ -365,7 +369,8 @@ def _difference(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Con
             "high": float(t["high_ms"])}
 
 
-def _site_tests(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
+def _site_tests(f: Finding, network: str, x: str, y: str, metric: str,
+                ctx: _Context) -> dict[str, Any]:
     w = ctx.a.win_tie_loss
     m = w[(w["a"] == x) & (w["b"] == y) & (w["network"] == network) & (w["metric"] == metric)]
     if m.empty:
@@ -392,7 +397,8 @@ def _site_tests(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Con
                    + " (ties: no significant difference on that site)."}
 
 
-def _same(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
+def _same(f: Finding, network: str, x: str, y: str, metric: str,
+          ctx: _Context) -> dict[str, Any]:
     d = site_table(ctx.meas(), [(x, y)])
     d = d[(d["network"] == network) & (d["metric"] == metric)]
     if d["site"].nunique() < 3:
@@ -418,7 +424,8 @@ def _same(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) 
                    f"({level} interval)."}
 
 
-def _one_rtt(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
+def _one_rtt(f: Finding, network: str, x: str, y: str, metric: str,
+             ctx: _Context) -> dict[str, Any]:
     d = ctx.a.design
     if d is None or d.empty:
         return {"verdict": "not tested", "why": "No single-origin site with both settings."}
@@ -451,7 +458,8 @@ def _one_rtt(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Contex
             "why": f"A site's interval reaches {f.max_lead_rtt:g} RTT."}
 
 
-def _load_order(f: Finding, network: str, x: str, y: str, metric: str, ctx: _Context) -> dict[str, Any]:
+def _load_order(f: Finding, network: str, x: str, y: str, metric: str,
+                ctx: _Context) -> dict[str, Any]:
     c = ctx.a.comparisons
     c = c[(c["a"] == x) & (c["b"] == y) & (c["network"] == network)]
     wide = c.pivot_table(index="site", columns="metric", values="outcome", aggfunc="first",

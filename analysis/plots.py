@@ -138,7 +138,8 @@ class Percent(Formatter):
     4.0 %) and 0.25 %, 0.50 % (not 0 %, 0 %, 1 %)."""
 
     def __call__(self, x: float, pos: int | None = None) -> str:
-        locs = np.asarray(self.axis.get_majorticklocs() if isinstance(self.axis, Axis) else [], dtype=float)
+        ticks: Any = self.axis.get_majorticklocs() if isinstance(self.axis, Axis) else []
+        locs = np.asarray(ticks, dtype=float)
         step = float(np.min(np.diff(locs))) * 100 if len(locs) > 1 else 1.0
         decimals = next((d for d in range(5) if abs(round(step, d) - step) < 1e-6 * step), 4)
         return f"{round(x * 100, decimals) + 0.0:.{decimals}f}%"
@@ -219,7 +220,8 @@ def drift_figure(trials: pd.DataFrame, networks: list[str], column: str = "plt_m
         if by_time:
             locator = AutoDateLocator(minticks=2, maxticks=5)  # type: ignore[no-untyped-call]
             ax.xaxis.set_major_locator(locator)
-            ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+            formatter = ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]
+            ax.xaxis.set_major_formatter(formatter)
         if not mine.any():
             _no_data(ax)
     axes[0].set_ylabel(f"{plot_label(column.removesuffix('_ms'))} / site median")

@@ -137,7 +137,8 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
         return np.where(failed, np.nan, np.round(x))
 
     df = pd.DataFrame({
-        "trial_id": [trial_id(a, b, c, int(d)) for a, b, c, d in zip(site_col, net_col, set_col, r)],
+        "trial_id": [trial_id(a, b, c, int(d))
+                     for a, b, c, d in zip(site_col, net_col, set_col, r)],
         "campaign": name,
         "site": site_col,
         "network": net_col,
@@ -388,7 +389,8 @@ def blocked(campaigns: int, sites: int = 20, runs: int = 10, effects: Sequence[f
     react = rng.normal(0, site_sd, (campaigns, sites, k, 1))
     block = rng.normal(0, block_sd, (campaigns, sites, 1, runs))
     noise = rng.normal(0, noise_sd, (campaigns, sites, k, runs))
-    result: np.ndarray = np.exp(base + np.asarray(effects, dtype=float)[:, None] + react + block + noise)
+    result: np.ndarray = np.exp(base + np.asarray(effects, dtype=float)[:, None] + react + block
+                                + noise)
     return result
 
 

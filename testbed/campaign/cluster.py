@@ -86,7 +86,8 @@ def check(opts: ClusterOptions) -> None:
         credentials.load("client", opts.tls)  # bad files: one line, before anything starts
 
 
-QUIET: dict[str, list[str]] = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+QUIET: dict[str, list[str]] = {"distributed.scheduler.http.routes": [],
+                               "distributed.worker.http.routes": []}
 """Dask's HTTP servers (dashboard, /info, /metrics) answer nothing."""
 
 

@@ -35,7 +35,9 @@ def _json(counts: dict[str, int] | None) -> str | None:
 def _field(column: schema.Column) -> tuple[Any, ...]:
     """A Row field for a column: its Python type (None allowed unless required); an
     added column defaults to None."""
-    kind: Any = {schema.TEXT_KIND: str, schema.INTEGER_KIND: int, schema.REAL_KIND: float}[column.kind]
+    kinds: dict[str, Any] = {schema.TEXT_KIND: str, schema.INTEGER_KIND: int,
+                             schema.REAL_KIND: float}
+    kind = kinds[column.kind]
     kind = kind if column.required else kind | None
     return (column.name, kind, field(default=None)) if column.name in ADDED else (column.name, kind)
 

@@ -336,7 +336,8 @@ CHECKS: list[Callable[[], Row]] = [
     check_chromium, check_firefox, check_geckodriver, check_browsertime, check_visual_metrics, check_xvfb, check_nginx,
     check_uwsgi, check_h3server, check_mitmproxy, check_iperf3,
 ]
-LAB_CHECKS: list[Callable[[Any], Row | list[Row]]] = [check_netns_iptables, check_qdiscs, check_mahimahi, check_chromium_load]
+LAB_CHECKS: list[Callable[[Any], Row | list[Row]]] = [
+    check_netns_iptables, check_qdiscs, check_mahimahi, check_chromium_load]
 
 
 def run_checks() -> list[Row]:
@@ -355,7 +356,8 @@ def run_checks() -> list[Row]:
                 try:
                     result = lab_check(topo)
                 except Exception as e:  # noqa: BLE001 -- as above
-                    result = failed(lab_check.__name__.removeprefix("check_"), str(e), "see the message")
+                    result = failed(lab_check.__name__.removeprefix("check_"), str(e),
+                                    "see the message")
                 rows.extend(result if isinstance(result, list) else [result])
     except Exception as e:  # noqa: BLE001 -- the lab itself could not be built
         rows.append(failed("network namespaces", str(e), "needs root and CONFIG_NET_NS; in Docker --privileged"))

@@ -395,7 +395,8 @@ def _exchange_sort_key(x: dict[str, Any]) -> tuple[Any, ...]:
     return (x["scheme"], x["host"], x["port"], x["method"], x["target"], x["body"] or "", x["status"])
 
 
-def write(out_dir: Path, meta: dict[str, Any], exchanges: list[tuple[dict[str, Any], bytes]]) -> Path:
+def write(out_dir: Path, meta: dict[str, Any],
+          exchanges: list[tuple[dict[str, Any], bytes]]) -> Path:
     """Write a recording atomically: a temporary folder renamed when complete.
 
     meta: name, url, recorded_at, loads and optional versions.

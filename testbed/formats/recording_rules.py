@@ -178,7 +178,8 @@ def _check_headers(key: str, headers: list[Any]) -> None:
                                             f"got {short(value)}")
 
 
-def _check_once(i: int, x: dict[str, Any], seen: dict[tuple[Any, ...], int], exchanges: list[Any]) -> None:
+def _check_once(i: int, x: dict[str, Any], seen: dict[tuple[Any, ...], int],
+                exchanges: list[Any]) -> None:
     key = (x["scheme"], x["host"], x["port"], x["method"], x["target"])
     j = seen.setdefault(key, i)
     if j == i:

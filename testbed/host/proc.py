@@ -15,7 +15,8 @@ from testbed.host import safefs
 
 
 def run(argv: Sequence[str | os.PathLike[str]], *, check: bool = True, timeout: float | None = 60,
-        input: str | None = None, env: dict[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
+        input: str | None = None, env: dict[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         ) -> subprocess.CompletedProcess[str]:
     """Run argv to completion, capturing text output; CommandFailed if it fails."""
     argv = [str(a) for a in argv]
@@ -81,7 +82,8 @@ class Background:
     """
 
     def __init__(self, argv: Sequence[str | os.PathLike[str]], *, log: Path | None = None,
-                 env: dict[str, str] | None = None, grace: float = 3.0, cwd: str | os.PathLike[str] | None = None,
+                 env: dict[str, str] | None = None, grace: float = 3.0,
+                 cwd: str | os.PathLike[str] | None = None,
                  pass_fds: Sequence[int] = ()) -> None:
         self.argv = [str(a) for a in argv]
         self.pass_fds = tuple(pass_fds)
@@ -95,7 +97,8 @@ class Background:
         # The log is root's own file, never opened through a symlink (see testbed.host.safefs).
         out = safefs.open_log(self.log) if self.log else None
         try:
-            self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL if out is None else out,
+            stdout = subprocess.DEVNULL if out is None else out
+            self.proc = subprocess.Popen(self.argv, stdout=stdout,
                                          stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=self.env,
                                          start_new_session=True, cwd=self.cwd,
