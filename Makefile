@@ -31,12 +31,14 @@ docs:
 	@site=$$(mktemp -d) && trap 'rm -rf "$$site"' EXIT && \
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$site"
 
+# Unit tests in two worker processes (pytest-xdist; they share no state: each uses its
+# own tmp_path), the slowest ten named so a slow-down shows in CI's log.
 unit:
-	$(PY) -m pytest -q -m "not e2e" tests
+	$(PY) -m pytest -q -n 2 --durations=10 -m "not e2e" tests
 	cd h3server && $(CARGO) test --release --locked -q
 
 e2e:
-	$(PY) -m pytest -q -m "e2e and not faults" tests
+	$(PY) -m pytest -q --durations=15 -m "e2e and not faults" tests
 
 # `pip install .[analysis]` in a fresh venv, then `testbed report` and the notebook over
 # the fixture from it (part of `make e2e`; ~1-2 min with a warm pip cache).
@@ -82,7 +84,7 @@ replication: reference-report
 	$(PY) -m analysis.replication reports/reference/findings.md REPLICATION.md
 
 faults:
-	$(PY) -m pytest -q -s -m faults tests/faults
+	$(PY) -m pytest -q -s --durations=10 -m faults tests/faults
 
 bench:
 	@for b in bench/*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done

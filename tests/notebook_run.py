@@ -16,11 +16,23 @@ from pathlib import Path
 import nbformat
 from jupyter_client.kernelspec import NATIVE_KERNEL_NAME
 from nbclient import NotebookClient
+from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "campaign.ipynb"
 CELL_TIMEOUT = 300  # seconds one cell may take (the notebook's slowest takes ~15)
 DEFAULT_REPORT_OUT = "../reports/notebook"  # the notebook's own default, as printed
+
+
+def kernel_config(scratch: str) -> Config:
+    """The kernel talks over Unix sockets in `scratch` (a folder only its owner can
+    enter), not over loopback TCP ports, which every local account can reach (the
+    messages are signed, but a port open to all is an open door to knock on)."""
+    return Config({"KernelManager": {
+        "transport": "ipc",
+        "ip": str(Path(scratch) / "kernel"),
+        "connection_file": str(Path(scratch) / "kernel.json"),
+    }})
 
 
 def execute(notebook: Path = NOTEBOOK) -> nbformat.NotebookNode:
@@ -34,7 +46,7 @@ def execute(notebook: Path = NOTEBOOK) -> nbformat.NotebookNode:
         env["TESTBED_REPORT_OUT"] = report_out
         # The kernel of this interpreter (ipykernel beside it); no kernelspec needed.
         client = NotebookClient(nb, kernel_name=NATIVE_KERNEL_NAME, timeout=CELL_TIMEOUT,
-                                record_timing=False,
+                                record_timing=False, config=kernel_config(scratch),
                                 resources={"metadata": {"path": str(notebook.parent)}})
         client.execute(env=env)  # the kernel's environment
         if not (Path(report_out) / "index.html").is_file():

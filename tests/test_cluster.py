@@ -5,6 +5,7 @@ bookkeeping with scripted blocks."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,6 +17,7 @@ from testbed.campaign import block as block_mod
 from testbed.campaign import cluster, plan, worker
 from testbed.campaign.rows import TrialRecord
 from testbed.campaign.store import Store
+from testbed.formats import recording
 from testbed.host.paths import ROOT
 from testbed.measure.session import Kept
 from testbed.protocols import server_options
@@ -60,10 +62,16 @@ def _tree(root: Path, dsl: str = "rtt_ms = 10\n") -> Path:
     (root / "testbed" / "__pycache__" / "a.pyc").write_bytes(b"junk")
     (root / "profiles" / "networks").mkdir(parents=True)
     (root / "profiles" / "networks" / "dsl.toml").write_text(dsl)
-    rec = root / "recordings" / "s"
-    rec.mkdir(parents=True)
-    (rec / "manifest.json").write_text("{}")
-    return rec
+    return _recording(root / "recordings", "2024-01-02T03:04:05Z", b"<p>hello</p>")
+
+
+def _recording(parent: Path, recorded_at: str, body: bytes) -> Path:
+    x = {"scheme": "https", "host": "www.s.test", "port": 443, "ip": "10.0.0.1",
+         "method": "GET", "target": "/", "request_headers": [["user-agent", "t"]],
+         "status": 200, "response_headers": [["content-type", "text/html"],
+                                              ["date", recorded_at]]}
+    return recording.write(parent, {"name": "s", "url": "https://www.s.test/",
+                                    "recorded_at": recorded_at, "loads": 1}, [(x, body)])
 
 
 def test_digests_name_the_file_that_differs(tmp_path, monkeypatch):
@@ -79,8 +87,15 @@ def test_digests_name_the_file_that_differs(tmp_path, monkeypatch):
     (b / "profiles" / "networks" / "dsl.toml").write_text("rtt_ms = 10\n")
     assert "testbed/extra.py: present here" in worker.first_difference(
         da, worker.digests({"s": rb}, b))
-    (rb / "manifest.json").write_text('{"changed": 1}')
-    assert "recording s: manifest.json: differs" in worker.first_difference(da, worker.digests({"s": rb}, b))
+    # the same site recorded (or built) again: other times, the same content -> joins
+    (b / "testbed" / "extra.py").unlink()
+    shutil.rmtree(rb)
+    rb = _recording(b / "recordings", "2025-06-07T08:09:10Z", b"<p>hello</p>")
+    assert worker.first_difference(da, worker.digests({"s": rb}, b)) is None
+    shutil.rmtree(rb)
+    rb = _recording(b / "recordings", "2024-01-02T03:04:05Z", b"<p>hello!</p>")
+    assert worker.first_difference(da, worker.digests({"s": rb}, b)) == \
+        "recording s: content: differs from the coordinator's"
 
 
 def _coordinator_with_changed_profile() -> tuple[dict, dict]:

@@ -50,3 +50,36 @@ def test_stored_outputs_are_current(executed):
     assert text_parts(stored) == text_parts(executed), (
         "the stored outputs are stale: `make notebook` re-executes and stores them")
     assert NOTEBOOK.stat().st_size <= MAX_BYTES
+
+
+def test_the_kernels_channels_are_unix_sockets(tmp_path):
+    """The kernel's five channels (shell and control run code) are Unix sockets in a
+    folder of the caller's, not loopback ports every local account can reach. One TCP
+    listener remains, and cannot be configured away: ipykernel's pipe for the output of
+    forked subprocesses (iostream.py, `_setup_pipe_in`), which drops any message not
+    carrying a random 16-byte key and can only print, never run code."""
+    import psutil
+    from jupyter_client.kernelspec import NATIVE_KERNEL_NAME
+    from jupyter_client.manager import KernelManager
+    from notebook_run import kernel_config
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(mode=0o700)
+    km = KernelManager(kernel_name=NATIVE_KERNEL_NAME, config=kernel_config(str(scratch)))
+    km.start_kernel()
+    try:
+        kc = km.client()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=120)  # bounded: the kernel answered on its sockets
+        kernel = psutil.Process(km.provisioner.pid)
+        tcp = [c for p in [kernel, *kernel.children(recursive=True)]
+               for c in p.net_connections(kind="tcp")]
+        info = km.get_connection_info()
+        assert info["transport"] == "ipc" and info["ip"].startswith(str(scratch))
+        sockets = sorted(p.name for p in scratch.iterdir() if p.is_socket())
+        assert len(sockets) == 5, sockets  # shell, iopub, stdin, control, heartbeat
+        listening = [c for c in tcp if c.status == "LISTEN"]
+        assert len(listening) <= 1 and all(c.laddr.ip == "127.0.0.1" for c in listening), tcp
+        kc.stop_channels()
+    finally:
+        km.shutdown_kernel(now=True)

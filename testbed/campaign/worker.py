@@ -12,7 +12,7 @@ namespaces, so two workers on one machine never clash, and the sweep leaves a
 live worker's processes alone). It loads the campaign's recordings and profiles
 from its own checkout, checks that they are the coordinator's (`digests`: the
 files of testbed/ and profiles/, the HTTP/3 server's version and each recording's
-manifest), keeps one replay topology while its blocks stay on one site, writes
+content digest), keeps one replay topology while its blocks stay on one site, writes
 a block's files into its own scratch folder and sends them back as bytes
 (testbed.campaign.block.pack). The coordinator alone writes the results.
 """
@@ -75,7 +75,9 @@ def h3server_version() -> str:
 
 def digests(recordings: dict[str, Path], root: Path = ROOT) -> dict[str, str]:
     """sha256 of every file under testbed/ and profiles/ (by path in the checkout),
-    the HTTP/3 server's version, and each recording's manifest (by label)."""
+    the HTTP/3 server's version, and each recording's content digest (by label: what
+    its replay serves, `formats.recording.content_digest`, so a corpus built anew on a
+    worker joins when it serves the same, though its manifest.json's times differ)."""
     out = {}
     for top in HASHED:
         for dirpath, dirnames, filenames in os.walk(root / top):
@@ -86,7 +88,7 @@ def digests(recordings: dict[str, Path], root: Path = ROOT) -> dict[str, str]:
                     out[str(p.relative_to(root))] = _sha256(p)
     out["h3server --version"] = h3server_version()
     for label, folder in sorted(recordings.items()):
-        out[f"recording {label}: manifest.json"] = _sha256(Path(folder) / "manifest.json")
+        out[f"recording {label}: content"] = rec.load(Path(folder)).content_sha256
     return out
 
 

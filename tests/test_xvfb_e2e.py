@@ -1,0 +1,104 @@
+"""The display a browser is measured on admits only the measurement: Xvfb started by
+testbed.measure.xvfb, in a network namespace as a trial's is, serves the wrapped
+command and listens where only its namespace can reach (an abstract socket; no file in
+/tmp/.X11-unix, no TCP port), and refuses a client without the cookie."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+from needs import need, need_root
+
+pytestmark = pytest.mark.e2e
+
+TIMEOUT = 60  # seconds for the whole probe: Xvfb's start and three short clients
+
+# Run inside `unshare -n` as the testbed user: the wrapper around a shell that asks the
+# display three times (itself with the cookie; itself without it; then prints the
+# display so the outside can try) and waits for the outside's try to finish.
+# A client: exit status 0 if XOpenDisplay($DISPLAY) succeeds (libX11, Chromium's own).
+OPEN = ("import ctypes, sys; x = ctypes.CDLL('libX11.so.6'); "
+        "x.XOpenDisplay.restype = ctypes.c_void_p; sys.exit(0 if x.XOpenDisplay(None) else 1)")
+
+PROBE = "OPEN = " + repr(OPEN) + "\n" + textwrap.dedent("""\
+    import subprocess, sys, os
+    d = os.environ["DISPLAY"]
+    def ask(env):
+        return subprocess.run([sys.executable, "-c", OPEN], env=env, capture_output=True,
+                              timeout=20).returncode
+    print("with-cookie", ask(dict(os.environ)), flush=True)
+    print("without-cookie", ask({k: v for k, v in os.environ.items() if k != "XAUTHORITY"}),
+          flush=True)
+    print("display", d, flush=True)
+    sys.stdin.readline()
+""")
+
+
+@pytest.fixture
+def shared():
+    """A folder the testbed user can read (pytest's tmp_path is root's alone)."""
+    d = Path(tempfile.mkdtemp(prefix="tb-xvfb-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def listening(pid: int) -> tuple[list[str], list[str]]:
+    """The Unix socket paths and the TCP ports a process holds, read in its own network
+    namespace (/proc/PID/net)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = os.readlink(fd)
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    unix = [row.split()[7] for row in Path(f"/proc/{pid}/net/unix").read_text().splitlines()[1:]
+            if len(row.split()) >= 8 and row.split()[6] in inodes]
+    tcp = [row.split()[1] for name in ("tcp", "tcp6")
+           for row in Path(f"/proc/{pid}/net/{name}").read_text().splitlines()[1:]
+           if row.split()[9] in inodes]
+    return unix, tcp
+
+
+def test_only_the_wrapped_command_reaches_the_display(shared):
+    need_root()
+    need(None if shutil.which("Xvfb") else "needs Xvfb (make setup)")
+    tmp_path = shared
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    probe.chmod(0o644)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    shutil.chown(tmp, "testbed")
+    wrapper = ["unshare", "-n", "runuser", "-u", "testbed", "--", "env", f"TMPDIR={tmp}",
+               sys.executable, "-m", "testbed.measure.xvfb", "--", sys.executable, str(probe)]
+    with subprocess.Popen(wrapper, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          cwd=str(tmp)) as p:
+        try:
+            lines = [p.stdout.readline().split() for _ in range(3)]
+            assert lines[0] == ["with-cookie", "0"], lines
+            assert lines[1][0] == "without-cookie" and lines[1][1] != "0", lines
+            xvfb = next(c for c in psutil.Process(p.pid).children(recursive=True)
+                        if c.name() == "Xvfb")
+            unix, tcp = listening(xvfb.pid)
+            # Only Linux's abstract socket, which belongs to the trial's network
+            # namespace; no socket file in /tmp/.X11-unix, no TCP port.
+            assert unix and all(path.startswith("@") for path in unix), unix
+            assert not tcp, tcp
+            private = list(tmp.iterdir())  # the cookie's folder, its user's alone
+            assert [f.name[:6] for f in private] == ["xauth-"], private
+            assert private[0].stat().st_mode & 0o077 == 0
+            p.stdin.write("\n")
+            p.stdin.flush()
+            assert p.wait(TIMEOUT) == 0
+        finally:
+            if p.poll() is None:
+                p.kill()
+    assert not list(tmp.iterdir()), "the cookie's folder was left behind"
