@@ -1,6 +1,6 @@
 """End to end: the campaign files the docs tell a researcher to run, run.
 
-smoke.toml runs in test_smoke_campaign.py, in-flight.toml and warm.toml in their own
+smoke.toml runs (both clients) in test_smoke_campaign.py, in-flight.toml and warm.toml in their own
 tests. Here the two others a page shows as commands: bbr.toml (docs/campaigns.md,
 docs/analysis-and-statistics.md) narrowed to one site, one network and one run, then
 its report with the section the docs point to; and corpus-check.toml

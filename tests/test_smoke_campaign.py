@@ -1,8 +1,8 @@
-"""End to end: campaigns through the real replay, shells, Chromium and Browsertime.
+"""End to end: campaigns through the real replay, shells, Chromium, Firefox and Browsertime.
 
 The CI smoke replay: the bundled site under DSL through all five protocol
-settings, one run each; every trial ok with every metric and its protocol
-proven. And a campaign killed with SIGKILL, then run again, ends with exactly
+settings, one run each, in Chromium and in Firefox; every trial ok with every
+metric and its protocol proven. And a campaign killed with SIGKILL, then run again, ends with exactly
 the planned trials.
 """
 
@@ -48,37 +48,68 @@ def rows(out: Path) -> list[dict]:
         db.close()
 
 
-def test_smoke_campaign_five_settings_all_ok_with_protocol_proven(tmp_path):
+def test_smoke_campaign_in_both_clients_all_ok_with_protocol_proven(tmp_path):
+    """smoke.toml in Chromium and Firefox (one campaign, ten trials): every trial ok with
+    every metric; Chromium's protocol proven from its own log per request, Firefox's for
+    every origin from its HTTP log, its HAR and the wire; the report compares the
+    settings within each client."""
     needs_parts()
+    from testbed.host import firefox
+    need(firefox.missing())
+    from testbed.formats import recording as rec
+    from testbed.replay.matching import normalise_host
+    from testbed.validate import firefox as proof
+
+    smoke = (ROOT / "profiles/campaigns/smoke.toml").read_text()
+    text = "\n".join(line for line in smoke.splitlines() if not line.startswith("client"))
+    campaign = tmp_path / "smoke-clients.toml"
+    campaign.write_text(text + '\nclient = ["chromium", "firefox"]\n'
+                        'capture = ["pcap", "mozlog"]\n')
     out = tmp_path / "smoke"
-    cp = subprocess.run(check=False, args=[*TESTBED, "run", "profiles/campaigns/smoke.toml", "--out", str(out)],
-                        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    cp = subprocess.run(check=False, args=[*TESTBED, "run", str(campaign), "--out", str(out)],
+                        cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert cp.returncode == 0, cp.stderr[-3000:]
     got = rows(out)
-    assert sorted(r["protocol"] for r in got) == sorted(
-        ["tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr"])
+    settings = ("tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr")
+    assert sorted((r["client"], r["protocol"]) for r in got) == sorted(
+        (c, p) for c in ("chromium", "firefox") for p in settings)
     for r in got:
         assert (r["status"], r["reason"]) == ("ok", None), r
-        assert all(r[m] is not None and r[m] > 0 for m in METRICS), r
-        want = "h3" if r["protocol"].startswith("quic") else "h2"
-        proven = json.loads(r["protocols"])
-        assert list(proven) == [want] and proven[want] == r["requests"] > 0, r
+        assert r["trial_id"].endswith("+firefox") == (r["client"] == "firefox")
         assert (r["network"], r["rtt_ms"], r["origins"]) == ("dsl", 24.0, 4)
-        # the browser's timings, in the order the browser reaches them
-        assert r["ttfb_ms"] < r["dcl_ms"] and r["fp_ms"] <= r["fcp_ms"] <= r["lcp_ms"], r
+        assert r["plt_ms"] > 0 and r["fcp_ms"] > 0 and r["fvc_ms"] > 0, r
         assert r["bytes"] > 0 and r["misses"] is not None
         files = out / "trials" / r["trial_id"]
         assert {"browsertime.json", "browsertime.har.gz", "visualmetrics.json", "trial.json"} <= {
             p.name for p in files.iterdir()}
+    for r in (r for r in got if r["client"] == "chromium"):
+        assert all(r[m] is not None and r[m] > 0 for m in METRICS), r
+        want = "h3" if r["protocol"].startswith("quic") else "h2"
+        proven = json.loads(r["protocols"])
+        assert list(proven) == [want] and proven[want] == r["requests"] > 0, r
+        # the browser's timings, in the order the browser reaches them
+        assert r["ttfb_ms"] < r["dcl_ms"] and r["fp_ms"] <= r["fcp_ms"] <= r["lcp_ms"], r
+    recording = rec.load("local-news")
+    origins = {f"{normalise_host(o.host)}:{o.port}": o.ip for o in recording.origins}
+    for r in (r for r in got if r["client"] == "firefox"):
+        proven_ff = proof.trial_rows(out, r, origins)
+        assert [x for x in proven_ff if x.ok is False] == [], (r["trial_id"], proven_ff)
+        logged = [x for x in proven_ff if x.name.endswith("Firefox's log")]
+        assert len(logged) == len(origins)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["versions"]["browsertime"] == "28.3.0"
     assert manifest["campaign"]["settings"]["video_fps"] is None  # each network's own
     assert manifest["networks"]["dsl"]["video_fps"] == 60
     assert manifest["calibration"]["dsl"]["delay_ms"] >= 0
-    assert set(manifest["server_sysctls"]) == {r["protocol"] for r in got}
+    assert set(manifest["server_sysctls"]) == set(settings)
     csv = subprocess.run(check=False, args=[*TESTBED, "export", str(out), "--csv", "-"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
-    assert csv.returncode == 0 and len(csv.stdout.strip().splitlines()) == 6
+    assert csv.returncode == 0 and len(csv.stdout.strip().splitlines()) == 11
+    report = subprocess.run([*TESTBED, "report", str(out), "--out", str(tmp_path / "report")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert report.returncode == 0, report.stderr[-3000:]
+    for client in ("chromium", "firefox"):
+        assert (tmp_path / "report" / client / "index.html").is_file()
 
 
 def test_campaign_killed_with_sigkill_resumes_to_exactly_the_planned_trials(tmp_path):
