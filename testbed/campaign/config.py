@@ -187,15 +187,6 @@ class Campaign(tomlfile.LoadedFile):
                                  f'{{ min = 10, max = 31, precision = "2%" }}, got '
                                  f"{tomlfile.toml_repr(v)}")
 
-    @model_validator(mode="after")
-    def _firefox_supports(self) -> Campaign:
-        if "firefox" not in self.client:
-            return self
-        if self.visit != "first":
-            raise KeyProblem("visit", "expected `first` in a campaign with client firefox "
-                             "(warm visits need Chromium's net benchmarking)")
-        return self
-
     @field_validator("sites", "networks", "protocols", "capture", "client")
     @classmethod
     def _distinct(cls, v: tuple[str, ...]) -> tuple[str, ...]:
