@@ -222,12 +222,18 @@ def test_a_warm_firefox_trial_gets_early_data_and_0rtt_prefs_and_a_first_one_not
     assert warm["trust"] == first["trust"] == "chain.pem"
 
 
-def test_a_firefox_campaign_may_have_warm_visits(tmp_path):
+def test_a_firefox_campaign_may_have_warm_visits_of_tcp_settings_only(tmp_path):
     (tmp_path / "c.toml").write_text(
         'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp-plus-0rtt", "quic-0rtt"]\n'
-        'runs = 1\nclient = ["chromium", "firefox"]\nvisit = "warm"\n')
+        'runs = 1\nclient = ["chromium", "firefox"]\nvisit = { tcp-plus-0rtt = "warm" }\n')
     c = config.load(tmp_path / "c.toml")
-    assert [c.visit_of_label(p) for p in c.protocols] == ["warm", "warm"]
+    assert [c.visit_of_label(p) for p in c.protocols] == ["warm", "first"]
+    (tmp_path / "c.toml").write_text(
+        (tmp_path / "c.toml").read_text().replace('{ tcp-plus-0rtt = "warm" }', '"warm"'))
+    with pytest.raises(InputError, match=r"c\.toml: key visit: a warm visit of protocols\.1 "
+                                         r"\(quic-0rtt\) in a campaign with client firefox: "
+                                         "expected a TCP setting"):
+        config.load(tmp_path / "c.toml")
 
 
 def test_the_launcher_joins_feature_lists_chromium_takes_once():

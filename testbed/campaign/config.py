@@ -431,13 +431,19 @@ def _check_names(c: Campaign, p: Path) -> None:
 
 
 def _check_warm(c: Campaign) -> None:
-    """A warm visit over TCP needs a setting whose nginx issues session tickets."""
+    """A warm visit over TCP needs a setting whose nginx issues session tickets; under
+    Firefox a warm visit is a TCP setting's only (docs/firefox.md)."""
     for i, listed in enumerate(c.protocols):
         if c.visit_of(listed) != "warm":
             continue
         p = profiles.load_protocol(profile_path(c, listed))
+        key = f"visit.{listed}" if isinstance(c.visit, dict) else "visit"
+        if p.stack == "quic" and "firefox" in c.client:
+            raise InputError(f"{c.source}: key {key}: a warm visit of protocols.{i} "
+                             f"({p.name}) in a campaign with client firefox: expected a TCP "
+                             "setting (Firefox resumes only some QUIC connections of a warm "
+                             "visit; docs/firefox.md, Warm visits)")
         if p.stack == "tcp" and not p.session_tickets:
-            key = f"visit.{listed}" if isinstance(c.visit, dict) else "visit"
             raise InputError(f"{c.source}: key {key}: a warm visit of protocols.{i} "
                              f"({p.name}) expected a setting with session_tickets = true "
                              "(without tickets nothing resumes)")
