@@ -26,7 +26,8 @@ def test_doctor_passes_every_required_check():
     assert not failing, failing
     assert cp.returncode == 0
     names = {r["name"] for r in rows}
-    assert {"mm-delay", "mm-link", "mm-loss", "Chromium headless load", "fq qdisc"} <= names
+    assert {"mm-delay", "mm-link", "mm-loss", "Chromium headless load", "Firefox headless load",
+            "fq qdisc"} <= names
     ehash = next(r for r in rows if r["name"] == "TCP hash table per namespace")
     assert ehash["status"] == "PASS", ehash  # Linux 6.18 here: tcp_child_ehash_entries
 

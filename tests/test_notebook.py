@@ -83,3 +83,37 @@ def test_the_kernels_channels_are_unix_sockets(tmp_path):
         kc.stop_channels()
     finally:
         km.shutdown_kernel(now=True)
+
+
+def test_with_two_clients_the_notebook_walks_through_one_and_faces_both(tmp_path):
+    """The loading cells on an export of two clients (the fixture's trials again as
+    Firefox's, 20 % slower): the client chosen by TESTBED_CLIENT is walked through, the
+    side-by-side table shows both, each against its own baseline."""
+    import os
+
+    import pandas as pd
+    from jupyter_client.kernelspec import NATIVE_KERNEL_NAME
+    from nbclient import NotebookClient
+    from notebook_run import kernel_config
+
+    chromium = pd.read_csv(NOTEBOOK.parent.parent / "tests/fixtures/results/trials.csv")
+    firefox = chromium.assign(trial_id=chromium.trial_id + "+firefox", client="firefox",
+                              plt_ms=chromium.plt_ms * 1.2)
+    export = tmp_path / "two-clients.csv"
+    pd.concat([chromium, firefox]).to_csv(export, index=False)
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb.cells = nb.cells[:3]  # the introduction, loading, the clients side by side
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TESTBED_")}
+    env.update(TESTBED_RESULTS=str(export), TESTBED_CLIENT="firefox")
+    scratch = tmp_path / "kernel"
+    scratch.mkdir(mode=0o700)
+    NotebookClient(nb, kernel_name=NATIVE_KERNEL_NAME, timeout=120,
+                   config=kernel_config(str(scratch)),
+                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute(env=env)
+    loading, facing = nb.cells[1].outputs, nb.cells[2].outputs
+    text = "".join(o.get("text", "") for o in loading)
+    assert f"2480 trials from {export}, client firefox (present: chromium, firefox)" in text
+    assert "+firefox" in loading[-1]["data"]["text/plain"]  # trials.head(): Firefox's
+    table = facing[-1]["data"]["text/plain"]
+    assert "chromium" in table and "firefox" in table
+    assert table.count("-0.114261") == 2  # da2gc quic vs tcp: the same in each client

@@ -200,6 +200,42 @@ def test_a_warm_trial_gets_net_benchmarking_and_tls_early_data():
     assert "--enable-net-benchmarking" not in d.launch(1)
 
 
+def test_a_warm_firefox_trial_gets_early_data_and_0rtt_prefs_and_a_first_one_not():
+    class Env:
+        def firefox_launch(self):
+            return {"prefs": {"network.http.http3.enable": True}, "trust": "chain.pem"}
+
+    class Servers:
+        env = Env()
+
+    from testbed.campaign.plan import Block, Trial
+    from testbed.host import firefox
+    trials = (Trial("s", "dsl", "quic-0rtt", 0, "firefox"), Trial("s", "dsl", "quic", 0, "firefox"))
+    settings = {"quic-0rtt": server_options("quic-0rtt"), "quic": server_options("quic")}
+    d = block.BlockDriver(Block(0, "s", "dsl", trials, "firefox"), Servers(), settings,
+                          visits={"quic-0rtt": "warm"})
+    warm, first = d.launch(0), d.launch(1)
+    assert warm["prefs"] == {"network.http.http3.enable": True,
+                             "security.tls.enable_0rtt_data": True,
+                             "network.http.http3.enable_0rtt": True}
+    assert set(firefox.WARM_PREFS).isdisjoint(first["prefs"])
+    assert warm["trust"] == first["trust"] == "chain.pem"
+
+
+def test_a_firefox_campaign_may_have_warm_visits_of_tcp_settings_only(tmp_path):
+    (tmp_path / "c.toml").write_text(
+        'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp-plus-0rtt", "quic-0rtt"]\n'
+        'runs = 1\nclient = ["chromium", "firefox"]\nvisit = { tcp-plus-0rtt = "warm" }\n')
+    c = config.load(tmp_path / "c.toml")
+    assert [c.visit_of_label(p) for p in c.protocols] == ["warm", "first"]
+    (tmp_path / "c.toml").write_text(
+        (tmp_path / "c.toml").read_text().replace('{ tcp-plus-0rtt = "warm" }', '"warm"'))
+    with pytest.raises(InputError, match=r"c\.toml: key visit: a warm visit of protocols\.1 "
+                                         r"\(quic-0rtt\) in a campaign with client firefox: "
+                                         "expected a TCP setting"):
+        config.load(tmp_path / "c.toml")
+
+
 def test_the_launcher_joins_feature_lists_chromium_takes_once():
     got = launcher.merged(["--x", "--enable-features=A", "--disable-features=B"],
                           ["--enable-features=C", "--disable-features=D", "--y"])

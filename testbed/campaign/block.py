@@ -39,6 +39,7 @@ from testbed.campaign.servers import Servers
 from testbed.campaign.store import Row
 from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile
+from testbed.host import firefox
 from testbed.measure import browsertime, telemetry
 from testbed.measure.captures import Captures
 from testbed.measure.session import Kept, Outcome, Session
@@ -90,6 +91,8 @@ class BlockDriver:
             r.launched_at = time.time()
         if self.block.client == "firefox":
             message = env.firefox_launch()
+            if r.visit == "warm":
+                message["prefs"].update(firefox.WARM_PREFS)
             if self.captures is not None:
                 self.captures.start(k)
                 message["env"] = self.captures.firefox_env(k)

@@ -187,15 +187,6 @@ class Campaign(tomlfile.LoadedFile):
                                  f'{{ min = 10, max = 31, precision = "2%" }}, got '
                                  f"{tomlfile.toml_repr(v)}")
 
-    @model_validator(mode="after")
-    def _firefox_supports(self) -> Campaign:
-        if "firefox" not in self.client:
-            return self
-        if self.visit != "first":
-            raise KeyProblem("visit", "expected `first` in a campaign with client firefox "
-                             "(warm visits need Chromium's net benchmarking)")
-        return self
-
     @field_validator("sites", "networks", "protocols", "capture", "client")
     @classmethod
     def _distinct(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -442,13 +433,19 @@ def _check_names(c: Campaign, p: Path) -> None:
 
 
 def _check_warm(c: Campaign) -> None:
-    """A warm visit over TCP needs a setting whose nginx issues session tickets."""
+    """A warm visit over TCP needs a setting whose nginx issues session tickets; under
+    Firefox a warm visit is a TCP setting's only (docs/firefox.md)."""
     for i, listed in enumerate(c.protocols):
         if c.visit_of(listed) != "warm":
             continue
         p = profiles.load_protocol(profile_path(c, listed))
+        key = f"visit.{listed}" if isinstance(c.visit, dict) else "visit"
+        if p.stack == "quic" and "firefox" in c.client:
+            raise InputError(f"{c.source}: key {key}: a warm visit of protocols.{i} "
+                             f"({p.name}) in a campaign with client firefox: expected a TCP "
+                             "setting (Firefox resumes only some QUIC connections of a warm "
+                             "visit; docs/firefox.md, Warm visits)")
         if p.stack == "tcp" and not p.session_tickets:
-            key = f"visit.{listed}" if isinstance(c.visit, dict) else "visit"
             raise InputError(f"{c.source}: key {key}: a warm visit of protocols.{i} "
                              f"({p.name}) expected a setting with session_tickets = true "
                              "(without tickets nothing resumes)")

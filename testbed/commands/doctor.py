@@ -30,6 +30,9 @@ from testbed.validate.verdict import Row
 
 TRACE = "/usr/share/mahimahi/traces/TMobile-LTE-driving.up"
 PROBE_IP = "203.0.113.1"  # TEST-NET-3; exists only inside the doctor's namespace
+FIREFOX_SEEN = "firefox-seen.png"
+"""The image of the doctor's Firefox page: its request in the server's log says Firefox
+loaded the page (Firefox has no --dump-dom)."""
 
 
 def passed(name: str, detail: str) -> Row:
@@ -223,11 +226,13 @@ def lab() -> Iterator:
     with ReplayTopology([PROBE_IP]) as topo:
         www = Path(tempfile.mkdtemp(prefix="doctor-www-"))
         (www / "index.html").write_text("<html><title>doctor</title><body>doctor-ok</body></html>")
+        (www / "firefox.html").write_text(
+            f'<html><title>doctor</title><body><img src="{FIREFOX_SEEN}"></body></html>')
         os.chmod(www, 0o755)
         server = topo.server.exec([sys.executable, "-m", "http.server", "80", "--bind", PROBE_IP,
                                    "--directory", str(www)])
         try:
-            with proc.Background(server):
+            with proc.Background(server, log=server_log()):
                 deadline = time.monotonic() + 5
                 while time.monotonic() < deadline:
                     probe = proc.run(topo.client.exec(["curl", "-s", "-o", "/dev/null", "-m", "1",
@@ -331,13 +336,55 @@ def check_chromium_load(topo) -> Row:
                   "Chromium's sandbox needs unprivileged user namespaces (kernel.unprivileged_userns_clone=1)")
 
 
+def server_log() -> Path:
+    """The lab's HTTP server's log (its requests), in the doctor's run folder."""
+    return runstate.current().dir / "doctor-www.log"
+
+
+def check_firefox_load(topo) -> Row:
+    """Firefox (headless, `--screenshot`: it loads the page, writes the picture and exits)
+    as the testbed user in the client's namespace, sandbox on, in a fresh profile with
+    the campaign's quiet preferences; the page's image reaching the server says it
+    loaded and parsed the page."""
+    from testbed.host import firefox
+
+    if not os.access(firefox.FIREFOX, os.X_OK):
+        return failed("Firefox headless load", f"{firefox.FIREFOX} missing",
+                      "make setup (apt: firefox-esr)")
+    profile = chromium.make_profile(prefix="doctor-firefox-")
+    tmp = chromium.make_profile(prefix="doctor-firefox-tmp-")
+    try:
+        fd = safefs.open_dir(profile)  # the testbed user's: never written through a link
+        try:
+            safefs.write_at(fd, "user.js", firefox.user_js(firefox.QUIET_PREFS))
+        finally:
+            os.close(fd)
+        env = {"TMPDIR": str(tmp), "HOME": str(tmp), "XDG_CACHE_HOME": str(tmp),
+               "XDG_CONFIG_HOME": str(tmp), "XDG_DATA_HOME": str(tmp)}
+        argv = as_user([str(firefox.FIREFOX), "--headless", "--no-remote", "--profile",
+                        str(profile), "--screenshot", str(tmp / "doctor.png"),
+                        f"http://{PROBE_IP}/firefox.html"], netns=topo.client.name, env=env)
+        cp = proc.run(argv, check=False, timeout=90)
+    finally:
+        safefs.rmtree(tmp)  # the testbed user's trees
+        safefs.rmtree(profile)
+    seen = server_log().read_text(errors="replace") if server_log().exists() else ""
+    if f"GET /{FIREFOX_SEEN} " in seen:
+        return passed("Firefox headless load",
+                      f"loaded a local page as {runstate.USER}, sandbox on (level 4)")
+    return failed("Firefox headless load", first_line(cp.stderr) or f"exit {cp.returncode}; "
+                  "the page's image never reached the server",
+                  "see `testbed doctor --json`; Firefox's content sandbox needs unprivileged "
+                  "user namespaces (kernel.unprivileged_userns_clone=1)")
+
+
 CHECKS: list[Callable[[], Row]] = [
     check_root, check_user, check_tun, check_ip_forward, check_congestion_control,
     check_chromium, check_firefox, check_geckodriver, check_browsertime, check_visual_metrics, check_xvfb, check_nginx,
     check_uwsgi, check_h3server, check_mitmproxy, check_iperf3,
 ]
 LAB_CHECKS: list[Callable[[Any], Row | list[Row]]] = [
-    check_netns_iptables, check_qdiscs, check_mahimahi, check_chromium_load]
+    check_netns_iptables, check_qdiscs, check_mahimahi, check_chromium_load, check_firefox_load]
 
 
 def run_checks() -> list[Row]:

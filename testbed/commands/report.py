@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
-from analysis.schema import CLIENTS, DEFAULT_CLIENT
+from analysis.clients import of_client
+from analysis.clients import present as clients_present
+from analysis.schema import CLIENTS
 from testbed import jsonout
 from testbed.console import echo
 from testbed.errors import InputError
@@ -100,15 +102,14 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
         largest = largest_objects(folder, trials) if in_store else None
     except ResultsError as e:
         raise InputError(str(e)) from e
-    clients = client_of(trials)
-    present = [c for c in CLIENTS if (clients == c).any()]
+    present = clients_present(trials)
     if only_client is not None and only_client not in present:
         raise InputError(f"--client {only_client}: no trial of that client in {source}; "
                          f"clients present: {', '.join(present)}")
     chosen = [only_client] if only_client else present
     summaries = []
     for client in chosen:
-        mine = trials if len(present) == 1 else only(trials, (clients == client).to_numpy())
+        mine = of_client(trials, client)
         ids = set(mine["trial_id"])
         conns = (connections[connections["trial_id"].isin(ids)]
                  if connections is not None else None)
@@ -126,25 +127,6 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
             _print(result, index)
     if as_json:
         jsonout.echo(summaries[0] if len(summaries) == 1 else summaries)
-
-
-def only(trials, mask):
-    """The rows of `mask`, their categorical columns without the categories they no
-    longer hold (the analysis groups by them)."""
-    out = trials[mask].reset_index(drop=True)
-    for column in out.columns:
-        if isinstance(out[column].dtype, __import__("pandas").CategoricalDtype):
-            out[column] = out[column].cat.remove_unused_categories()
-    return out
-
-
-def client_of(trials):
-    """Each trial's client (a store made before the column: chromium)."""
-    if "client" not in trials.columns:
-        import pandas as pd
-
-        return pd.Series([DEFAULT_CLIENT] * len(trials), index=trials.index, dtype="string")
-    return trials["client"].astype("string").fillna(DEFAULT_CLIENT)
 
 
 def _print(result, index: Path) -> None:

@@ -96,6 +96,14 @@ STACK_PREFS: Mapping[str, Mapping[str, object]] = {
 }
 """What makes Firefox use one stack (the QUIC one needs h3_mapping too)."""
 
+WARM_PREFS: Mapping[str, object] = {
+    "security.tls.enable_0rtt_data": True,
+    "network.http.http3.enable_0rtt": True,
+}
+"""A warm visit's: TLS 1.3 early data over TCP and QUIC's 0-RTT (both Firefox's
+defaults, named as Chromium's warm visit names its early data switch). The warm-up
+itself (clear the caches, close the connections) is the preScript's (hooks/pre.mjs)."""
+
 
 def h3_mapping(origins: list[tuple[str, int]]) -> str:
     """`network.http.http3.alt-svc-mapping-for-testing`: each (host, port) as its own

@@ -18,7 +18,8 @@ Browsertime process, shells and X display stay up:
                  previous trial's visual metrics finished, then go-N.json
     warmed-N     a warm visit (visits[k] == "warm"): go-N.json named the page,
                  the preScript loaded it once unmeasured, cleared the HTTP
-                 cache and closed the connections (hooks/pre.mjs);
+                 cache and closed the connections (hooks/pre.mjs: Chromium's
+                 chrome.benchmarking, Firefox's privileged script);
                  driver.warmed(k), then measure-N.json lets the measured load go
     done-N       the load was measured (postScript, with Browsertime's
                  result); driver.after_load(k), visual metrics start on the
@@ -292,6 +293,7 @@ class Session:
             o.load_began = time.monotonic()
             if self._warm(k):
                 self._put(f"go-{it}.json", {"go": True, "warm": self.url,
+                                            "client": self.client,
                                             "check": str(self.check_path),
                                             "timeout_ms": int(self.opts.timeout_s * 1000)})
                 went = self._warm_up(bt, o, it, launch)

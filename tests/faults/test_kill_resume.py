@@ -71,15 +71,15 @@ def settled_leftovers() -> list[str]:
 
 
 def kill_at_random(argv: list[str], out: Path, planned: set[str], rng: random.Random,
-                   window: tuple[float, float]) -> tuple[int, list[int]]:
-    """Start the campaign and SIGKILL it (no cleanup at all) KILLS times: the first
+                   window: tuple[float, float], times: int = KILLS) -> tuple[int, list[int]]:
+    """Start the campaign and SIGKILL it (no cleanup at all) `times` times: the first
     right after its first stored trial, so every later run resumes a partly stored
     results folder however slow the machine, the others at a random moment in
     `window` seconds after the start (some before the first store, most after).
     The kills made and the trials stored after each."""
     kills, progress = 0, []
-    for attempt in range(3 * KILLS):
-        if kills >= KILLS:
+    for attempt in range(3 * times):
+        if kills >= times:
             break
         runner = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)

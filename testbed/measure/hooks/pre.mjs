@@ -6,10 +6,17 @@
 // A warm visit (go-N.json names `warm`: the page's URL) first loads the page
 // once, unmeasured, until Browsertime's page-complete check (`check`, the
 // file the session wrote) says it is done; then it leaves the page for a
-// blank one and, through Chromium's --enable-net-benchmarking, clears the
-// HTTP cache (chrome.benchmarking.clearCache) and closes every connection
-// (closeConnections). The TLS session cache and QUIC's session tickets stay:
-// the measured load resumes. It reports warmed-N.json (with the warm-up's
+// blank one, clears the HTTP cache and closes every connection. Chromium:
+// through --enable-net-benchmarking (chrome.benchmarking.clearCache,
+// closeConnections). Firefox: a privileged script in its chrome context
+// (Browsertime's own means, the one its runPrivilegedScript uses; Browsertime
+// starts geckodriver with --allow-system-access), which clears the HTTP cache
+// and the in-memory image, style sheet and script caches (the
+// nsIClearDataService flags of "cached web content") and asks the connection
+// manager to close every connection (net:prune-all-connections: idle ones at
+// once, the others when their last transaction ends: none is left on a blank
+// page). In both the TLS session cache and QUIC's session tickets stay: the
+// measured load resumes. It reports warmed-N.json (with the warm-up's
 // error, if any) and waits for measure-N.json before Browsertime loads the
 // page again, measured.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -33,6 +40,36 @@ async function waitFor(name) {
   return JSON.parse(readFileSync(path, 'utf8'));
 }
 
+// Firefox's "clear the cache, close the connections" (chrome context). The
+// observer notification reaches the connection manager's socket thread before
+// any transaction of the measured load.
+const FIREFOX_CLEAR = `
+  const done = arguments[arguments.length - 1];
+  const F = Ci.nsIClearDataService;
+  Services.clearData.deleteData(
+    F.CLEAR_NETWORK_CACHE | F.CLEAR_IMAGE_CACHE | F.CLEAR_CSS_CACHE | F.CLEAR_JS_CACHE,
+    failed => {
+      Services.obs.notifyObservers(null, "net:prune-all-connections");
+      done(failed ? "clearing the caches failed: " + failed : null);
+    });`;
+
+async function clearFirefox(driver) {
+  const before = await driver.getContext();
+  await driver.setContext('chrome');
+  try {
+    return await driver.executeAsyncScript(FIREFOX_CLEAR);
+  } finally {
+    await driver.setContext(before);
+  }
+}
+
+async function clearChromium(driver) {
+  const left = await driver.executeScript(
+    'if (!window.chrome || !chrome.benchmarking) return "no chrome.benchmarking";' +
+    'chrome.benchmarking.clearCache(); chrome.benchmarking.closeConnections(); return null;');
+  return left && `${left} (Chromium needs --enable-net-benchmarking)`;
+}
+
 async function warmUp(driver, message) {
   const check = readFileSync(message.check, 'utf8');
   await driver.get(message.warm);
@@ -44,11 +81,10 @@ async function warmUp(driver, message) {
     await sleep(50);
   }
   await driver.get(BLANK);
-  const left = await driver.executeScript(
-    'if (!window.chrome || !chrome.benchmarking) return "no chrome.benchmarking";' +
-    'chrome.benchmarking.clearCache(); chrome.benchmarking.closeConnections(); return null;');
+  const left = message.client === 'firefox' ? await clearFirefox(driver)
+    : await clearChromium(driver);
   if (left) {
-    throw new Error(`warm-up: ${left} (Chromium needs --enable-net-benchmarking)`);
+    throw new Error(`warm-up: ${left}`);
   }
 }
 

@@ -1,0 +1,78 @@
+"""End to end: warm visits under Firefox, through the real replay, shells, Firefox,
+geckodriver and Browsertime.
+
+The TCP part of tests/test_warm_visits_e2e.py's campaign (DSL's rates and RTT
+with a deep buffer; tcp-plus a first visit, tcp-plus-0rtt a warm one) with
+`client = ["firefox"]`. Firefox's warm-up is the preScript's privileged script
+(hooks/pre.mjs): the caches cleared, every connection closed, the TLS session
+cache kept. (A QUIC setting's warm visit is refused under Firefox: it resumed 1
+of 5 connections; docs/firefox.md.)
+
+What the servers saw proves it, as for Chromium: in the warm visit every
+connection of the measured load is a new one (the warm-up's were closed) that
+resumed a session of the warm-up (nginx's $ssl_session_reused), requests came in
+TLS early data, and the warm-up's requests reached the servers again (the caches
+were cleared). The first visit resumed nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_firefox_e2e import needs_parts
+from test_smoke_campaign import TESTBED, rows
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.e2e
+
+CAMPAIGN = """\
+sites = ["local-news"]
+networks = ["dsl-deep.toml"]
+protocols = ["tcp-plus", "tcp-plus-0rtt"]
+visit = { tcp-plus-0rtt = "warm" }
+client = ["firefox"]
+runs = 1
+timeout_s = 60
+retries = 0
+"""
+
+
+def test_a_firefox_warm_visit_over_tcp_resumes_with_early_data_as_the_servers_see(tmp_path):
+    needs_parts()
+    (tmp_path / "warm.toml").write_text(CAMPAIGN)
+    (tmp_path / "dsl-deep.toml").write_bytes((ROOT / "bench" / "dsl-deep.toml").read_bytes())
+    out = tmp_path / "out"
+    cp = subprocess.run(check=False, args=[*TESTBED, "run", str(tmp_path / "warm.toml"),
+                                           "--out", str(out)],
+                        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    got = {r["protocol"]: r for r in rows(out)}
+    assert {p: (r["client"], r["status"], r["reason"]) for p, r in got.items()} == {
+        p: ("firefox", "ok", None) for p in ("tcp-plus", "tcp-plus-0rtt")}
+    first, tcp = got["tcp-plus"], got["tcp-plus-0rtt"]
+    assert (first["visit"], first["tls_resumed"], first["early_data"]) == ("first", 0, 0)
+    assert (tcp["visit"], tcp["tls_resumed"], tcp["early_data"], tcp["quic_0rtt"]) == (
+        "warm", 1, 1, None)
+    seen = {}
+    for row in (tcp,):
+        evidence = json.loads((out / "trials" / row["trial_id"] / "trial.json").read_text()
+                              )["evidence"]
+        warm_up, measured = evidence["warm_up"], evidence["server"]
+        seen[row["protocol"]] = (warm_up, measured)
+        # the warm-up's connections were closed: the measured load opened its own
+        assert measured["connections"] > 0 and warm_up["connections"] > 0
+        assert measured["resumed"] == measured["connections"]
+        assert warm_up["resumed"] == 0
+        assert measured["early_data"] > 0
+        # every request of the warm-up but the favicon reached the servers again (the
+        # caches were cleared), and the measured load's HAR holds only its own
+        assert measured["requests"] >= warm_up["requests"] - 1
+        assert row["requests"] == measured["requests"]
+    print("\n" + "; ".join(
+        f"{p}: warm-up {w['connections']} connections {w['requests']} requests, measured "
+        f"{m['connections']} connections ({m['resumed']} resumed, {m['early_data']} early) "
+        f"{m['requests']} requests" for p, (w, m) in seen.items()))
