@@ -30,7 +30,7 @@ def present(trials: pd.DataFrame) -> list[str]:
     return [c for c in CLIENTS if (clients == c).any()]
 
 
-def only(trials: pd.DataFrame, mask) -> pd.DataFrame:
+def only(trials: pd.DataFrame, mask: pd.Series | np.ndarray) -> pd.DataFrame:
     """The rows of `mask`, their categorical columns without the categories they no
     longer hold (the analysis groups by them)."""
     out = trials[np.asarray(mask, dtype=bool)].reset_index(drop=True)
