@@ -3,9 +3,9 @@
 log settings put into the fresh profile at launch.
 
 geckodriver makes a new profile for every browser (in the block's TMPDIR) and
-starts this launcher in Firefox's place with `-profile DIR`. Like the Chromium
-launcher (launcher.py) it announces launch N (`launch-N` in $TESTBED_TRIAL_CTL)
-and waits for the runner's answer (`flags-N.json`): the trial's preferences
+starts this launcher in Firefox's place with `-profile DIR`. With the Chromium
+launcher's code (launcher.py, `await_answer`) it announces launch N (`launch-N` in
+$TESTBED_TRIAL_CTL) and waits for the runner's answer (`flags-N.json`): the trial's preferences
 (appended to DIR/user.js, after geckodriver's and Browsertime's, so they win),
 the replay's CA (a trust anchor in DIR's own NSS database, made with certutil:
 never another profile's), and environment variables
@@ -15,29 +15,26 @@ geckodriver's pid, pipes and sandbox. Standard library only: it runs as the
 testbed user before every page load.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
-import time
+import types
 
-WAIT_S = 120.0
 CERTUTIL = "/usr/bin/certutil"
 END = "-----END CERTIFICATE-----"
 
 
-def claim(ctl: str) -> int:
-    """The next launch number (1, 2, ...), claimed by creating launch-N."""
-    n = 1
-    while True:
-        try:
-            fd = os.open(os.path.join(ctl, f"launch-{n}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            n += 1
-            continue
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.close(fd)
-        return n
+def _chromium_launcher() -> types.ModuleType:
+    """launcher.py beside this file (its claim of a launch and wait for the answer),
+    loaded by path: `python -I` puts no folder of the script's on sys.path."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")
+    spec = importlib.util.spec_from_file_location("testbed_chromium_launcher", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def profile_of(args: list[str]) -> str:
@@ -79,17 +76,7 @@ def main() -> None:
         # geckodriver asks the binary its version (`--version`) before it starts one:
         # no browser, no launch
         os.execv(firefox, [firefox, *sys.argv[1:]])
-    n = claim(ctl)
-    answer = os.path.join(ctl, f"flags-{n}.json")
-    deadline = time.monotonic() + WAIT_S
-    while not os.path.exists(answer):
-        if time.monotonic() > deadline:
-            sys.exit(f"testbed firefox launcher: no answer for launch {n} within {WAIT_S:.0f} s")
-        time.sleep(0.005)
-    with open(answer) as f:
-        message = json.load(f)
-    if message.get("abort"):
-        sys.exit(f"testbed firefox launcher: launch {n} aborted: {message['abort']}")
+    message = _chromium_launcher().await_answer(ctl, "testbed firefox launcher")
     args = sys.argv[1:]
     profile = profile_of(args)
     with open(os.path.join(profile, "user.js"), "a") as f:

@@ -35,20 +35,28 @@ def claim(ctl: str) -> int:
         return n
 
 
-def main() -> None:
-    ctl = os.environ["TESTBED_TRIAL_CTL"]
-    chromium = os.environ.get("TESTBED_CHROMIUM", "/usr/bin/chromium")
+def await_answer(ctl: str, who: str) -> dict:
+    """Claim the next launch, wait for the runner's answer to it (`flags-N.json`) and
+    return it; exit naming `who` when none comes in time or the launch is aborted.
+    The Firefox launcher uses it too (loaded by path: both run as `python -I`)."""
     n = claim(ctl)
     answer = os.path.join(ctl, f"flags-{n}.json")
     deadline = time.monotonic() + WAIT_S
     while not os.path.exists(answer):
         if time.monotonic() > deadline:
-            sys.exit(f"testbed launcher: no flags for launch {n} within {WAIT_S:.0f} s")
+            sys.exit(f"{who}: no answer for launch {n} within {WAIT_S:.0f} s")
         time.sleep(0.005)
     with open(answer) as f:
-        message = json.load(f)
+        message: dict = json.load(f)
     if message.get("abort"):
-        sys.exit(f"testbed launcher: launch {n} aborted: {message['abort']}")
+        sys.exit(f"{who}: launch {n} aborted: {message['abort']}")
+    return message
+
+
+def main() -> None:
+    ctl = os.environ["TESTBED_TRIAL_CTL"]
+    chromium = os.environ.get("TESTBED_CHROMIUM", "/usr/bin/chromium")
+    message = await_answer(ctl, "testbed launcher")
     args = [a for a in sys.argv[1:] if not a.startswith(REPLACED)]
     os.execv(chromium, [chromium, *merged(args, message["flags"])])
 
