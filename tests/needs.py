@@ -35,3 +35,12 @@ def skip_is_failure(report) -> None:
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     report.outcome = "failed"
     report.longrepr = f"skipped under CI=true ({reason}): in CI every test must run"
+
+
+def need_firefox() -> None:
+    """Firefox's parts (Firefox ESR, certutil, geckodriver, Browsertime) and root."""
+    from testbed.host import firefox
+    from testbed.measure import browsertime
+    need(browsertime.missing())
+    need(firefox.missing())
+    need_root()

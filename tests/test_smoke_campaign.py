@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from needs import need
+from needs import need, need_firefox
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTBED = [str(ROOT / ".venv/bin/testbed")]
@@ -54,8 +54,7 @@ def test_smoke_campaign_in_both_clients_all_ok_with_protocol_proven(tmp_path):
     every origin from its HTTP log, its HAR and the wire; the report compares the
     settings within each client."""
     needs_parts()
-    from testbed.host import firefox
-    need(firefox.missing())
+    need_firefox()
     from testbed.formats import recording as rec
     from testbed.replay.matching import normalise_host
     from testbed.validate import firefox as proof

@@ -22,7 +22,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_firefox_e2e import needs_parts
+from needs import need_firefox as needs_parts
 from test_smoke_campaign import TESTBED, rows
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_firefox_e2e import needs_parts
+from needs import need_firefox as needs_parts
 
 from faults.test_kill_resume import ROOT, TESTBED, kill_at_random, settled_leftovers, stored
 from testbed.host import runstate
