@@ -36,7 +36,9 @@ CLI_RANK = 14
 LAZY_TABLES = {"testbed.cli": "COMMANDS"}
 """Modules whose "module:attribute" table of commands is imported on use;
 its targets count as imports of that module."""
-IMPORTLIB_ALLOWED = {"testbed.commands.groups"}
+IMPORTLIB_ALLOWED = {"testbed.commands.groups", "testbed.measure.firefox_launcher"}
+"""The lazy command group; and the Firefox launcher, a `python -I` script that loads
+the Chromium launcher beside it by path (no folder of its own is on sys.path)."""
 
 
 @dataclass(frozen=True)
