@@ -101,6 +101,21 @@ def kill_at_random(argv: list[str], out: Path, planned: set[str], rng: random.Ra
     return kills, progress
 
 
+def resume_to_the_plan(argv: list[str], out: Path, planned: set[str],
+                       timeout: float) -> list[str]:
+    """Run the killed campaign again to its end: exit 0, every planned trial stored once
+    (none lost, none twice) with its folder. The stored ids."""
+    cp = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True,
+                        timeout=timeout)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    ids = stored(out)
+    assert len(ids) == len(set(ids)), "a trial was stored twice"
+    assert set(ids) == planned, f"lost: {planned - set(ids)}, unexpected: {set(ids) - planned}"
+    on_disk = {p.name for p in (out / "trials").iterdir()}
+    assert on_disk == planned, on_disk ^ planned
+    return ids
+
+
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
     campaign = tmp_path / "faults.toml"
     campaign.write_text(
@@ -116,13 +131,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
     assert kills >= KILLS, f"only {kills} kills before the campaign ended: {progress}"
     assert 0 < progress[0] < len(planned), f"the first kill did not land mid-way: {progress}"
 
-    cp = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    assert cp.returncode == 0, cp.stderr[-3000:]
-    ids = stored(out)
-    assert len(ids) == len(set(ids)), "a trial was stored twice"
-    assert set(ids) == planned, f"lost: {planned - set(ids)}, unexpected: {set(ids) - planned}"
-    on_disk = {p.name for p in (out / "trials").iterdir()}
-    assert on_disk == planned, on_disk ^ planned
+    ids = resume_to_the_plan(argv, out, planned, timeout=1200)
     found = settled_leftovers()
     assert not found, found
     print(f"\nkills survived: {kills}; stored after each: {progress}; "

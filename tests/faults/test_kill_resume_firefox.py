@@ -14,14 +14,18 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
-import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 from needs import need_firefox as needs_parts
 
-from faults.test_kill_resume import ROOT, TESTBED, kill_at_random, settled_leftovers, stored
+from faults.test_kill_resume import (
+    TESTBED,
+    kill_at_random,
+    resume_to_the_plan,
+    settled_leftovers,
+)
 from testbed.host import runstate
 
 KILLS = 4
@@ -119,13 +123,7 @@ def test_sigkill_of_a_firefox_campaign_leaves_nothing_and_resumes(tmp_path):
     assert 0 < progress[0] < len(planned), f"the first kill did not land mid-way: {progress}"
     assert watch.seen, "no Firefox profile was seen in a block's temporary folder"
 
-    cp = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stderr[-3000:]
-    ids = stored(out)
-    assert len(ids) == len(set(ids)), "a trial was stored twice"
-    assert set(ids) == planned, f"lost: {planned - set(ids)}, unexpected: {set(ids) - planned}"
-    on_disk = {p.name for p in (out / "trials").iterdir()}
-    assert on_disk == planned, on_disk ^ planned
+    ids = resume_to_the_plan(argv, out, planned, timeout=600)
     con = sqlite3.connect(out / "trials.sqlite")
     clients = {r[0] for r in con.execute("SELECT client FROM trials")}
     failed = con.execute("SELECT trial_id, reason FROM trials WHERE status != 'ok'").fetchall()

@@ -18,7 +18,13 @@ import subprocess
 import pytest
 from test_smoke_campaign import needs_parts
 
-from faults.test_kill_resume import ROOT, TESTBED, kill_at_random, settled_leftovers, stored
+from faults.test_kill_resume import (
+    ROOT,
+    TESTBED,
+    kill_at_random,
+    resume_to_the_plan,
+    settled_leftovers,
+)
 
 KILLS = 10
 PROTOCOLS = ("tcp", "quic")
@@ -53,14 +59,8 @@ def test_sigkill_of_two_lanes_at_random_moments_loses_and_duplicates_nothing(tmp
     assert kills >= KILLS, f"only {kills} kills before the campaign ended: {progress}"
     assert 0 < progress[0] < len(planned), f"the first kill did not land mid-way: {progress}"
 
-    cp = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    assert cp.returncode == 0, cp.stderr[-3000:]
     assert _plan(argv) == plan_before, "the resumed campaign has another plan"
-    ids = stored(out)
-    assert len(ids) == len(set(ids)), "a trial was stored twice"
-    assert set(ids) == planned, f"lost: {planned - set(ids)}, unexpected: {set(ids) - planned}"
-    on_disk = {p.name for p in (out / "trials").iterdir()}
-    assert on_disk == planned, on_disk ^ planned
+    ids = resume_to_the_plan(argv, out, planned, timeout=1200)
     con = sqlite3.connect(out / "trials.sqlite")
     lanes = {r[0] for r in con.execute("SELECT lane FROM trials")}
     failed = con.execute("SELECT trial_id, reason FROM trials WHERE status != 'ok'").fetchall()
