@@ -40,16 +40,22 @@ retries = 0
 """
 
 
-def test_warm_visits_resume_with_early_data_and_0rtt_as_the_servers_see(tmp_path):
-    needs_parts()
-    (tmp_path / "warm.toml").write_text(CAMPAIGN)
+def run_warm(tmp_path: Path, campaign: str, out: Path) -> dict[str, dict]:
+    """Run `campaign` (its network bench/dsl-deep.toml, copied beside it) into `out`;
+    exit 0 asserted. The stored rows by protocol."""
+    (tmp_path / "warm.toml").write_text(campaign)
     (tmp_path / "dsl-deep.toml").write_bytes((ROOT / "bench" / "dsl-deep.toml").read_bytes())
-    out = tmp_path / "out"
     cp = subprocess.run(check=False, args=[*TESTBED, "run", str(tmp_path / "warm.toml"),
                                            "--out", str(out)],
                         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert cp.returncode == 0, cp.stderr[-3000:]
-    got = {r["protocol"]: r for r in rows(out)}
+    return {r["protocol"]: r for r in rows(out)}
+
+
+def test_warm_visits_resume_with_early_data_and_0rtt_as_the_servers_see(tmp_path):
+    needs_parts()
+    out = tmp_path / "out"
+    got = run_warm(tmp_path, CAMPAIGN, out)
     assert {p: (r["status"], r["reason"]) for p, r in got.items()} == {
         p: ("ok", None) for p in ("tcp-plus", "tcp-plus-0rtt", "quic-0rtt")}
     first, tcp, quic = got["tcp-plus"], got["tcp-plus-0rtt"], got["quic-0rtt"]

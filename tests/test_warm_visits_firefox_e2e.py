@@ -18,14 +18,10 @@ were cleared). The first visit resumed nothing.
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
 from needs import need_firefox as needs_parts
-from test_smoke_campaign import TESTBED, rows
-
-ROOT = Path(__file__).resolve().parent.parent
+from test_warm_visits_e2e import run_warm
 
 pytestmark = pytest.mark.e2e
 
@@ -43,14 +39,8 @@ retries = 0
 
 def test_a_firefox_warm_visit_over_tcp_resumes_with_early_data_as_the_servers_see(tmp_path):
     needs_parts()
-    (tmp_path / "warm.toml").write_text(CAMPAIGN)
-    (tmp_path / "dsl-deep.toml").write_bytes((ROOT / "bench" / "dsl-deep.toml").read_bytes())
     out = tmp_path / "out"
-    cp = subprocess.run(check=False, args=[*TESTBED, "run", str(tmp_path / "warm.toml"),
-                                           "--out", str(out)],
-                        cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert cp.returncode == 0, cp.stderr[-3000:]
-    got = {r["protocol"]: r for r in rows(out)}
+    got = run_warm(tmp_path, CAMPAIGN, out)
     assert {p: (r["client"], r["status"], r["reason"]) for p, r in got.items()} == {
         p: ("firefox", "ok", None) for p in ("tcp-plus", "tcp-plus-0rtt")}
     first, tcp = got["tcp-plus"], got["tcp-plus-0rtt"]
