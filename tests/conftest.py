@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from needs import IN_CI, skip_is_failure
@@ -70,3 +73,13 @@ def bundled_only(tmp_path, monkeypatch):
         shutil.copytree(paths.RECORDINGS_DIR / name, folder / name)
     monkeypatch.setattr(recording_search, "RECORDINGS_DIR", folder)
     return folder
+
+
+@pytest.fixture
+def readable_tmp():
+    """A temporary folder the testbed user can read (pytest's tmp_path is root's alone):
+    for what the servers, shells and browsers read as that user."""
+    d = Path(tempfile.mkdtemp(prefix="tb-test-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -42,15 +41,6 @@ PROBE = "OPEN = " + repr(OPEN) + "\n" + textwrap.dedent("""\
 """)
 
 
-@pytest.fixture
-def shared():
-    """A folder the testbed user can read (pytest's tmp_path is root's alone)."""
-    d = Path(tempfile.mkdtemp(prefix="tb-xvfb-"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
 def listening(pid: int) -> tuple[list[str], list[str]]:
     """The Unix socket paths and the TCP ports a process holds, read in its own network
     namespace (/proc/PID/net)."""
@@ -67,10 +57,10 @@ def listening(pid: int) -> tuple[list[str], list[str]]:
     return unix, tcp
 
 
-def test_only_the_wrapped_command_reaches_the_display(shared):
+def test_only_the_wrapped_command_reaches_the_display(readable_tmp):
     need_root()
     need(None if shutil.which("Xvfb") else "needs Xvfb (make setup)")
-    tmp_path = shared
+    tmp_path = readable_tmp
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
     probe.chmod(0o644)

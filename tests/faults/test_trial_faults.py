@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -55,12 +53,9 @@ def needs_parts():
 
 
 @pytest.fixture
-def sites():
+def sites(readable_tmp):
     """A world-readable folder for the test's recordings (the servers run as testbed)."""
-    d = Path(tempfile.mkdtemp(prefix="tb-faults-sites-"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    return readable_tmp
 
 
 def campaign(path: Path, **keys) -> Path:
