@@ -8,7 +8,8 @@
 //! Wiring only: arguments (args.rs), TLS and transport settings
 //! (config.rs), one quinn endpoint per --listen address, each accepted
 //! connection served by serve.rs, counts and the summary in state.rs, the
-//! summary's connection figures from quinn's (stats.rs). Exit status: 0
+//! summary's connection figures from quinn's (stats.rs), h3's QUIC traits
+//! with request priorities (transport.rs). Exit status: 0
 //! after SIGINT/SIGTERM, 2 for bad input (recording, certificate, key), 1
 //! for anything else.
 
@@ -17,6 +18,7 @@ mod config;
 mod serve;
 mod state;
 mod stats;
+mod transport;
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -5,9 +5,12 @@
 //! shared state.
 //!
 //! Priorities: the request's `priority` header (RFC 9218, the library's
-//! priority.rs) is parsed and logged, but not applied: h3-quinn hides each
-//! stream's quinn::SendStream, so `set_priority` cannot be reached from
-//! here; quinn sends the streams' data round-robin (its default fairness).
+//! priority.rs) sets the response stream's quinn send priority
+//! (transport.rs): more urgent responses go first. What differs from
+//! h3server (quiche): quinn round-robins streams of the same urgency whether
+//! or not they are incremental (quiche sends non-incremental ones one after
+//! the other), and h3 does not hand PRIORITY_UPDATE frames to the server, so
+//! a priority changed after the request is not applied.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -19,6 +22,7 @@ use h3server::response::{self, Field};
 use log::{debug, info, warn};
 
 use crate::state::State;
+use crate::transport::{quinn_priority, Conn, Priorities};
 
 /// A decided response: headers, body, whether the body goes out.
 pub struct Answer {
@@ -115,9 +119,10 @@ pub async fn connection(
     let tag = state.lock().unwrap().tracks[slot].id.clone();
     // No GREASE frames or streams: aioquic, one of the test clients, stalls
     // on a response stream that carries one, and h3server sends none.
+    let priorities = Priorities::default();
     let mut h3conn = match h3::server::builder()
         .send_grease(false)
-        .build::<_, Bytes>(h3_quinn::Connection::new(conn.clone()))
+        .build::<_, Bytes>(Conn::new(conn.clone(), priorities.clone()))
         .await
     {
         Ok(c) => c,
@@ -131,6 +136,7 @@ pub async fn connection(
             Ok(Some(resolver)) => {
                 let state = state.clone();
                 let tag = tag.clone();
+                let priorities = priorities.clone();
                 tokio::spawn(async move {
                     let Ok((req, mut stream)) = resolver.resolve_request().await else {
                         return;
@@ -174,6 +180,10 @@ pub async fn connection(
                         }
                     }
                     state.lock().unwrap().request(slot, a.miss.clone());
+                    priorities
+                        .lock()
+                        .unwrap()
+                        .insert(id.into_inner(), quinn_priority(a.priority));
                     let sent = async {
                         stream.send_response(http_response(&tag, &a)).await?;
                         if a.with_body && !a.body.is_empty() {
