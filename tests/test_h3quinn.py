@@ -167,3 +167,64 @@ def test_bad_input_is_one_line_and_exit_2(site, tls, tmp_path):  # noqa: F811
     assert cp.returncode == 2 and str(tls[1]) in cp.stderr and "certificate" in cp.stderr
     cp = run(site, *tls, "--gso", "on")  # an h3server option h3quinn does not have
     assert cp.returncode == 2 and "--gso" in cp.stderr
+
+
+def finish_order(port: int, requests: list[tuple[str, str]]) -> list[str]:
+    """GET every (path, priority header) at once on one connection (one flight),
+    with aioquic; the paths in the order their responses ended."""
+    import asyncio
+    import ssl
+
+    from aioquic.asyncio import connect
+    from aioquic.asyncio.protocol import QuicConnectionProtocol
+    from aioquic.h3.connection import H3_ALPN, H3Connection
+    from aioquic.h3.events import DataReceived, HeadersReceived
+    from aioquic.quic.configuration import QuicConfiguration
+
+    ended: list[str] = []
+
+    class Client(QuicConnectionProtocol):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.h3 = H3Connection(self._quic)
+            self.paths: dict[int, str] = {}
+            self.done = asyncio.get_running_loop().create_future()
+
+        def quic_event_received(self, event):
+            for ev in self.h3.handle_event(event):
+                if isinstance(ev, HeadersReceived | DataReceived) and ev.stream_ended:
+                    ended.append(self.paths[ev.stream_id])
+                    if len(ended) == len(self.paths) and not self.done.done():
+                        self.done.set_result(None)
+
+        async def get_all(self):
+            for path, priority in requests:
+                sid = self._quic.get_next_available_stream_id()
+                self.paths[sid] = path
+                self.h3.send_headers(sid, [(b":method", b"GET"), (b":scheme", b"https"),
+                                           (b":authority", b"a.test"), (b":path", path.encode()),
+                                           (b"priority", priority.encode())], end_stream=True)
+            self.transmit()
+            await self.done
+
+    async def run():
+        cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
+                                verify_mode=ssl.CERT_NONE, server_name="a.test",
+                                max_data=16 << 20, max_stream_data=16 << 20)
+        async with connect("127.0.0.1", port, configuration=cfg,
+                           create_protocol=Client) as client:
+            await client.get_all()
+
+    asyncio.run(asyncio.wait_for(run(), 30))
+    return ended
+
+
+def test_more_urgent_responses_go_first(site, tls, tmp_path):  # noqa: F811
+    # Asked in one flight: the 1 MiB body first, then two small ones. quinn's
+    # default (round-robin) would end the small ones first; by urgency, the
+    # urgent small one ends first and the least urgent one after the big body.
+    with Server(site, tls, tmp_path) as srv:
+        order = finish_order(srv.port, [("/big.bin", "u=1"), ("/app.js?v=1", "u=7"),
+                                        ("/app.js?v=2", "u=0")])
+        assert srv.stop() == 0
+    assert order == ["/app.js?v=2", "/big.bin", "/app.js?v=1"]
