@@ -137,6 +137,7 @@ async fn run(args: &args::Args) -> Result<(), Fatal> {
         writer: Writer::new(args.summary.clone()),
         tracks: Vec::new(),
         conns: Vec::new(),
+        figures: Vec::new(),
         changed: Arc::new(tokio::sync::Notify::new()),
     }));
     // Written once at start, as h3server does.

@@ -22,10 +22,13 @@ pub struct State {
     /// Counts without `conns` (made at each write).
     pub summary: Summary,
     pub writer: Writer,
-    /// Every connection accepted, in order, and its quinn handle once
-    /// established.
+    /// Every connection accepted, in order, and its quinn handle while it
+    /// is established and open.
     pub tracks: Vec<Track>,
     pub conns: Vec<Option<quinn::Connection>>,
+    /// quinn's figures of each connection as last read (final once it
+    /// ended: the handle is then dropped, and quinn frees the connection).
+    pub figures: Vec<Figures>,
     /// Woken at every change, for the writer task.
     pub changed: Arc<Notify>,
 }
@@ -40,6 +43,7 @@ impl State {
     pub fn accepted(&mut self, t: Track) -> usize {
         self.tracks.push(t);
         self.conns.push(None);
+        self.figures.push(Figures::default());
         self.tracks.len() - 1
     }
 
@@ -54,6 +58,9 @@ impl State {
     pub fn ended(&mut self, slot: usize) {
         if self.tracks[slot].ended.is_none() {
             self.tracks[slot].ended = Some(Instant::now());
+            if let Some(c) = self.conns[slot].take() {
+                self.figures[slot] = figures(&c);
+            }
             if self.tracks[slot].requests > 0 {
                 self.touch();
             }
@@ -90,13 +97,10 @@ impl State {
         s.conns = self
             .tracks
             .iter()
-            .zip(&self.conns)
+            .zip(self.conns.iter().zip(&self.figures))
             .filter(|(t, _)| t.requests > 0)
-            .map(|(t, c)| {
-                let f = c.as_ref().map_or_else(Figures::default, |c| Figures {
-                    peer: Some(c.remote_address()),
-                    stats: c.stats(),
-                });
+            .map(|(t, (c, last))| {
+                let f = c.as_ref().map_or(*last, figures);
                 stats::snapshot(t, &f, self.cc, now)
             })
             .collect();
@@ -113,6 +117,13 @@ impl State {
         if let Err(e) = self.writer.maybe_write(&s, now, force) {
             error!("server cannot write the summary: {e}");
         }
+    }
+}
+
+fn figures(c: &quinn::Connection) -> Figures {
+    Figures {
+        peer: Some(c.remote_address()),
+        stats: c.stats(),
     }
 }
 
