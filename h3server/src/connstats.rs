@@ -6,59 +6,10 @@
 //! Must not touch sockets or the summary file (server.rs does), nor count
 //! requests (http.rs does).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use serde::Serialize;
-
-/// One QUIC connection's figures: final once `closed`, current otherwise.
-/// Times in ms; rates in bits per second; None (JSON null) for a figure not
-/// known yet (no RTT sample, handshake not complete).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ConnStats {
-    /// The server's source connection ID, hex (also the connection's trace id).
-    pub id: String,
-    /// The client's address, "ip:port".
-    pub peer: String,
-    /// The server's address the client reached, "ip:port".
-    pub local: String,
-    /// Whether the connection is over (closed, or closing/draining: it will
-    /// send nothing more, so its figures are final).
-    pub closed: bool,
-    /// The congestion controller, by quiche's name ("cubic", "bbr", ...).
-    pub cc: &'static str,
-    /// From the first Initial packet read to the handshake's completion
-    /// (server side); None while it is not complete.
-    pub handshake_ms: Option<f64>,
-    /// From the first Initial packet read to the end of the connection (or
-    /// to now while it is open).
-    pub duration_ms: f64,
-    /// Smoothed RTT; None without an RTT sample.
-    pub rtt_ms: Option<f64>,
-    /// Smallest RTT sample; None without one.
-    pub min_rtt_ms: Option<f64>,
-    /// RTT variation; None without an RTT sample.
-    pub rttvar_ms: Option<f64>,
-    /// The path's congestion window when the connection was accepted.
-    pub cwnd_initial_bytes: u64,
-    /// The path's congestion window now (at the end, once closed).
-    pub cwnd_bytes: u64,
-    /// Largest UDP payload this server sends on the connection.
-    pub max_datagram_size: u64,
-    pub sent_packets: u64,
-    pub recv_packets: u64,
-    pub lost_packets: u64,
-    /// Packets sent carrying retransmitted data.
-    pub retrans_packets: u64,
-    pub sent_bytes: u64,
-    pub recv_bytes: u64,
-    pub lost_bytes: u64,
-    /// Stream data bytes sent again.
-    pub stream_retrans_bytes: u64,
-    /// quiche's delivery rate estimate of the path, bits per second.
-    pub delivery_rate_bps: u64,
-    /// Requests answered on the connection.
-    pub requests: u64,
-}
+pub use h3server::summary::ConnStats;
+use h3server::summary::{hex, ms};
 
 /// What the server notes about a connection beside quiche's figures.
 #[derive(Debug, Clone)]
@@ -157,15 +108,6 @@ fn is_over(conn: &quiche::Connection) -> bool {
     conn.is_closed() || conn.is_draining()
 }
 
-fn ms(d: Duration) -> f64 {
-    // Microsecond resolution is plenty and keeps the JSON short.
-    (d.as_secs_f64() * 1e6).round() / 1e3
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 pub mod tests {
     //! A real quiche client and server handshaking in memory.
@@ -173,6 +115,7 @@ pub mod tests {
     use super::*;
     use std::net::SocketAddr;
     use std::path::PathBuf;
+    use std::time::Duration;
 
     /// A self-signed EC certificate and its key, as PEM files in a fresh folder.
     pub fn cert_files(tag: &str) -> (PathBuf, PathBuf, PathBuf) {

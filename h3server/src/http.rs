@@ -16,6 +16,8 @@ use std::time::Instant;
 use log::{debug, error, info, trace, warn};
 use quiche::h3::{Header, NameValue};
 
+use crate::h3fields;
+use crate::h3priority::QuichePriority;
 use crate::matching;
 use crate::priority::Priority;
 use crate::recording::Recording;
@@ -209,7 +211,7 @@ impl Responder<'_> {
                     x.body.len()
                 );
                 (
-                    response::headers(x),
+                    h3fields::headers(&response::headers(x)),
                     x.body.clone(),
                     !is_head && response::has_content(x.status),
                 )
@@ -218,7 +220,11 @@ impl Responder<'_> {
                 warn!("{trace_id} stream {stream}: {method} {url} -> 404 (not in the recording)");
                 self.summary.misses += 1;
                 self.summary.miss_urls.push(url);
-                (response::not_found(), self.not_found.clone(), !is_head)
+                (
+                    h3fields::headers(&response::not_found()),
+                    self.not_found.clone(),
+                    !is_head,
+                )
             }
         };
         if let Some(h) = &self.alt_svc {
@@ -316,7 +322,7 @@ mod tests {
     fn answer_all(alt_svc: Option<Header>, requests: &[(&str, &str)]) -> (Vec<Pending>, Summary) {
         let rec = recording();
         let not_found: Arc<[u8]> = Arc::from(response::NOT_FOUND);
-        let mut summary = Summary::new("cubic");
+        let mut summary = Summary::new("h3server", crate::VERSION, "cubic");
         let mut writer = summary::Writer::new(None);
         let mut r = Responder {
             recording: &rec,
@@ -341,7 +347,8 @@ mod tests {
             ("GET", "/gone"),
             ("GET", "/nothing"),
         ];
-        let (out, summary) = answer_all(Some(response::alt_svc(4433)), &requests);
+        let (out, summary) =
+            answer_all(Some(h3fields::header(&response::alt_svc(4433))), &requests);
         let [hit, head, not_modified, miss] = &out[..] else {
             panic!("{} responses", out.len())
         };

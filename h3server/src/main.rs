@@ -1,7 +1,7 @@
 //! h3server: serves one testbed recording from memory over HTTP/3 (quiche).
 //!
 //! Wiring only: arguments (args.rs), the settings and QUIC configuration
-//! made of them (config.rs), the recording (recording.rs), the event loop
+//! made of them (config.rs), the recording (the library's recording.rs), the event loop
 //! (server.rs), which hands requests to http.rs. Exit status: 0 after SIGINT/SIGTERM, 2 for bad
 //! input (arguments, recording, certificate), 1 for anything else.
 
@@ -9,16 +9,17 @@ mod args;
 mod coalesced;
 mod config;
 mod connstats;
+mod h3fields;
+mod h3priority;
 mod http;
 mod logging;
-mod matching;
 mod pacer;
-mod priority;
-mod recording;
-mod response;
 mod server;
-mod summary;
 mod udp;
+
+// Shared with h3quinn (src/lib.rs): the recording, matching, response
+// headers, priorities and the summary.
+use h3server::{matching, priority, recording, response, summary};
 
 use std::process::ExitCode;
 

@@ -1,15 +1,7 @@
-//! HTTP Extensible Priorities (RFC 9218) of requests and PRIORITY_UPDATEs.
-//!
-//! quiche parses a priority field only into an opaque `h3::Priority`, which
-//! serves for the response headers; a PRIORITY_UPDATE that arrives after them
-//! must be applied to the transport stream directly, so the value is parsed
-//! here, with quiche's semantics (urgency 0..=7, out of range -> 7; `i`
-//! absent -> not incremental; malformed -> ignored).
-
-/// quiche's h3 layer shifts urgencies by this much before handing them to
-/// the transport (`PRIORITY_URGENCY_OFFSET` in quiche's h3/mod.rs, version
-/// pinned by Cargo.lock) so that its control streams go first.
-const TRANSPORT_URGENCY_OFFSET: u8 = 124;
+//! HTTP Extensible Priorities (RFC 9218) of requests and PRIORITY_UPDATEs,
+//! parsed with quiche's semantics (urgency 0..=7, out of range -> 7; `i`
+//! absent -> not incremental; malformed -> ignored), so that both servers
+//! read a browser's `priority` header alike.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Priority {
@@ -50,19 +42,6 @@ impl Priority {
             urgency,
             incremental,
         })
-    }
-
-    pub fn h3(self) -> quiche::h3::Priority {
-        quiche::h3::Priority::new(self.urgency, self.incremental)
-    }
-
-    /// Apply to a stream whose response headers are already sent.
-    pub fn apply(self, conn: &mut quiche::Connection, stream_id: u64) -> quiche::Result<()> {
-        conn.stream_priority(
-            stream_id,
-            self.urgency + TRANSPORT_URGENCY_OFFSET,
-            self.incremental,
-        )
     }
 }
 
@@ -111,8 +90,5 @@ mod tests {
         assert_eq!(p("u=x"), None);
         assert_eq!(p("u=(1 2)"), None);
         assert_eq!(p(""), Some(Priority::default()));
-        // quiche agrees on what it sends for the same value.
-        let q: quiche::h3::Priority = quiche::h3::Priority::try_from(&b"u=0, i"[..]).unwrap();
-        assert_eq!(q, p("u=0, i").unwrap().h3());
     }
 }

@@ -1,8 +1,10 @@
-//! Response headers for a recorded exchange (or a miss), HTTP/3-legal.
-
-use quiche::h3::Header;
+//! Response headers for a recorded exchange (or a miss), HTTP/3-legal, as
+//! plain name/value byte pairs each server turns into its stack's type.
 
 use crate::recording::Exchange;
+
+/// One header field: lower-case name, value.
+pub type Field = (Vec<u8>, Vec<u8>);
 
 /// Connection-specific headers that HTTP/3 forbids (RFC 9114 §4.2).
 const HOP_BY_HOP: [&str; 5] = [
@@ -21,10 +23,14 @@ const ALT_SVC: [&str; 2] = ["alt-svc", "alternate-protocol"];
 /// as large sites announce it; a trial's fresh profile forgets it anyway).
 pub const ALT_SVC_MAX_AGE: u32 = 86_400;
 
+fn field(name: &[u8], value: &[u8]) -> Field {
+    (name.to_vec(), value.to_vec())
+}
+
 /// The `alt-svc` header saying that this origin is served over HTTP/3 on
 /// `port` of the same host (RFC 7838, RFC 9114 §3.1.1).
-pub fn alt_svc(port: u16) -> Header {
-    Header::new(
+pub fn alt_svc(port: u16) -> Field {
+    field(
         b"alt-svc",
         format!("h3=\":{port}\"; ma={ALT_SVC_MAX_AGE}").as_bytes(),
     )
@@ -33,9 +39,9 @@ pub fn alt_svc(port: u16) -> Header {
 /// Status, recorded headers minus hop-by-hop ones, alternative services,
 /// pseudo-headers and the recorded content-length, plus content-length =
 /// body length (omitted for 1xx, 204 and 304, which carry no content).
-pub fn headers(x: &Exchange) -> Vec<Header> {
+pub fn headers(x: &Exchange) -> Vec<Field> {
     let mut out = Vec::with_capacity(x.response_headers.len() + 3);
-    out.push(Header::new(b":status", x.status.to_string().as_bytes()));
+    out.push(field(b":status", x.status.to_string().as_bytes()));
     for (name, value) in &x.response_headers {
         let n = name.as_str();
         if n.starts_with(':')
@@ -45,10 +51,10 @@ pub fn headers(x: &Exchange) -> Vec<Header> {
         {
             continue;
         }
-        out.push(Header::new(n.as_bytes(), value.as_bytes()));
+        out.push(field(n.as_bytes(), value.as_bytes()));
     }
     if has_content(x.status) {
-        out.push(Header::new(
+        out.push(field(
             b"content-length",
             x.body.len().to_string().as_bytes(),
         ));
@@ -64,19 +70,18 @@ pub fn has_content(status: u16) -> bool {
 /// Body for the miss response.
 pub const NOT_FOUND: &[u8] = b"not in recording\n";
 
-pub fn not_found() -> Vec<Header> {
+pub fn not_found() -> Vec<Field> {
     vec![
-        Header::new(b":status", b"404"),
-        Header::new(b"content-type", b"text/plain"),
-        Header::new(b"content-length", NOT_FOUND.len().to_string().as_bytes()),
-        Header::new(b"cache-control", b"no-store"),
+        field(b":status", b"404"),
+        field(b"content-type", b"text/plain"),
+        field(b"content-length", NOT_FOUND.len().to_string().as_bytes()),
+        field(b"cache-control", b"no-store"),
     ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quiche::h3::NameValue;
     use std::sync::Arc;
 
     fn exchange(status: u16, hdrs: &[(&str, &str)], body: &[u8]) -> Exchange {
@@ -96,12 +101,12 @@ mod tests {
         }
     }
 
-    fn pairs(h: &[Header]) -> Vec<(String, String)> {
+    fn pairs(h: &[Field]) -> Vec<(String, String)> {
         h.iter()
-            .map(|h| {
+            .map(|(n, v)| {
                 (
-                    String::from_utf8_lossy(h.name()).into_owned(),
-                    String::from_utf8_lossy(h.value()).into_owned(),
+                    String::from_utf8_lossy(n).into_owned(),
+                    String::from_utf8_lossy(v).into_owned(),
                 )
             })
             .collect()
@@ -157,5 +162,14 @@ mod tests {
         }
         let h = pairs(&headers(&exchange(404, &[], b"")));
         assert!(h.contains(&("content-length".into(), "0".into())));
+        assert_eq!(
+            pairs(&not_found()),
+            vec![
+                (":status".into(), "404".into()),
+                ("content-type".into(), "text/plain".into()),
+                ("content-length".into(), "17".into()),
+                ("cache-control".into(), "no-store".into()),
+            ]
+        );
     }
 }

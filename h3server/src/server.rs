@@ -31,6 +31,7 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 use crate::coalesced;
 use crate::config::Settings;
 use crate::connstats::{ConnStats, Track};
+use crate::h3fields;
 use crate::http::{Responder, Streams};
 use crate::logging::{self, SERVER};
 use crate::pacer::{Pacer, PathView};
@@ -160,7 +161,7 @@ impl Server {
         let h3_config =
             quiche::h3::Config::new().map_err(|e| Fatal::Runtime(format!("h3 config: {e}")))?;
         let writer = summary::Writer::new(settings.summary.clone());
-        let summary = Summary::new(settings.cc.quiche_name());
+        let summary = Summary::new("h3server", crate::VERSION, settings.cc.quiche_name());
         Ok(Server {
             settings,
             config,
@@ -445,7 +446,7 @@ impl Server {
         let alt_svc = self
             .settings
             .alt_svc
-            .then(|| response::alt_svc(self.sockets[c.socket].local.port()));
+            .then(|| h3fields::header(&response::alt_svc(self.sockets[c.socket].local.port())));
         let Client {
             conn, h3, streams, ..
         } = c;

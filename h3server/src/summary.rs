@@ -1,4 +1,6 @@
-//! The per-run summary: counts a reader diffs before and after a page load.
+//! The per-run summary: counts a reader diffs before and after a page load,
+//! and every connection's transport figures (ConnStats), the same JSON from
+//! both servers.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -6,20 +8,18 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::connstats::ConnStats;
-
 /// Longest a changed summary stays unwritten.
 pub const MAX_DELAY: Duration = Duration::from_millis(50);
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Summary {
-    /// Always "h3server".
+    /// Which server: "h3server" or "h3quinn".
     pub server: &'static str,
-    /// This server's version and quiche's.
+    /// That server's version and its QUIC stack's.
     pub version: &'static str,
-    /// The congestion controller quiche runs, by quiche's name for it, which
-    /// names the generation: "cubic", "reno", "bbr" (BBRv1),
-    /// "bbr2_gcongestion" (BBRv2).
+    /// The congestion controller, by quiche's name for it, which names the
+    /// generation: "cubic", "reno", "bbr" (BBRv1), "bbr2_gcongestion"
+    /// (BBRv2; h3server only).
     pub cc: &'static str,
     /// Requests answered (recorded responses and 404s).
     pub requests: u64,
@@ -31,7 +31,7 @@ pub struct Summary {
     pub bytes: u64,
     /// QUIC connections that carried at least one request.
     pub connections: u64,
-    /// Those connections' transport figures (crate::connstats), in the order
+    /// Those connections' transport figures (ConnStats), in the order
     /// they were accepted: final for closed ones, current for open ones as
     /// of the write.
     pub conns: Vec<ConnStats>,
@@ -43,14 +43,76 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn new(cc: &'static str) -> Self {
+    pub fn new(server: &'static str, version: &'static str, cc: &'static str) -> Self {
         Summary {
-            server: "h3server",
-            version: crate::VERSION,
+            server,
+            version,
             cc,
             ..Default::default()
         }
     }
+}
+
+/// One QUIC connection's figures: final once `closed`, current otherwise.
+/// Times in ms; rates in bits per second; None (JSON null) for a figure not
+/// known yet (no RTT sample, handshake not complete).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ConnStats {
+    /// The server's source connection ID, hex (h3server: also the connection's
+    /// trace id; h3quinn: the connection's handshake DCID, see h3quinn/src/stats.rs).
+    pub id: String,
+    /// The client's address, "ip:port".
+    pub peer: String,
+    /// The server's address the client reached, "ip:port".
+    pub local: String,
+    /// Whether the connection is over (closed, or closing/draining: it will
+    /// send nothing more, so its figures are final).
+    pub closed: bool,
+    /// The congestion controller, by the summary's `cc` name ("cubic", "bbr", ...).
+    pub cc: &'static str,
+    /// From the first Initial packet read to the handshake's completion
+    /// (server side); None while it is not complete.
+    pub handshake_ms: Option<f64>,
+    /// From the first Initial packet read to the end of the connection (or
+    /// to now while it is open).
+    pub duration_ms: f64,
+    /// Smoothed RTT; None without an RTT sample.
+    pub rtt_ms: Option<f64>,
+    /// Smallest RTT sample; None without one.
+    pub min_rtt_ms: Option<f64>,
+    /// RTT variation; None without an RTT sample.
+    pub rttvar_ms: Option<f64>,
+    /// The path's congestion window when the connection was accepted.
+    pub cwnd_initial_bytes: u64,
+    /// The path's congestion window now (at the end, once closed).
+    pub cwnd_bytes: u64,
+    /// Largest UDP payload this server sends on the connection.
+    pub max_datagram_size: u64,
+    pub sent_packets: u64,
+    pub recv_packets: u64,
+    pub lost_packets: u64,
+    /// Packets sent carrying retransmitted data.
+    pub retrans_packets: u64,
+    pub sent_bytes: u64,
+    pub recv_bytes: u64,
+    pub lost_bytes: u64,
+    /// Stream data bytes sent again.
+    pub stream_retrans_bytes: u64,
+    /// The stack's delivery rate estimate of the path, bits per second (0 where
+    /// it has none).
+    pub delivery_rate_bps: u64,
+    /// Requests answered on the connection.
+    pub requests: u64,
+}
+
+/// A duration in ms, at microsecond resolution (plenty, and short JSON).
+pub fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// Bytes as lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Keeps FILE current: atomic rewrites (temporary file + rename), at most
@@ -143,7 +205,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("summary.json");
         let mut w = Writer::new(Some(file.clone()));
-        let mut s = Summary::new("bbr");
+        let mut s = Summary::new("h3server", "0.1.0 (quiche 0.24.6)", "bbr");
         // Nothing changed, not forced: nothing written.
         assert!(!w.due(t0, false) && w.due(t0, true));
         assert!(!w.maybe_write(&s, t0, false).unwrap());
@@ -163,6 +225,7 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(v["server"], "h3server");
+        assert_eq!(v["version"], "0.1.0 (quiche 0.24.6)");
         assert_eq!(v["requests"], 1);
         assert_eq!(v["cc"], "bbr");
         assert_eq!(v["miss_urls"], serde_json::json!([]));
