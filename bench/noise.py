@@ -153,7 +153,8 @@ def block(r: rec.Recording, profile, setting: str, variant: str, n: int, work: P
         topo = exits.enter_context(ReplayTopology(r.ips))
         change = exits.enter_context(applied(opts, topo))
         env = exits.enter_context(ReplayEnv(r, opts.stack, h3server_args=opts.h3server_args,
-                                            nginx_env=change.nginx_env, topology=topo))
+                                            nginx_env=change.nginx_env, topology=topo,
+                                            quic_server=opts.quic_server))
         if variant == "hog":
             exits.enter_context(Hog())
         recorder = (None if variant == "telemetry"  # as a campaign's block runs it otherwise

@@ -6,7 +6,8 @@
 
 The baseline is the gap as it was: `dsl` (12 ms drop-tail buffer), TCP+ vs QUIC, pacing
 on, h3server on quiche 0.24.6 as published (--unpatched: a build from before the CUBIC
-patch in h3server/vendor/quiche-0.24.6/VENDORED.md). Each suspect switches one thing:
+patch in h3server/vendor/quiche-0.24.6/VENDORED.md; without it the baseline is the
+testbed's h3server and there is no `patch` suspect). Each suspect switches one thing:
 
 - `deep`: the lossless deep-buffer DSL (bench/dsl-deep.toml: DSL's rates and RTT, 1 s
   buffer), both stacks;
@@ -15,7 +16,10 @@ patch in h3server/vendor/quiche-0.24.6/VENDORED.md). Each suspect switches one t
 - `pacing`: pacing off on both stacks (tcp-plus and quic with `pacing = false`);
 - `split`: a copy of each page with every host on its own IP, both stacks (the corpus
   serves static.SITE and img.SITE from one IP, so Chromium pools them onto one QUIC
-  connection, while over HTTP/2 it opens one connection to each).
+  connection, while over HTTP/2 it opens one connection to each);
+- `quinn`: QUIC served by h3quinn (quinn + h3, the `quic-quinn` setting) instead of
+  h3server (quiche), TCP+ as in the baseline: a share near 0 says the gap is not
+  quiche's (another implementation of QUIC has it too), near 100 % that it is.
 
 The gap of a condition is mean QUIC PLT / mean TCP+ PLT - 1 per site; a suspect's share
 is 1 - gap(switched) / gap(baseline): 100 % means the switch closes the gap, more than
@@ -42,7 +46,7 @@ from analysis.load import load, load_connections, ok_trials
 
 ROOT = Path(__file__).resolve().parent.parent
 DEEP = ROOT / "bench" / "dsl-deep.toml"
-SUSPECTS = ("deep", "patch", "pacing", "split")
+SUSPECTS = ("deep", "patch", "pacing", "split", "quinn")
 SITES = ("corpus/hotel10", "corpus/sport06", "corpus/news01", "corpus/museum09")
 UNPACED = {"tcp-plus-nopace": "tcp-plus", "quic-nopace": "quic"}
 
@@ -93,7 +97,7 @@ def campaign(work: Path, name: str, sites, networks, protocols, qlog: bool) -> P
 def plans(suspects, sites, work: Path, unpatched: Path, patched: Path, qlog: bool):
     """(campaign file, h3server binary, results folder) of each campaign a round runs."""
     networks = ["dsl", *([str(DEEP)] if "deep" in suspects else [])]
-    protocols = ["tcp-plus", "quic"]
+    protocols = ["tcp-plus", "quic", *(["quic-quinn"] if "quinn" in suspects else [])]
     if "pacing" in suspects:
         unpaced_settings(work)
         protocols += [str(work / f"{n}.toml") for n in UNPACED]
@@ -179,7 +183,7 @@ def print_pooling(plan) -> None:
             ["size", "max", "sum"])
         per = per.assign(top=per["max"] / per["sum"]).groupby(level=[0, 1, 2]).mean()
         for (site, net, proto), r in per.iterrows():
-            if net != "dsl" or proto not in ("tcp-plus", "quic"):
+            if net != "dsl" or proto not in ("tcp-plus", "quic", "quic-quinn"):
                 continue
             print(f"connections {toml.stem} {site} {net} {proto}: {r['size']:.0f} per trial, "
                   f"the busiest carries {r['top']:.0%} of the bytes")
@@ -216,7 +220,8 @@ def switched(s, suspect: str, site: str):
     keys = {"deep": (("before", "dsl-deep", "quic"), ("before", "dsl-deep", "tcp-plus")),
             "patch": (("patched", "dsl", "quic"), ("before", "dsl", "tcp-plus")),
             "pacing": (("before", "dsl", "quic-nopace"), ("before", "dsl", "tcp-plus-nopace")),
-            "split": (("split", "dsl", "quic"), ("split", "dsl", "tcp-plus"))}
+            "split": (("split", "dsl", "quic"), ("split", "dsl", "tcp-plus")),
+            "quinn": (("before", "dsl", "quic-quinn"), ("before", "dsl", "tcp-plus"))}
     (bq, nq, pq), (bt, nt, pt) = keys[suspect]
     q, t = s.get((bq, site, nq, pq)), s.get((bt, site, nt, pt))
     return None if q is None or t is None else (q, t)
@@ -302,18 +307,21 @@ def main(argv: list[str] | None = None) -> None:
             plan = [(t, b, a.analyse / o.name) for t, b, o in plan
                     if (a.analyse / o.name).exists()]
             return summarise(plan, suspects, sites)
-    if a.unpatched is None or not a.unpatched.is_file():
+    if a.unpatched is not None and not a.unpatched.is_file():
         ap.error("--unpatched: expected an h3server binary built on the published quiche 0.24.6")
+    if a.unpatched is None and "patch" in suspects:
+        ap.error("--suspects patch needs --unpatched (an h3server on the published quiche 0.24.6)")
+    baseline = (a.unpatched or H3SERVER).resolve()
     if os.geteuid() != 0:
         raise SystemExit("bench/quic-heavy needs root (namespaces); run with sudo")
     if a.keep:
         a.keep.mkdir(mode=0o755, exist_ok=True)  # an earlier --keep folder: resumed
     work = (a.keep or Path(tempfile.mkdtemp(prefix="bench-quic-heavy-"))).resolve()
     print(f"sites {', '.join(sites)}; suspects {', '.join(suspects)}; {a.runs} rounds; "
-          f"baseline h3server {a.unpatched}, patched {H3SERVER}; load average "
+          f"baseline h3server {baseline}, patched {H3SERVER}; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     try:
-        plan = plans(suspects, sites, work, a.unpatched.resolve(), H3SERVER, a.qlog)
+        plan = plans(suspects, sites, work, baseline, H3SERVER, a.qlog)
         run_rounds(plan, a.runs)
         summarise(plan, suspects, sites)
     finally:

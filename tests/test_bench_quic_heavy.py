@@ -38,3 +38,14 @@ def test_the_split_copy_gives_each_host_its_own_ip(tmp_path):
     by_host = {o["host"]: o["ip"] for o in manifest["origins"]}
     assert all(e["ip"] == by_host[e["host"]] for e in manifest["exchanges"])
     assert rec.load(str(copy)).url == original.url  # still a valid recording
+
+
+def test_the_quinn_suspect_adds_h3quinn_to_the_baseline_campaign(tmp_path):
+    plan = Q.plans(["quinn"], ["local-news"], tmp_path, Path("/a"), Path("/b"), False)
+    assert [p[0].stem for p in plan] == ["before"]  # quinn runs beside the baseline
+    assert 'protocols = ["tcp-plus", "quic", "quic-quinn"]' in plan[0][0].read_text()
+    s = {("before", "n", "dsl", "quic-quinn"): np.array([1.0]),
+         ("before", "n", "dsl", "tcp-plus"): np.array([2.0])}
+    q, t = Q.switched(s, "quinn", "n")
+    assert (q[0], t[0]) == (1.0, 2.0)
+    assert Q.switched(s, "split", "n") is None

@@ -17,7 +17,7 @@ from testbed.protocols import ServerOptions
 
 @pytest.mark.parametrize("name,stack", [("tcp", "tcp"), ("tcp-plus", "tcp"),
                                         ("tcp-plus-bbr", "tcp"), ("quic", "quic"),
-                                        ("quic-bbr", "quic")])
+                                        ("quic-bbr", "quic"), ("quic-quinn", "quic")])
 def test_every_bundled_setting_loads_and_sets_up_its_own_stack(name, stack):
     opts = settings.load(name)
     assert isinstance(opts, ServerOptions)
@@ -50,3 +50,16 @@ def test_the_options_of_the_profile_itself_pass():
     for name in ("tcp", "quic"):
         profile = profiles.load_protocol(name)
         settings.check(settings.server_options(profile), profile)
+
+
+def test_a_quinn_setting_runs_h3quinn_on_servers_of_its_own():
+    quiche, quinn = settings.load("quic"), settings.load("quic-quinn")
+    assert (quiche.quic_server, quinn.quic_server) == ("h3server", "h3quinn")
+    # h3quinn always paces: no --pacing (it has no such option); the rest as h3server
+    assert quinn.h3server_args == ("--cc", "cubic", "--initial-cwnd-packets", "32",
+                                   "--max-udp-payload", "1350")
+    assert quiche.h3server_args == ("--cc", "cubic", "--initial-cwnd-packets", "32",
+                                    "--pacing", "on", "--max-udp-payload", "1350")
+    assert quinn.pacing_method == "quic" and quinn.chromium_flags == quiche.chromium_flags
+    # the servers are restarted between the two settings
+    assert quinn.server_key != quiche.server_key

@@ -75,7 +75,7 @@ def _recording(parent: Path, recorded_at: str, body: bytes) -> Path:
 
 
 def test_digests_name_the_file_that_differs(tmp_path, monkeypatch):
-    monkeypatch.setattr(worker, "h3server_version", lambda: "h3server 1")
+    monkeypatch.setattr(worker, "quic_server_version", lambda name: f"{name} 1")
     a, b = tmp_path / "a", tmp_path / "b"
     ra, rb = _tree(a), _tree(b, dsl="rtt_ms = 11\n")
     da, db = worker.digests({"s": ra}, a), worker.digests({"s": rb}, b)

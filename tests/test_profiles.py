@@ -149,6 +149,17 @@ GOOD_TCP = 'stack = "tcp"\ncongestion_control = "cubic"\ninitial_window_packets 
     (GOOD_TCP + 'client_quic_connection_options = ["AKDU"]', "client_quic_connection_options",
      "only for stack quic"),
     (GOOD_TCP + 'initcwnd = 10', "initcwnd", "unknown key"),
+    (GOOD_TCP + 'quic_server = "h3quinn"', "quic_server", "only for stack quic"),
+    (GOOD_QUIC + 'quic_server = "msquic"', "quic_server", "expected one of"),
+    (GOOD_QUIC.replace("cubic", "bbr2") + 'quic_server = "h3quinn"', "congestion_control",
+     'expected one of cubic, reno, bbr with quic_server = "h3quinn", got \'bbr2\''),
+    (GOOD_QUIC.replace("true", "false") + 'quic_server = "h3quinn"', "pacing",
+     "quinn always paces"),
+    (GOOD_QUIC + 'quic_server = "h3quinn"\ngso = true', "gso", "it has no such option"),
+    (GOOD_QUIC + 'quic_server = "h3quinn"\nmax_ack_delay_ms = 5', "max_ack_delay_ms",
+     "it has no such option"),
+    (GOOD_QUIC + 'quic_server = "h3quinn"\nearly_data = true', "early_data",
+     "it has no such option"),
 ])
 def test_bad_protocol_profiles(tmp_path, text, key, expect):
     f = tmp_path / "bad.toml"

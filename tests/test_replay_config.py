@@ -116,6 +116,8 @@ def test_unknown_stack_is_an_input_error(recording):
 
     with pytest.raises(InputError, match="stack"):
         ReplayEnv(recording, "sctp")
+    with pytest.raises(InputError, match="quic_server 'msquic': expected one of h3server, h3quinn"):
+        ReplayEnv(recording, "quic", quic_server="msquic")
 
 
 def test_probe_targets_parse():

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from testbed.errors import CommandFailed
 from testbed.host import proc
+from testbed.host.paths import H3QUINN, H3SERVER
 from testbed.measure import browsertime
-from testbed.replay.env import H3SERVER
 
 SYSCTL_PATTERN = r"^net\.(ipv4\.(tcp|udp)|core)"
 
@@ -42,6 +42,7 @@ def versions() -> dict[str, str]:
         "nginx": _first_line(["nginx", "-v"]),
         "uwsgi": _first_line(["uwsgi", "--version"]),
         "h3server": _first_line([str(H3SERVER), "--version"]),
+        "h3quinn": _first_line([str(H3QUINN), "--version"]),
         "mahimahi": _first_line(["dpkg-query", "-W", "-f", "${Version}", "mahimahi"]),
         "python": platform.python_version(),
     }

@@ -135,7 +135,7 @@ class Servers:
                             h3server_args=(*setting.h3server_args, *qlogs),
                             nginx_env=change.nginx_env, topology=self.topology,
                             session_tickets=setting.session_tickets,
-                            early_data=setting.early_data)
+                            early_data=setting.early_data, quic_server=setting.quic_server)
             self.env = self._servers.enter_context(env)
             self.key = (setting.server_key, self.qlog_dir)
         return self.env

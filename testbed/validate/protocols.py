@@ -255,7 +255,7 @@ def _capture_in_force(opts: ServerOptions, change: Change, recording: rec.Record
             ["cat", "/proc/sys/net/ipv4/tcp_available_congestion_control"]),
             check=False, timeout=10).stdout.strip()
     with ReplayEnv(recording, opts.stack, h3server_args=h3args, nginx_env=change.nginx_env,
-                   topology=topology) as env, \
+                   topology=topology, quic_server=opts.quic_server) as env, \
             server_capture(topology, pcap, "tcp" if opts.stack == "tcp" else "udp"):
         with Chromium(env.client_netns, [*env.chromium_flags(), *opts.chromium_flags],
                       wrap=chain_wrap, timeout=120) as browser:

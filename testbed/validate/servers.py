@@ -205,7 +205,7 @@ def _round_in_force(recording, topo, result: StackResult, sizes, n: int, wrap: l
     stack = result.stack
     retransmits_before = snmp(topo.server.exec(["cat", "/proc/net/snmp"]))["Tcp"]["RetransSegs"]
     with ReplayEnv(recording, stack, topology=topo, h3server_args=opts.h3server_args,
-                   nginx_env=nginx_env) as env:
+                   nginx_env=nginx_env, quic_server=opts.quic_server) as env:
         result.startup_s = max(result.startup_s, env.startup_seconds or 0.0)
         before = env.summary()
         with Chromium(env.client_netns, env.chromium_flags(), wrap=wrap) as browser:
