@@ -89,14 +89,15 @@ impl Track {
             sent_packets: s.sent as u64,
             recv_packets: s.recv as u64,
             lost_packets: s.lost as u64,
-            retrans_packets: s.retrans as u64,
+            retrans_packets: Some(s.retrans as u64),
             sent_bytes: s.sent_bytes,
             recv_bytes: s.recv_bytes,
             lost_bytes: s.lost_bytes,
-            stream_retrans_bytes: s.stream_retrans_bytes,
-            delivery_rate_bps: path
-                .as_ref()
-                .map_or(0, |p| p.delivery_rate.saturating_mul(8)),
+            stream_retrans_bytes: Some(s.stream_retrans_bytes),
+            delivery_rate_bps: Some(
+                path.as_ref()
+                    .map_or(0, |p| p.delivery_rate.saturating_mul(8)),
+            ),
             requests,
         }
     }

@@ -91,16 +91,18 @@ pub struct ConnStats {
     pub sent_packets: u64,
     pub recv_packets: u64,
     pub lost_packets: u64,
-    /// Packets sent carrying retransmitted data.
-    pub retrans_packets: u64,
+    /// Packets sent carrying retransmitted data; None (JSON null) where the
+    /// stack does not count them (quinn).
+    pub retrans_packets: Option<u64>,
     pub sent_bytes: u64,
     pub recv_bytes: u64,
     pub lost_bytes: u64,
-    /// Stream data bytes sent again.
-    pub stream_retrans_bytes: u64,
-    /// The stack's delivery rate estimate of the path, bits per second (0 where
-    /// it has none).
-    pub delivery_rate_bps: u64,
+    /// Stream data bytes sent again; None where the stack does not count them
+    /// (quinn).
+    pub stream_retrans_bytes: Option<u64>,
+    /// The stack's delivery rate estimate of the path, bits per second; None
+    /// where it has none (quinn).
+    pub delivery_rate_bps: Option<u64>,
     /// Requests answered on the connection.
     pub requests: u64,
 }

@@ -8,8 +8,8 @@
 //!   as it names its qlog file.
 //! - `rttvar_ms`: quinn keeps no public RTT variation: null.
 //! - `retrans_packets`, `stream_retrans_bytes`: quinn counts no
-//!   retransmissions (it resends lost frames in new packets): 0.
-//! - `delivery_rate_bps`: quinn has no delivery-rate estimate: 0.
+//!   retransmissions (it resends lost frames in new packets): null.
+//! - `delivery_rate_bps`: quinn has no delivery-rate estimate: null.
 //! - `recv_packets`: UDP datagrams received (a coalesced datagram counts once;
 //!   quiche counts QUIC packets).
 //! - `cwnd_initial_bytes`: the window configured (N x payload), which is
@@ -79,12 +79,12 @@ pub fn snapshot(t: &Track, f: &Figures, cc: &'static str, now: Instant) -> ConnS
         sent_packets: p.sent_packets,
         recv_packets: f.stats.udp_rx.datagrams,
         lost_packets: p.lost_packets,
-        retrans_packets: 0,
+        retrans_packets: None,
         sent_bytes: f.stats.udp_tx.bytes,
         recv_bytes: f.stats.udp_rx.bytes,
         lost_bytes: p.lost_bytes,
-        stream_retrans_bytes: 0,
-        delivery_rate_bps: 0,
+        stream_retrans_bytes: None,
+        delivery_rate_bps: None,
         requests: t.requests,
     }
 }
@@ -153,12 +153,19 @@ mod tests {
                 s.stream_retrans_bytes,
                 s.delivery_rate_bps
             ),
-            (0, 0, 0)
+            (None, None, None)
         );
         assert_eq!((s.requests, s.cc), (7, "cubic"));
         // The same 23 keys as h3server's entries.
         let json = serde_json::to_value(&s).unwrap();
         assert_eq!(json.as_object().unwrap().len(), 23);
-        assert!(json["rttvar_ms"].is_null());
+        for unknown in [
+            "rttvar_ms",
+            "retrans_packets",
+            "stream_retrans_bytes",
+            "delivery_rate_bps",
+        ] {
+            assert!(json[unknown].is_null(), "{unknown}");
+        }
     }
 }
