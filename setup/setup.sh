@@ -17,11 +17,13 @@
 #              iptables >= 1.8.8 (see setup/mm-iptables-shim.c)
 #   pacing     the LD_PRELOAD library that switches on Linux's internal TCP
 #              pacing in nginx where the kernel has no fq (setup/tcp-pacing-preload.c)
-#   node       Node 22 and Browsertime (pinned) in .tools/, drivers not downloaded
-#   python     .venv with the project and its locked dependencies
-#   h3server   the HTTP/3 replay server (h3server/), release build
+#   h3server   the HTTP/3 replay servers (h3server/: h3server on quiche, h3quinn on
+#              quinn) and the benchmark client h3bulk, release build
 #   geckodriver  geckodriver $GECKODRIVER_VERSION from crates.io into .tools/geckodriver
 #              (Firefox ESR itself comes from Debian in step apt)
+#   node       Node 22 and Browsertime (pinned) in .tools/, drivers not downloaded
+#   python     .venv with the project and its locked dependencies
+#   (h3server and geckodriver build in the background while node and python run)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -193,6 +195,30 @@ step_perms() {
     chmod -R a+rX "$ROOT/.tools" "$ROOT/.venv" 2>/dev/null || true
 }
 
-steps=${*:-apt user sysctl shim pacing node python h3server geckodriver perms}
-for s in $steps; do "step_$s"; done
+# The Rust builds (h3server's workspace, then geckodriver) use the CPU and the
+# node and python steps mostly the network and the disk, so a run of Rust steps
+# goes on in the background while the steps after it run; perms and the end of
+# the script wait for it, and its failure fails the setup.
+rust_pid=
+wait_rust() {
+    [ -n "$rust_pid" ] || return 0
+    wait "$rust_pid" || die "a Rust build (h3server or geckodriver) failed; see its messages above"
+    rust_pid=
+}
+rust=()
+steps=${*:-apt user sysctl shim pacing h3server geckodriver node python perms}
+for s in $steps; do
+    case $s in
+        h3server|geckodriver) rust+=("$s"); continue ;;
+    esac
+    if [ ${#rust[@]} -gt 0 ]; then
+        wait_rust
+        (for r in "${rust[@]}"; do "step_$r"; done) &
+        rust_pid=$! rust=()
+    fi
+    [ "$s" = perms ] && wait_rust
+    "step_$s"
+done
+for r in "${rust[@]}"; do "step_$r"; done
+wait_rust
 log "done; next: make test (or: .venv/bin/testbed doctor)"
