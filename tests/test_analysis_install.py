@@ -16,6 +16,7 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "results"
+WHEELS = ROOT / ".tools" / "wheels"
 INSTALL_TIMEOUT = 900  # seconds for pip (a cold cache downloads ~150 MB)
 RUN_TIMEOUT = 600  # seconds for one command over the fixture
 MEASUREMENT_ONLY = ("mitmproxy", "pydantic", "distributed", "cryptography")
@@ -43,14 +44,21 @@ def _source_copy(dest: Path) -> Path:
     return dest
 
 
+def _index() -> list[str]:
+    """Where pip finds the packages: the image's wheels (docker/Dockerfile downloads them
+    into .tools/wheels, as `make image-test` runs without a network), else the index."""
+    return ["--no-index", "--find-links", str(WHEELS)] if WHEELS.is_dir() else []
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("analysis-install")
     venv = tmp / "venv"
     _run([sys.executable, "-m", "venv", venv], "python -m venv", 120, tmp)
     src = _source_copy(tmp / "src")
-    _run([venv / "bin" / "pip", "install", "-q", "-c", ROOT / "setup" / "requirements.lock",
-          f"{src}[analysis]"], "pip install .[analysis]", INSTALL_TIMEOUT, tmp)
+    _run([venv / "bin" / "pip", "install", "-q", *_index(), "-c",
+          ROOT / "setup" / "requirements.lock", f"{src}[analysis]"],
+         "pip install .[analysis]", INSTALL_TIMEOUT, tmp)
     yield venv
     shutil.rmtree(tmp)  # ~0.5 GB: not kept among pytest's last temporary folders
 
