@@ -1,6 +1,7 @@
 """`testbed validate protocols` proves a QUIC setting's sender knobs on a real replay:
 datagram size and GSO on the wire, the ACK parameters h3server sent and the connection
-options Chromium sent, in the qlog, beside the server's defaults."""
+options Chromium sent, in the qlog, beside the server's defaults; and the quic-quinn
+setting (h3quinn, the second HTTP/3 server) as configured, from its summary and the wire."""
 
 from __future__ import annotations
 
@@ -30,10 +31,16 @@ def test_knobs_and_defaults_proven(tmp_path: Path):
     (tmp_path / "knobs.toml").write_text(KNOBS)
     exe = Path(sys.executable).parent / "testbed"
     cp = subprocess.run([str(exe), "validate", "protocols", "quic", str(tmp_path / "knobs.toml"),
-                         "--network", "dsl"], capture_output=True, text=True, timeout=900,
+                         "quic-quinn", "--network", "dsl"], capture_output=True, text=True, timeout=900,
                         check=False, env={**os.environ, "COLUMNS": "200"})
     assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-2000:]
     knobs, quic = rows(cp.stdout, "knobs"), rows(cp.stdout, "quic")
+    quinn = rows(cp.stdout, "quic-quinn")
+    # h3quinn served HTTP/3 with its controller, window, payload and pacing as configured
+    for name in ("stack (Chromium flags)", "congestion control (h3quinn summary cc)",
+                 "initial window (h3quinn summary cwnd_initial_bytes)", "pacing",
+                 "max UDP payload (wire, qlog, summary)", "GSO (sends on the wire)", ALT_SVC):
+        assert quinn[name][1] == "yes", (name, quinn[name])
     for name in ("max UDP payload (wire, qlog, summary)", "GSO (sends on the wire)",
                  "max_ack_delay (transport parameter sent, qlog)",
                  "ack_delay_exponent (transport parameter sent, qlog)",

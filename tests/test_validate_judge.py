@@ -423,3 +423,36 @@ def test_agreement_needs_a_bbr_setting_on_each_stack():
                   bbr=Finding(None, "no connection in the ss output"))
     assert one_generation([tcp, quic]).observed == "tcp-plus-bbr: not shown, quic-bbr: BBRv1"
     assert one_generation([tcp, quic]).ok is False
+
+
+def quinn_observation(gap=0.001, cc="cubic", window=43200, payload=1350) -> Observation:
+    """A file download h3quinn served: its qlog has packets but neither congestion events
+    nor transport parameters; its summary names the controller and the initial window."""
+    obs = quic_observation(gap=gap, payload=payload, cc=cc)
+    qlog = tuple(e for e in obs.qlog if e["name"] in ("transport:packet_received",))
+    summary = {"server": "h3quinn", "cc": cc,
+               "conns": [{"requests": 2, "cc": cc, "cwnd_initial_bytes": window,
+                          "max_datagram_size": payload}]}
+    return replace(obs, qlog=qlog, summary=summary)
+
+
+def test_h3quinn_is_judged_by_its_summary_and_its_flight_spread():
+    opts = server_options("quic-quinn")
+    rows = judge(opts, quinn_observation(), LTE_RTT)
+    assert verdict.all_ok(rows), [r for r in rows if r.ok is False]
+    r = by_name(rows)
+    assert r["congestion control (h3quinn summary cc)"].observed == "cubic"
+    assert r["initial window (h3quinn summary cwnd_initial_bytes)"].observed == "43200 bytes"
+    # the transport parameters are quinn's defaults, not shown: not judged
+    assert r["max_ack_delay (transport parameter sent, qlog)"].ok is None
+    # each thing h3quinn shows is judged: another controller, window, payload, no pacing
+    bad = by_name(judge(opts, quinn_observation(cc="reno"), LTE_RTT))
+    assert bad["congestion control (h3quinn summary cc)"].ok is False
+    bad = by_name(judge(opts, quinn_observation(window=13500), LTE_RTT))
+    assert bad["initial window (h3quinn summary cwnd_initial_bytes)"].ok is False
+    bad = by_name(judge(opts, quinn_observation(payload=1200), LTE_RTT))
+    assert bad["max UDP payload (wire, qlog, summary)"].ok is False
+    # 32 datagrams 1 ms apart: a flight over most of LTE's RTT is paced; 30 us apart not
+    assert r["pacing"].ok is True
+    flat = by_name(judge(opts, quinn_observation(gap=0.00003), LTE_RTT))["pacing"]
+    assert flat.ok is False and flat.observed.startswith("flight over 0.9 ms")

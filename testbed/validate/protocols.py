@@ -26,6 +26,7 @@ samples the server's sockets every 20 ms; h3server writes a qlog.
 | GSO (QUIC) | tcpdump on the server's veth sees a GSO send before it is cut: sends larger than a datagram (on), none (off) |
 | ACK parameters (QUIC) | max_ack_delay and ack_delay_exponent in the transport parameters the server's qlog records as sent |
 | client connection options (QUIC) | the tags in Chromium's google_connection_options transport parameter (qlog); its ACK frames per data packet shown beside them |
+| h3quinn (`quic_server = "h3quinn"`) | its qlog has neither congestion events nor transport parameters: the controller and the initial window from its summary (per connection), the payload from the wire and the summary, pacing as the first flight's spread (>= 25 % of the RTT: quinn paces in bursts of about 2 ms, back to back within one); the ACK parameters, quinn's fixed defaults, are shown as not proven |
 
 capture() runs all that and returns an Observation (what was fetched, the
 packets, the `ss` samples, the qlog, what applying the setting set); judge() is
@@ -75,6 +76,9 @@ IDLE_S = 4.0
 """Idle time between the two fetches: several retransmission timeouts, even with the
 RTT a full 200 ms buffer adds, so that slow start after idle falls back to the
 initial window."""
+QUINN_PACED_SHARE = 0.25
+"""h3quinn paced: its first flight spreads over at least this share of the RTT (quinn
+paces in bursts; testbed.validate.protocols._quinn_pacing)."""
 PACED_GAP_SHARE = 0.1
 """Paced: the third-quartile gap between packets of the first flight is at least this
 share of RTT / initial window (a paced flight spreads over a good part of the RTT, in
@@ -299,13 +303,16 @@ def judge(opts: ServerOptions, obs: Observation, rtt_s: float) -> list[Row]:
     packets = max(conn, key=len)
     data = evidence.data_flights(evidence.flights(packets, 443, TCP_MSS))
     first = data[0] if data else None
-    rows.append(_congestion_control(setting, stack, obs))
+    quinn = stack == "quic" and opts.quic_server == "h3quinn"
+    rows.append(_quinn_congestion_control(setting, obs) if quinn
+                else _congestion_control(setting, stack, obs))
     finding = bbr_finding(opts, obs)
     if finding is not None:
         rows.append(_bbr_generation(setting, stack, finding))
-    rows += _initial_window(setting, stack, obs, packets, first)
+    rows += _initial_window(setting, stack, obs, packets, first, quinn)
     if first is not None:
-        rows.append(_pacing(setting, opts.pacing_method, first, rtt_s))
+        rows.append(_quinn_pacing(first, rtt_s) if quinn
+                    else _pacing(setting, opts.pacing_method, first, rtt_s))
     if stack == "tcp":
         if opts.pacing_method == "internal":
             maxrates = sorted({s.max_pacing_rate for s in obs.socks if s.max_pacing_rate})
@@ -315,7 +322,7 @@ def judge(opts: ServerOptions, obs: Observation, rtt_s: float) -> list[Row]:
         quiet = [f for f in data if f.start - data[0].start > IDLE_S * 0.8]
         rows += _tcp_settings(setting, obs, quiet[0] if quiet else None)
     else:
-        rows += _quic_settings(setting, obs, packets)
+        rows += _quic_settings(setting, obs, packets, quinn)
     return rows
 
 
@@ -331,9 +338,11 @@ def _alt_svc(opts: ServerOptions, obs: Observation) -> Row:
 
 
 def _quic_settings(setting: ProtocolProfile, obs: Observation,
-                   packets: list[evidence.Packet]) -> list[Row]:
+                   packets: list[evidence.Packet], quinn: bool = False) -> list[Row]:
     """Payload size and GSO from the wire, the ACK parameters the server sent and the
-    client's acknowledgements from the qlog."""
+    client's acknowledgements from the qlog. quinn: h3quinn served (its qlog records
+    neither packet sizes nor transport parameters: the wire and the summary show the
+    payload, and the ACK parameters, quinn's fixed defaults, are shown as not proven)."""
     want = setting.max_udp_payload or QUIC_PAYLOAD
     gso = bool(setting.gso)
     sizes = [p.payload for p in packets if p.sport == 443]
@@ -347,10 +356,12 @@ def _quic_settings(setting: ProtocolProfile, obs: Observation,
     said = sorted({c.get("max_datagram_size") for c in conn} - {None})
     text = (f"wire: largest datagram {single}"
             + (f", {len(whole)} GSO sends of whole {want}-byte datagrams" if gso else "")
-            + f"; qlog: largest 1-RTT packet {largest}; summary max_datagram_size "
-            + (", ".join(map(str, said)) or "none"))
+            + ("; qlog: not recorded by h3quinn" if quinn
+               else f"; qlog: largest 1-RTT packet {largest}")
+            + "; summary max_datagram_size " + (", ".join(map(str, said)) or "none"))
     rows = [Row("max UDP payload (wire, qlog, summary)", f"{want} bytes", text,
-                single == want and largest == want and said in ([], [want])
+                single == want and (quinn or largest == want)
+                and said in (([want],) if quinn else ([], [want]))
                 # GSO sends hold whole datagrams of that size (a 2400-byte send: 2 x 1200)
                 and (bool(whole) or not over if gso else not over))]
     shown = f" (up to {max(over)} bytes = {max(over) / want:.1f} x {want})" if over else ""
@@ -364,6 +375,11 @@ def _quic_settings(setting: ProtocolProfile, obs: Observation,
         exp = getattr(setting, key)
         exp = default if exp is None else exp
         got = sent.get(tp)
+        if quinn:  # not in quinn's qlog; quinn's default, which h3quinn cannot change
+            rows.append(Row(f"{tp} (transport parameter sent, qlog)",
+                            f"{exp} (quinn's default)",
+                            "not shown: h3quinn's qlog has no transport parameters", None))
+            continue
         rows.append(Row(f"{tp} (transport parameter sent, qlog)", str(exp),
                         "not in the qlog" if got is None else str(got), got == exp))
     options = list(setting.client_quic_connection_options or ())
@@ -397,12 +413,37 @@ def _congestion_control(setting: ProtocolProfile, stack: str, obs: Observation) 
                f"{family}: {', '.join(sorted(states)) or 'none'}", family == want)
 
 
+def _quinn_congestion_control(setting: ProtocolProfile, obs: Observation) -> Row:
+    """h3quinn: the controller its summary names per connection (quinn's qlog has no
+    congestion states)."""
+    conns = [c for c in (obs.summary or {}).get("conns", []) if c.get("requests")]
+    seen = sorted({str(c.get("cc")) for c in conns})
+    return Row("congestion control (h3quinn summary cc)", setting.congestion_control,
+               ", ".join(seen) or "no connection", seen == [setting.congestion_control])
+
+
+def _quinn_pacing(first: evidence.Flight, rtt_s: float) -> Row:
+    """h3quinn: quinn's pacer releases bursts (about 2 ms of data at a time) at the
+    window's rate, so within a burst packets leave back to back and the gaps between
+    packets say little; paced, the first flight spreads over a good share of the RTT,
+    where an unpaced one leaves within a millisecond or two."""
+    gaps = sorted(b - a for a, b in zip(first.times, first.times[1:]))
+    q3_gap = gaps[3 * len(gaps) // 4] if gaps else 0.0
+    share = first.duration / rtt_s if rtt_s else 0.0
+    text = (f"flight over {first.duration * 1000:.1f} ms = {share:.0%} of RTT; gap at the "
+            f"3rd quartile {q3_gap * 1000:.2f} ms (back to back within a burst)")
+    return Row("pacing", f"on (quinn's pacer, in bursts): first flight over >= "
+               f"{QUINN_PACED_SHARE:.0%} of RTT", text, share >= QUINN_PACED_SHARE)
+
+
 def bbr_finding(opts: ServerOptions, obs: Observation) -> Finding | None:
     """The BBR generation the evidence shows, for a BBR setting (None for others).
     TCP: the gains `ss` printed on the file server's connection; QUIC: h3server's
     summary `cc` and the qlog's congestion states."""
     if (opts.stack, opts.setting.congestion_control) not in GENERATION:
         return None
+    if opts.stack == "quic" and opts.quic_server == "h3quinn":
+        return None  # quinn's one BBR; its qlog has no states to tell a generation by
     if opts.stack == "tcp":
         return bbr_generation.tcp_generation([s.detail for s in obs.socks], obs.available_cc)
     return bbr_generation.quic_generation(obs.summary, evidence.qlog_states(list(obs.qlog)))
@@ -420,7 +461,8 @@ def one_generation(results: list[Result]) -> Row | None:
     """One BBR on both stacks: every setting with congestion control `bbr` (TCP's and
     QUIC's, e.g. tcp-plus-bbr and quic-bbr) ran the same BBR generation. None unless
     both stacks have such a setting among the results."""
-    bbr = [r for r in results if r.setting.congestion_control == "bbr"]
+    bbr = [r for r in results if r.setting.congestion_control == "bbr"
+           and r.setting.quic_server != "h3quinn"]  # h3quinn's generation is not shown
     if {r.setting.stack for r in bbr} != {"tcp", "quic"}:
         return None
     gens = {r.bbr.generation if r.bbr else None for r in bbr}
@@ -432,7 +474,8 @@ def one_generation(results: list[Result]) -> Row | None:
 
 
 def _initial_window(setting: ProtocolProfile, stack: str, obs: Observation,
-                    packets: list[evidence.Packet], first: evidence.Flight | None) -> list[Row]:
+                    packets: list[evidence.Packet], first: evidence.Flight | None,
+                    quinn: bool = False) -> list[Row]:
     iw = setting.initial_window_packets
     if first is None:
         return [Row("initial window (first flight)", f"{iw} packets", "no data flight", False)]
@@ -450,9 +493,20 @@ def _initial_window(setting: ProtocolProfile, stack: str, obs: Observation,
                             f"{obs.socks[0].cwnd}", obs.socks[0].cwnd >= iw))
         return rows
     unit = setting.max_udp_payload or QUIC_PAYLOAD
-    cwnd = evidence.qlog_initial_cwnd(list(obs.qlog))
-    return [Row("initial window (qlog congestion_window)", f"{iw} x {unit} = {iw * unit} bytes",
-                f"{cwnd} bytes" if cwnd is not None else "not in the qlog", cwnd == iw * unit),
+    if quinn:  # quinn's qlog has no congestion window: h3quinn's summary has it per connection
+        windows = sorted({c.get("cwnd_initial_bytes") for c in (obs.summary or {}).get(
+            "conns", []) if c.get("requests")} - {None})
+        window = Row("initial window (h3quinn summary cwnd_initial_bytes)",
+                     f"{iw} x {unit} = {iw * unit} bytes",
+                     ", ".join(f"{w} bytes" for w in windows) or "no connection",
+                     windows == [iw * unit])
+    else:
+        cwnd = evidence.qlog_initial_cwnd(list(obs.qlog))
+        window = Row("initial window (qlog congestion_window)",
+                     f"{iw} x {unit} = {iw * unit} bytes",
+                     f"{cwnd} bytes" if cwnd is not None else "not in the qlog",
+                     cwnd == iw * unit)
+    return [window,
             Row("first flight on the wire", f"about {iw} packets, fewer if paced over > 1 RTT",
                 f"{first.bytes} bytes = {first.bytes / unit:.1f} x {unit} "
                 f"({len(first.times)} datagrams over {first.duration * 1000:.0f} ms)", None)]
