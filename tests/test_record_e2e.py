@@ -12,10 +12,11 @@ import hashlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from needs import need
 
 from testbed.formats import recording
 from testbed.host import topology
@@ -199,7 +200,34 @@ def _own_address() -> str | None:
     return None
 
 
+SPARE_ADDRESS = "198.51.100.77"
+"""An address for loopback where the machine has no global IPv4 address (a container
+without a network: `make image-test`); TEST-NET-2, which no network routes."""
+
+
+@contextmanager
+def own_address() -> Iterator[str]:
+    """One of this machine's own global IPv4 addresses; where it has none, SPARE_ADDRESS
+    on loopback for the test's duration (removed after it, also on failure)."""
+    own = _own_address()
+    if own is not None:
+        yield own
+        return
+    subprocess.run(["ip", "addr", "add", f"{SPARE_ADDRESS}/32", "dev", "lo"], check=True,
+                   capture_output=True, timeout=30)
+    try:
+        yield SPARE_ADDRESS
+    finally:
+        subprocess.run(["ip", "addr", "del", f"{SPARE_ADDRESS}/32", "dev", "lo"], check=True,
+                       capture_output=True, timeout=30)
+
+
 def test_records_without_a_namespace_through_host_loopback(tmp_path):
+    with own_address() as own:
+        _record_through_host_loopback(tmp_path, own)
+
+
+def _record_through_host_loopback(tmp_path, own: str) -> None:
     """The path real sites take (no --netns): proxy and browser in the host's namespace.
 
     The only server is on one of this machine's own addresses (not 127.0.0.1,
@@ -208,10 +236,6 @@ def test_records_without_a_namespace_through_host_loopback(tmp_path):
     """
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    own = _own_address()
-    if own is None:
-        need("no global IPv4 address on this machine")
 
     pages = {"/": (b"text/html", b"<!doctype html><title>t</title><img src='/pic.png'>"),
              "/pic.png": (b"image/png", sitegen._png(40, 20, (0, 128, 0)))}
