@@ -127,7 +127,7 @@ def test_quiche_client_fetches_from_it_with_the_summarys_figures(site, tls, tmp_
     report = json.loads(cp.stdout)
     # One GET: with three on one connection, h3bulk and h3quinn stalled about
     # once in four runs here (the third request never reached h3; both sides
-    # silent until the idle timeout), not yet explained (docs/replay-and-h3server.md).
+    # silent until the idle timeout), not yet explained (docs/h3quinn.md).
     assert report["requests"] == 1 and report["bytes"] == 1 << 20
     assert report["max_datagram"] == 1350  # fixed payload, no MTU discovery
     assert (s["requests"], s["misses"], s["connections"], s["bytes"]) == (1, 0, 1, 1 << 20)
