@@ -76,7 +76,8 @@ def pct(xs: list[float], q: float) -> float:
 def block(binary: str, r: rec.Recording, setting: str, chain, n: int, work: Path) -> dict:
     """n loads with one h3server binary: PLTs and per-load RTT samples."""
     import testbed.replay.env as env_mod
-    env_mod.H3SERVER = Path(binary)  # the binary under test, for this block only
+    # the binary under test, for this block only
+    env_mod.QUIC_SERVERS = {**env_mod.QUIC_SERVERS, "h3server": Path(binary)}
     opts = server_options(setting)
     work.mkdir(mode=0o755)
     qdir = safefs.user_dir(work / "qlog")

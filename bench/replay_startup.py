@@ -19,7 +19,8 @@ import replay_site
 
 from testbed.formats import recording as rec
 from testbed.host import runstate
-from testbed.replay.env import H3SERVER, ReplayEnv
+from testbed.host.paths import H3SERVER
+from testbed.replay.env import ReplayEnv
 
 
 def main() -> None:

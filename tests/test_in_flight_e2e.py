@@ -18,8 +18,8 @@ import pytest
 from needs import need
 
 from testbed.host.chromium import CDPError, Chromium
+from testbed.host.paths import H3SERVER
 from testbed.measure import trial_har
-from testbed.replay import env as env_mod
 from testbed.replay.env import ReplayEnv
 
 pytestmark = pytest.mark.e2e
@@ -67,8 +67,8 @@ def load(stack: str) -> tuple[dict[str, int], set[str]]:
 
 
 def test_quic_is_not_held_to_six_requests_per_host():
-    if not env_mod.H3SERVER.exists():
-        need(f"{env_mod.H3SERVER} not built (make setup)")
+    if not H3SERVER.exists():
+        need(f"{H3SERVER} not built (make setup)")
     tcp, tcp_protocols = load("tcp")
     quic, quic_protocols = load("quic")
     assert tcp_protocols == {"h2"} and quic_protocols == {"h3"}

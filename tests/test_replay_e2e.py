@@ -18,7 +18,7 @@ import replay_site
 from testbed.formats import recording as rec
 from testbed.host import proc
 from testbed.host.chromium import Chromium
-from testbed.replay import env as env_mod
+from testbed.host.paths import H3SERVER
 from testbed.replay.env import ReplayEnv
 from testbed.validate import servers
 
@@ -31,8 +31,8 @@ ENTRIES = """JSON.stringify([...performance.getEntriesByType('navigation'),
 
 
 def needs(stack):
-    if stack == "quic" and not env_mod.H3SERVER.exists():
-        need(f"{env_mod.H3SERVER} not built (make setup)")
+    if stack == "quic" and not H3SERVER.exists():
+        need(f"{H3SERVER} not built (make setup)")
 
 
 @pytest.fixture(scope="module")
