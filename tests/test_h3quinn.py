@@ -117,7 +117,7 @@ def test_serves_the_recording_as_h3server_does(site, tls, tmp_path):  # noqa: F8
 def test_quiche_client_fetches_from_it_with_the_summarys_figures(site, tls, tmp_path):  # noqa: F811
     with Server(site, tls, tmp_path, "--initial-cwnd-packets", "20", "--cc", "reno") as srv:
         cp = subprocess.run([str(H3BULK), "--connect", f"127.0.0.1:{srv.port}",
-                             "--host", "a.test", "--path", "/big.bin", "--count", "1",
+                             "--host", "a.test", "--path", "/big.bin", "--count", "3",
                              "--timeout", "60"],
                             capture_output=True, text=True, timeout=90, check=False)
         assert cp.returncode == 0, cp.stderr  # h3bulk fails on any status but 200
@@ -125,16 +125,17 @@ def test_quiche_client_fetches_from_it_with_the_summarys_figures(site, tls, tmp_
                              lambda s: any(c["closed"] for c in s["conns"]))
         assert srv.stop() == 0
     report = json.loads(cp.stdout)
-    # One GET: with three on one connection, h3bulk and h3quinn stalled about
-    # once in four runs here (the third request never reached h3; both sides
-    # silent until the idle timeout), not yet explained (docs/h3quinn.md).
-    assert report["requests"] == 1 and report["bytes"] == 1 << 20
+    # Three GETs, one after the other on one connection: they stalled about
+    # once in four runs here until h3bulk flushed after a timeout, quiche's
+    # packet numbers were long enough and h3quinn's socket buffer large
+    # enough (docs/h3quinn.md, "Three GETs that stalled").
+    assert report["requests"] == 3 and report["bytes"] == 3 << 20
     assert report["max_datagram"] == 1350  # fixed payload, no MTU discovery
-    assert (s["requests"], s["misses"], s["connections"], s["bytes"]) == (1, 0, 1, 1 << 20)
+    assert (s["requests"], s["misses"], s["connections"], s["bytes"]) == (3, 0, 1, 3 << 20)
     assert s["cc"] == "reno" and len(s["conns"]) == 1
     c = s["conns"][0]
     assert set(c) == CONN_KEYS
-    assert c["closed"] is True and c["requests"] == 1 and c["cc"] == "reno"
+    assert c["closed"] is True and c["requests"] == 3 and c["cc"] == "reno"
     assert c["peer"].startswith("127.0.0.1:") and c["local"] == f"127.0.0.1:{srv.port}"
     assert c["cwnd_initial_bytes"] == 20 * 1350 and c["max_datagram_size"] == 1350
     assert c["sent_packets"] > (1 << 20) // 1350 and c["sent_bytes"] > 1 << 20
@@ -142,6 +143,43 @@ def test_quiche_client_fetches_from_it_with_the_summarys_figures(site, tls, tmp_
     assert 0 < c["min_rtt_ms"] and 0 < c["rtt_ms"] and c["rttvar_ms"] is None
     assert 0 < c["handshake_ms"] < c["duration_ms"]
     assert (c["retrans_packets"], c["stream_retrans_bytes"], c["delivery_rate_bps"]) == (None,) * 3
+
+
+@pytest.mark.parametrize("first,last", [(2, 2), (150, 310)], ids=["second", "run-of-161"])
+def test_lost_client_datagrams_do_not_stall_the_connection(site, tls, tmp_path, first, last):  # noqa: F811
+    """Client datagrams `first`..`last` of the connection are dropped on arrival
+    (nftables, by conntrack's packet count). Both stalled the connection for good
+    before two fixes, five times in five each:
+    - the second datagram (the end of the handshake): h3bulk handled quiche's timeout
+      but did not send what it decided, so the loss probe never left;
+    - a run of 161, more than 128: quiche 0.24.6 as published sent one-byte packet
+      numbers up to 255 past the largest acknowledged, where RFC 9000 (appendix A.2)
+      allows 127, so the receiver decoded every later datagram 256 too low and failed
+      to authenticate it (the patch in vendor/quiche-0.24.6/VENDORED.md; h3server's
+      sender is the same quiche)."""
+    from testbed.host import proc
+    from testbed.host.netns import NetNS
+    with NetNS("lossrun") as ns:
+        ns.sysctl("net.netfilter.nf_conntrack_acct", 1)
+        srv = Server(site, tls, tmp_path)
+        proc.run(ns.exec(["nft", "-f", "-"]), input=(
+            "table inet lossrun {\n chain inp {\n"
+            "  type filter hook input priority 0; policy accept;\n"
+            f"  udp dport {srv.port} ct original packets {first}-{last} counter drop\n"
+            " }\n}\n"))
+        srv.argv = ns.exec(srv.argv)
+        with srv:
+            cp = subprocess.run(ns.exec([H3BULK, "--connect", f"127.0.0.1:{srv.port}",
+                                         "--host", "a.test", "--path", "/big.bin",
+                                         "--count", "1", "--timeout", "30"]),
+                                capture_output=True, text=True, timeout=60, check=False)
+            rules = json.loads(proc.output(ns.exec(["nft", "-j", "list", "ruleset"])))
+            assert srv.stop() == 0
+    (dropped,) = [e["counter"]["packets"] for x in rules["nftables"] if "rule" in x
+                  for e in x["rule"]["expr"] if "counter" in e]
+    assert dropped == last - first + 1  # the datagrams were lost, all of them
+    assert cp.returncode == 0, cp.stderr  # before the fixes: "no end after 30 s (0 bodies)"
+    assert json.loads(cp.stdout)["bytes"] == 1 << 20
 
 
 def test_bad_input_is_one_line_and_exit_2(site, tls, tmp_path):  # noqa: F811

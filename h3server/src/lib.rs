@@ -1,8 +1,9 @@
 //! What the testbed's two HTTP/3 replay servers share, free of any QUIC
 //! stack: the recording (recording.rs) and Mahimahi's matching rule
 //! (matching.rs), the response headers of an exchange or a miss as plain
-//! name/value pairs (response.rs), request priorities (priority.rs), and
-//! the JSON summary with its per-connection figures (summary.rs).
+//! name/value pairs (response.rs), request priorities (priority.rs),
+//! the JSON summary with its per-connection figures (summary.rs), and the
+//! UDP socket buffers (socket.rs).
 //!
 //! h3server (quiche, src/main.rs) and h3quinn (quinn + h3, h3quinn/) turn
 //! these into their own stacks' types; neither decides what a response says.
@@ -11,4 +12,5 @@ pub mod matching;
 pub mod priority;
 pub mod recording;
 pub mod response;
+pub mod socket;
 pub mod summary;

@@ -12,16 +12,12 @@ pub const GSO_MAX_SEGMENTS: usize = 64;
 /// Most payload bytes in one GSO send (IPv4 total length limit, rounded down).
 pub const GSO_MAX_BYTES: usize = 65_000;
 
-/// Socket buffer sizes asked for (the kernel caps them at rmem_max/wmem_max).
-const BUFFER_BYTES: usize = 4 << 20;
-
 /// Bind a non-blocking UDP socket on `addr`.
 pub fn bind(addr: SocketAddr) -> io::Result<mio::net::UdpSocket> {
     let sock = std::net::UdpSocket::bind(addr)?;
     sock.set_nonblocking(true)?;
-    // Best effort: larger buffers absorb bursts when pacing is off.
-    let _ = socket::setsockopt(&sock, sockopt::SndBuf, &BUFFER_BYTES);
-    let _ = socket::setsockopt(&sock, sockopt::RcvBuf, &BUFFER_BYTES);
+    // Best effort: larger buffers absorb bursts (pacing off, a busy sender).
+    h3server::socket::enlarge_buffers(&sock);
     Ok(mio::net::UdpSocket::from_std(sock))
 }
 

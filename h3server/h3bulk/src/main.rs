@@ -325,7 +325,12 @@ fn run(args: &Args) -> Result<Report, String> {
             .timeout_instant()
             .is_some_and(|t| t <= Instant::now())
         {
+            // A loss probe (PTO) or retransmission quiche decides on here
+            // leaves only through send(): without this flush a lost request
+            // waited for the next datagram from the server, which, with
+            // nothing in flight, never came.
             c.conn.on_timeout();
+            c.flush()?;
         }
         read_bodies(
             &mut c,

@@ -121,7 +121,7 @@ async fn run(args: &args::Args) -> Result<(), Fatal> {
     server_config.transport_config(Arc::new(transport));
     let mut endpoints = Vec::new();
     for addr in &args.listen {
-        let ep = quinn::Endpoint::server(server_config.clone(), *addr)
+        let ep = endpoint(&server_config, *addr)
             .map_err(|e| Fatal::Runtime(format!("{addr}: cannot serve on it: {e}")))?;
         let local = ep
             .local_addr()
@@ -194,6 +194,20 @@ async fn run(args: &args::Args) -> Result<(), Fatal> {
         snap.requests, snap.misses, snap.bytes, snap.connections
     );
     Ok(())
+}
+
+/// A quinn endpoint on `addr` whose socket has h3server's buffers
+/// (h3server::socket): with the default a busy server drops its clients'
+/// ACKs in bursts.
+fn endpoint(config: &quinn::ServerConfig, addr: SocketAddr) -> std::io::Result<quinn::Endpoint> {
+    let sock = std::net::UdpSocket::bind(addr)?;
+    h3server::socket::enlarge_buffers(&sock);
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(config.clone()),
+        sock,
+        Arc::new(quinn::TokioRuntime),
+    )
 }
 
 async fn wait_for_signal() -> Result<(), Fatal> {

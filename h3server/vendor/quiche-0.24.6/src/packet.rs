@@ -568,10 +568,13 @@ impl std::fmt::Debug for Header<'_> {
 
 pub fn pkt_num_len(pn: u64, largest_acked: u64) -> usize {
     let num_unacked: u64 = pn.saturating_sub(largest_acked) + 1;
-    // computes ceil of num_unacked.log2()
-    let min_bits = u64::BITS - num_unacked.leading_zeros();
+    // RFC 9000, appendix A.2: log2(num_unacked) + 1 bits, so that the
+    // truncated number covers twice the unacknowledged range and decodes
+    // right after up to 2^(8 * len - 1) - 1 lost packets (testbed patch, see
+    // VENDORED.md; as published the "+ 1" was missing).
+    let min_bits = u64::BITS - num_unacked.leading_zeros() + 1;
     // get the num len in bytes
-    min_bits.div_ceil(8) as usize
+    (min_bits.div_ceil(8) as usize).min(4)
 }
 
 pub fn decrypt_hdr(
