@@ -55,8 +55,10 @@ def test_a_networks_frame_rate_is_the_recordings(tmp_path):
     [row] = rows(out)
     assert row["status"] == "ok", row
     video = ffprobe(out / "trials" / row["trial_id"] / "video.mp4")
-    assert video["r_frame_rate"] == "20/1", video
-    # 20 frames in each second of the recording, not 60
+    # ffprobe guesses r_frame_rate from the frames' timestamps, and x11grab stamps them
+    # with the wall clock: a busy machine gives 239/12 (19.92) as well as 20/1 (CI, 26 Nov)
+    assert abs(_rate(video["r_frame_rate"]) - 20) <= 0.5, video
+    # 20 frames in each second of the recording, not 60 or 30
     frames, seconds = int(video["nb_read_frames"]), float(video["duration"])
     assert seconds > row["plt_ms"] / 1000, video  # it spans the load
     assert 18 <= frames / seconds <= 20.5 and 18 <= _rate(video["avg_frame_rate"]) <= 20.5, video
