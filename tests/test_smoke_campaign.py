@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from needs import need, need_firefox
 
+from testbed.host import source
+
 ROOT = Path(__file__).resolve().parent.parent
 TESTBED = [str(ROOT / ".venv/bin/testbed")]
 METRICS = ("plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms", "ttfb_ms", "fp_ms", "fcp_ms",
@@ -97,6 +99,7 @@ def test_smoke_campaign_in_both_clients_all_ok_with_protocol_proven(tmp_path):
         assert len(logged) == len(origins)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["versions"]["browsertime"] == "28.3.0"
+    assert manifest["versions"]["testbed"] == source.version()  # the commit when in git
     assert manifest["campaign"]["settings"]["video_fps"] is None  # each network's own
     assert manifest["networks"]["dsl"]["video_fps"] == 60
     assert manifest["calibration"]["dsl"]["delay_ms"] >= 0

@@ -2,13 +2,13 @@
 
 results/<campaign>/manifest.json holds the latest session's record at the top
 level and every session (each `testbed run` of the campaign, a resume is a
-new session) in `sessions`: versions of the kernel, Chromium, chromedriver,
-Browsertime, Node, nginx, uWSGI, the HTTP/3 server and Mahimahi; the host's
-TCP/UDP/core sysctls; sha256 of the campaign, profile and recording files;
-the network calibrations; each network's video frame rate (`video_fps`); what
-each protocol setting changed in the server
-namespace; the file behind every site, network and protocol label and how the
-campaign listed it (`file`, `listed_as`).
+new session) in `sessions`: the testbed's own commit (testbed.host.source) and
+the versions of the kernel, Chromium, chromedriver, Browsertime, Node, nginx,
+uWSGI, the HTTP/3 servers and Mahimahi; the host's TCP/UDP/core sysctls;
+sha256 of the campaign, profile and recording files; the network calibrations;
+each network's video frame rate (`video_fps`); what each protocol setting
+changed in the server namespace; the file behind every site, network and
+protocol label and how the campaign listed it (`file`, `listed_as`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import platform
 from pathlib import Path
 
 from testbed.errors import CommandFailed
-from testbed.host import proc
+from testbed.host import proc, source
 from testbed.host.paths import H3QUINN, H3SERVER
 from testbed.measure import browsertime
 
@@ -34,6 +34,7 @@ def _first_line(argv: list[str]) -> str:
 
 def versions() -> dict[str, str]:
     return {
+        "testbed": source.version(),
         "kernel": platform.release(),
         "chromium": _first_line(["/usr/bin/chromium", "--version"]),
         "chromedriver": _first_line([browsertime.CHROMEDRIVER, "--version"]),
