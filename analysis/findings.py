@@ -102,11 +102,17 @@ REQUIRED = ("id", "claim", "figure", "paper", "kind", "networks", "pairs", "metr
 OPTIONAL = {"expect": str, "min_win_share": float, "max_loss_share": float, "margin": float,
             "or_faster": bool, "max_lead_rtt": float, "note": str, "evidence": str,
             "paper_values": dict}
-EVIDENCE = ("busiest_connection",)
-"""Mechanism evidence a finding's rows may show from table connections:
-busiest_connection: per setting, the median over ok trials of the share of the trial's
-bytes its busiest connection sent, and the median connections per trial (the pooling
-that docs/quic-heavy.md found behind QUIC's losses under DSL)."""
+EVIDENCE = ("busiest_connection", "busiest_delivery")
+"""Mechanism evidence a finding's rows may show from table connections, per setting over
+its ok trials (medians):
+busiest_connection: the share of the trial's bytes its busiest connection sent, and the
+connections per trial (the pooling that docs/quic-heavy.md found behind QUIC's losses
+under DSL);
+busiest_delivery: the busiest connection's delivery rate and the share of its bytes it
+sent again (how a congestion controller used the bottleneck, and what its losses cost).
+The rate is, over TCP, the highest sample tcp_info gave during the trial and, over
+QUIC, quiche's estimate when the connection closed: compare it within one stack, as
+the BBR rows do."""
 
 
 def load_findings(path: Path | str = TABLE) -> tuple[Finding, ...]:
@@ -275,8 +281,8 @@ def _row(f: Finding, network: str, x: str, y: str, metric: str,
         return row
     row.update(JUDGES[f.kind](f, network, x, y, metric, ctx))
     row["why"] += _size(f, network, row)
-    if f.evidence == "busiest_connection":
-        row["evidence"] = _busiest_text(ctx.busiest, network, x, y)
+    if f.evidence:
+        row["evidence"] = EVIDENCE_TEXT[f.evidence](ctx.busiest, network, x, y)
     if lo < MIN_RUNS and row["verdict"] != "not tested":
         row["why"] += (f" Fewer than {MIN_RUNS} ok runs in some groups (fewest {lo}; "
                        "the paper had 31): the tests see only large differences.")
@@ -477,10 +483,13 @@ def _load_order(f: Finding, network: str, x: str, y: str, metric: str,
 
 
 def busiest_connection(conns: pd.DataFrame | None, trials: pd.DataFrame) -> pd.DataFrame:
-    """Per network x setting over its ok trials with connection rows: the median share of
-    a trial's bytes sent that its busiest connection sent (share), and the median number
-    of connections per trial (connections)."""
-    columns = ["network", "protocol", "trials", "share", "connections"]
+    """Per network x setting over its ok trials with connection rows, medians over the
+    trials of: the share of a trial's bytes sent that its busiest connection sent
+    (share), the number of connections (connections), the busiest connection's delivery
+    rate in bit/s (delivery_bps) and the share of its bytes sent that were sent again
+    (retrans)."""
+    columns = ["network", "protocol", "trials", "share", "connections", "delivery_bps",
+               "retrans"]
     if conns is None or conns.empty:
         return pd.DataFrame(columns=columns)
     from analysis.connections import with_trials
@@ -488,22 +497,48 @@ def busiest_connection(conns: pd.DataFrame | None, trials: pd.DataFrame) -> pd.D
     c = with_trials(conns, trials).dropna(subset=["bytes_sent"])
     if c.empty:
         return pd.DataFrame(columns=columns)
-    per = (c.groupby(["network", "protocol", "trial_id"], observed=True)["bytes_sent"]
-           .agg(top="max", total="sum", n="count").reset_index())
-    per = per[per["total"] > 0].assign(share=lambda d: d["top"] / d["total"])
-    return (per.groupby(["network", "protocol"], observed=True)
+    for col in ("delivery_rate_bps", "bytes_retrans"):
+        if col not in c:
+            c[col] = np.nan
+    keys = ["network", "protocol", "trial_id"]
+    g = c.groupby(keys, observed=True)["bytes_sent"]
+    c = c.assign(total=g.transform("sum"), n=g.transform("count"))
+    top = c.loc[g.idxmax()]
+    top = top[top["total"] > 0].assign(
+        share=lambda d: d["bytes_sent"] / d["total"],
+        retrans=lambda d: (d["bytes_retrans"] / d["bytes_sent"]).where(d["bytes_sent"] > 0))
+    return (top.groupby(["network", "protocol"], observed=True)
             .agg(trials=("trial_id", "count"), share=("share", "median"),
-                 connections=("n", "median")).reset_index())
+                 connections=("n", "median"), delivery_bps=("delivery_rate_bps", "median"),
+                 retrans=("retrans", "median")).reset_index())
+
+
+def _busiest(busiest: pd.DataFrame, network: str, x: str, y: str) -> pd.DataFrame | None:
+    b = busiest[busiest["network"] == network].set_index("protocol")
+    return b if x in b.index and y in b.index else None
 
 
 def _busiest_text(busiest: pd.DataFrame, network: str, x: str, y: str) -> str:
-    b = busiest[busiest["network"] == network].set_index("protocol")
-    if x not in b.index or y not in b.index:
+    b = _busiest(busiest, network, x, y)
+    if b is None:
         return ""
     return (f"Busiest connection's share of a trial's bytes (median): {label(x)} "
             f"{b.at[x, 'share']:.0%}, {label(y)} {b.at[y, 'share']:.0%}; connections per "
             f"trial {b.at[x, 'connections']:.0f} and {b.at[y, 'connections']:.0f} (table "
             "connections).")
+
+
+def _delivery_text(busiest: pd.DataFrame, network: str, x: str, y: str) -> str:
+    b = _busiest(busiest, network, x, y)
+    if b is None or b.loc[[x, y], ["delivery_bps", "retrans"]].isna().to_numpy().any():
+        return ""
+    return (f"Busiest connection (median): delivery rate {label(x)} "
+            f"{b.at[x, 'delivery_bps'] / 1e6:.1f} Mbit/s, {label(y)} "
+            f"{b.at[y, 'delivery_bps'] / 1e6:.1f} Mbit/s; bytes sent again "
+            f"{b.at[x, 'retrans']:.0%} and {b.at[y, 'retrans']:.0%} (table connections).")
+
+
+EVIDENCE_TEXT = {"busiest_connection": _busiest_text, "busiest_delivery": _delivery_text}
 
 
 JUDGES = {"relative": _relative, "difference": _difference, "site_tests": _site_tests,
@@ -541,10 +576,12 @@ def campaign_status(a: Analysis) -> dict[str, Any]:
     """How far the campaign is: trials, ok, failed, networks, ok runs per group."""
     o = a.overview
     n = a.summary[a.summary["metric"] == "plt"]["n"] if len(a.summary) else pd.Series(dtype=int)
+    low, high = (int(n.min()), int(n.max())) if len(n) else (0, 0)
     return {"trials": int(o["trials"]), "ok": int(o["ok"]), "failed": int(o["failed"]),
             "sites": int(o["sites"]),
             "networks": ", ".join(label(x) for x in sorted(set(a.trials["network"]))),
-            "runs_low": int(n.min()) if len(n) else 0, "runs_high": int(n.max()) if len(n) else 0,
+            "runs_low": low, "runs_high": high,
+            "runs": f"{low}" if low == high else f"{low}–{high}",
             "last": str(a.trials["started_at"].max()) if len(a.trials) else "–"}
 
 
@@ -557,9 +594,8 @@ def markdown(rows: pd.DataFrame, a: Analysis) -> str:
     """The findings as a Markdown block (what REPLICATION.md quotes between its markers)."""
     s = campaign_status(a)
     head = (f"Campaign as analysed: {s['trials']} trials ({s['ok']} ok, {s['failed']} "
-            f"failed), {s['sites']} sites, networks {s['networks']}, {s['runs_low']}–"
-            f"{s['runs_high']} ok runs per site × network × setting; last trial started "
-            f"{s['last']}.")
+            f"failed), {s['sites']} sites, networks {s['networks']}, {s['runs']} ok runs per "
+            f"site × network × setting; last trial started {s['last']}.")
     columns = ("| finding | network | comparison | paper | testbed | estimate [95 % CI] | "
                "verdict | why |")
     lines = [head, ""]

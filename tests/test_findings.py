@@ -208,20 +208,32 @@ def test_one_rtt_lead_under_or_over_one_rtt(lead_ms, verdict):
 
 def test_busiest_connection_evidence_from_table_connections():
     from analysis.connections import normalise as connections_frame
-    from analysis.findings import busiest_connection
+    from analysis.findings import EVIDENCE_TEXT, busiest_connection
 
     t = synthetic.campaign(sites=3, networks=["dsl"], settings=["tcp-plus", "quic"], runs=2,
                            seed=1, failure_rate=0.0)
     rows = []
     for tid, protocol in zip(t["trial_id"], t["protocol"]):
         sent = [80, 10, 10] if protocol == "quic" else [50, 30, 20, 0]
+        # the busiest connection delivers 20 (QUIC) or 16 Mbit/s and sends 10 % or 5 % again;
+        # the others would give other figures
         rows += [{"trial_id": tid, "transport": "quic" if protocol == "quic" else "tcp",
-                  "server_ip": "10.0.0.1", "server_port": 443, "bytes_sent": b} for b in sent]
+                  "server_ip": "10.0.0.1", "server_port": 443, "bytes_sent": b,
+                  "delivery_rate_bps": (20e6 if protocol == "quic" else 16e6) if i == 0 else 1e6,
+                  "bytes_retrans": b * (0.10 if protocol == "quic" else 0.05) if i == 0 else b}
+                 for i, b in enumerate(sent)]
     b = busiest_connection(connections_frame(pd.DataFrame(rows), "test"), t).set_index("protocol")
     assert b.at["quic", "share"] == pytest.approx(0.8) and b.at["quic", "connections"] == 3
     assert b.at["tcp-plus", "share"] == pytest.approx(0.5) and b.at["tcp-plus", "connections"] == 4
     assert b.at["quic", "trials"] == 6
+    assert b.at["quic", "delivery_bps"] == 20e6 and b.at["tcp-plus", "delivery_bps"] == 16e6
+    assert b.at["quic", "retrans"] == pytest.approx(0.10)
+    assert b.at["tcp-plus", "retrans"] == pytest.approx(0.05)
     assert busiest_connection(None, t).empty
+    text = EVIDENCE_TEXT["busiest_delivery"](b.reset_index(), "dsl", "quic", "tcp-plus")
+    assert text == ("Busiest connection (median): delivery rate QUIC 20.0 Mbit/s, TCP+ "
+                    "16.0 Mbit/s; bytes sent again 10% and 5% (table connections).")
+    assert EVIDENCE_TEXT["busiest_delivery"](b.reset_index(), "lte", "quic", "tcp-plus") == ""
 
 
 def test_every_kind_says_how_it_is_computed():
