@@ -153,13 +153,15 @@ BASIS = ("based on: per trial {fixed:g} s + {factor:g} x the page load modelled 
 
 
 NOISE_CV = {
-    "dsl": (0.037, "measured: bench/noise, 25 Nov 2026, PLT CV 3.7 % TCP+, 2.1 % QUIC"),
+    "dsl": (0.21, "measured: the reference campaign's 38 corpus sites, 10 runs, 26 Nov 2026"),
     "lte": (0.06, "assumed (analysis.synthetic's model), not yet measured"),
-    "da2gc": (0.10, "assumed (analysis.synthetic's model), not yet measured"),
+    "da2gc": (0.10, "measured on one page: bench/lanes, 26 Nov 2026, local-news 9.9 %"),
     "mss": (0.10, "assumed (analysis.synthetic's model), not yet measured"),
 }
-"""Coefficient of variation of one site x setting's PLTs per network, for the expected
-runs of adaptive runs before a campaign has measured its own; the source of each."""
+"""Coefficient of variation of one site x setting's PLTs per network (the pooled SD of
+log PLT, as measured_cv), for the expected runs of adaptive runs before a campaign has
+measured its own; the source of each. The corpus's pages spread far more than the
+bundled one: on DSL 21 % against 3.7 %."""
 DEFAULT_CV = (0.10, "assumed")
 """For a network NOISE_CV does not name."""
 SIMULATIONS = 400
