@@ -258,6 +258,35 @@ def test_forgetting_failed_trials_lets_them_run_again(tmp_path):
         assert s.count() == {"ok": 2}
 
 
+def test_forgetting_runs_forgets_only_those_runs_of_the_named_trials(tmp_path):
+    with Store(tmp_path / "trials.sqlite") as s:
+        for tid in ("s+dsl+tcp+0", "s+dsl+tcp+3", "s+dsl+quic+1", "s+dsl+tcp+4",
+                    "s+lte+tcp+0", "t+dsl+tcp+0"):
+            s.add(row(tid))
+        s.add(row("s+dsl+tcp+2", client=None))  # a store older than the client column
+        s.add(row("s+dsl+tcp+1", client="firefox"))
+        gone = s.forget_runs({0, 1, 2, 3}, ["s"], ["dsl"], ["tcp", "quic"], ["chromium"])
+        assert sorted(gone) == ["s+dsl+quic+1", "s+dsl+tcp+0", "s+dsl+tcp+2", "s+dsl+tcp+3"]
+        assert s.finished() == {"s+dsl+tcp+4", "s+lte+tcp+0", "t+dsl+tcp+0", "s+dsl+tcp+1"}
+        assert s.forget_runs({0}, ["s"], ["dsl"], ["tcp"], ["chromium"]) == []
+        s.add(row("s+dsl+tcp+0"))  # measured again
+
+
+@pytest.mark.parametrize("text, runs", [("0-3", {0, 1, 2, 3}), ("0,2,5", {0, 2, 5}),
+                                        ("0-3,7", {0, 1, 2, 3, 7}), (" 9 ", {9}),
+                                        ("2-2", {2})])
+def test_rerun_runs_are_read_and_said_back(text, runs):
+    assert config.parse_runs(text, 10) == runs
+    assert config.parse_runs(config.runs_text(runs), 10) == runs
+    assert config.runs_text({0, 1, 2, 3, 7}) == "0-3,7" and config.runs_text({4}) == "4"
+
+
+@pytest.mark.parametrize("text", ["", "10", "3-1", "a", "-1", "0-", "1;2", "0-3,", "1.5"])
+def test_rerun_runs_other_than_run_numbers_name_what_was_expected(text):
+    with pytest.raises(InputError, match=r"--rerun-runs: expected run numbers from 0 to 9"):
+        config.parse_runs(text, 10)
+
+
 @pytest.mark.parametrize("folder", ["a#b", "a?b", "a%20b"])
 def test_a_stores_folder_name_with_uri_characters_reads_its_own_store(tmp_path, folder):
     db = tmp_path / folder / "trials.sqlite"

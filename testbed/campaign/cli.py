@@ -23,6 +23,11 @@ from testbed.host import safefs
                    "at most 10000).")
 @click.option("--retry-failed", is_flag=True,
               help="Run the trials stored as failed again (their rows are replaced).")
+@click.option("--rerun-runs", "rerun_runs", metavar="RUNS",
+              help="Measure the stored trials of these runs again (e.g. 0-3 or 0,2,5; "
+                   "of the sites, networks and settings --site, --network and --protocol "
+                   "leave), after a fix to what measured them: their rows are replaced and "
+                   "the manifest's session says so.")
 @click.option("--resume-from", "resume_from", metavar="DIR",
               type=click.Path(file_okay=False, path_type=Path),
               help="Begin a new results folder (--out, without a store yet) with the trials "
@@ -60,7 +65,7 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
         sites: tuple[str, ...], networks: tuple[str, ...], protocols: tuple[str, ...],
         dry_run: bool, as_json: bool, scheduler: str | None, workers: str | None,
         tls: Path | None = None, resume_from: Path | None = None,
-        lanes: str | None = None):
+        lanes: str | None = None, rerun_runs: str | None = None):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume. --site, --network and --protocol narrow the campaign to
@@ -84,6 +89,10 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
             raise InputError(f"--runs: expected a whole number from 1 to {config.MAX_RUNS}, "
                              f"got {runs!r}") from None
         config.check_size(campaign, n)
+    rerun = (config.parse_runs(rerun_runs, n or campaign.max_runs) if rerun_runs is not None
+             else frozenset())
+    if rerun and dry_run:
+        raise InputError("--rerun-runs: not with --dry-run (it replaces stored trials)")
     cluster = _cluster_options(scheduler, workers, tls)
     from testbed.campaign import runner
 
@@ -99,7 +108,7 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
     out = out or runner.default_out(campaign)
     checked = safefs.check_out_dir(out, "--out")  # root writes the results there
     stats = runner.Runner(campaign, checked, cluster=cluster).run(
-        runs=n, retry_failed=retry_failed, resume_from=resume_from)
+        runs=n, retry_failed=retry_failed, resume_from=resume_from, rerun_runs=rerun)
     click.echo(f"testbed: {stats['ok']} ok, {stats['failed']} failed this session; "
                f"results in {out}", err=True)
 

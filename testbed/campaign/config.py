@@ -237,6 +237,36 @@ def check_size(c: Campaign, runs: int, what: str = "--runs") -> None:
                          f"x {runs} runs = {total} trials; expected at most {MAX_TRIALS}")
 
 
+def parse_runs(text: str, max_runs: int, what: str = "--rerun-runs") -> frozenset[int]:
+    """The run numbers of `text` ("0-3", "0,2,5", "0-3,7"), each below max_runs (runs
+    count from 0); InputError naming what was expected otherwise."""
+    expected = (f"{what}: expected run numbers from 0 to {max_runs - 1} such as 0-3 or "
+                f"0,2,5, got {text!r}")
+    runs: set[int] = set()
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        if not (low.isdigit() and (high.isdigit() if dash else not high)):
+            raise InputError(expected)
+        first, last = int(low), int(high) if dash else int(low)
+        if not first <= last < max_runs:
+            raise InputError(expected)
+        runs.update(range(first, last + 1))
+    return frozenset(runs)
+
+
+def runs_text(runs: frozenset[int] | set[int]) -> str:
+    """Run numbers as parse_runs reads them: consecutive ones as ranges ("0-3,7")."""
+    out, ordered = [], sorted(runs)
+    start = prev = ordered[0] if ordered else None
+    for r in [*ordered[1:], None]:
+        if r is not None and prev is not None and r == prev + 1:
+            prev = r
+            continue
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+        start = prev = r
+    return ",".join(out) if ordered else ""
+
+
 def narrowed(c: Campaign, sites: tuple[str, ...] = (), networks: tuple[str, ...] = (),
              protocols: tuple[str, ...] = ()) -> Campaign:
     """The campaign with only the sites, networks and protocol settings named (by the

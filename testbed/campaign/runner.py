@@ -136,8 +136,11 @@ class Runner:
 
     # --- the run --------------------------------------------------------------------------
     def run(self, runs: int | None = None, retry_failed: bool = False,
-            resume_from: Path | None = None) -> dict[str, int]:
+            resume_from: Path | None = None,
+            rerun_runs: frozenset[int] = frozenset()) -> dict[str, int]:
         """Run what is not stored yet; retry_failed: forget stored failed trials first;
+        rerun_runs: forget the stored trials of these runs (of this campaign's sites,
+        networks, settings and clients) first, e.g. after a fix to what measured them;
         resume_from: begin a results folder without a store with the rows kept in this
         folder (testbed.campaign.reference.seed).
 
@@ -159,9 +162,10 @@ class Runner:
 
                 n = reference.seed(self.out, Path(resume_from), self.campaign.name)
                 self.console.print(f"seeded {n} stored trials from {resume_from}")
-            return self._run_claimed(runs, retry_failed)
+            return self._run_claimed(runs, retry_failed, rerun_runs)
 
-    def _run_claimed(self, runs: int, retry_failed: bool) -> dict[str, int]:
+    def _run_claimed(self, runs: int, retry_failed: bool,
+                     rerun_runs: frozenset[int] = frozenset()) -> dict[str, int]:
         (self.out / trial_folder.TRIALS_DIR).mkdir(exist_ok=True)
         (self.out / "logs").mkdir(exist_ok=True)
         work = current().path("campaign")
@@ -170,6 +174,14 @@ class Runner:
         with Store(self.out / "trials.sqlite") as store:
             if retry_failed:  # rows first: a folder without a row is removed below
                 store.forget_failed()
+            rerun: list[str] = []
+            if rerun_runs:
+                rerun = store.forget_runs(rerun_runs, list(self.recordings),
+                                          list(self.networks), list(self.settings),
+                                          list(self.campaign.client))
+                self.console.print(f"measuring {len(rerun)} stored trials of runs "
+                                   f"{config_mod.runs_text(rerun_runs)} again", markup=False,
+                                   highlight=False)
             removed = outdir.reconcile(self.out / trial_folder.TRIALS_DIR, store.finished())
             if removed:
                 log.info("removed %d trial folders without a stored row", len(removed))
@@ -187,6 +199,9 @@ class Runner:
             self.manifest["lanes"] = {n: {"lanes": k, "from": self.lanes_from[n]}
                                       for n, k in self.lanes.items()}
             self.manifest["sessions"][-1]["lanes"] = self.manifest["lanes"]
+            if rerun_runs:  # which stored trials this session replaced
+                self.manifest["sessions"][-1]["rerun"] = {"runs": sorted(rerun_runs),
+                                                          "trials": len(rerun)}
             manifest_mod.save(self.out / "manifest.json", self.manifest)
             self._run_plan(plan, store, work)
         return dict(self.stats)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, field, make_dataclass
 from pathlib import Path
@@ -135,14 +135,29 @@ class Store:
 
     def forget_failed(self) -> list[str]:
         """Delete the failed trials (one transaction), so that they run again; their ids."""
+        return self._forget("status = 'failed'", [])
+
+    def forget_runs(self, runs: Iterable[int], sites: Sequence[str], networks: Sequence[str],
+                    protocols: Sequence[str], clients: Sequence[str]) -> list[str]:
+        """Delete the trials of these runs among these sites, networks, protocol settings
+        and clients (one transaction), so that they run again; their ids. A row of a
+        store older than the client column (NULL) is Chromium's."""
+        names = {"run": sorted(set(runs)), "site": sites, "network": networks,
+                 "protocol": protocols,
+                 f"COALESCE(client, '{schema.DEFAULT_CLIENT}')": clients}
+        where = " AND ".join(f"{col} IN ({', '.join('?' for _ in vals)})"
+                             for col, vals in names.items())
+        return self._forget(where, [v for vals in names.values() for v in vals])
+
+    def _forget(self, where: str, params: list[Any]) -> list[str]:
         assert self.db is not None
         self.db.execute("BEGIN IMMEDIATE")
         try:
             ids = [r[0] for r in self.db.execute(
-                "SELECT trial_id FROM trials WHERE status = 'failed'")]
+                f"SELECT trial_id FROM trials WHERE {where}", params)]
             self.db.execute(f"DELETE FROM {schema.CONNECTIONS_TABLE} WHERE trial_id IN "
-                            "(SELECT trial_id FROM trials WHERE status = 'failed')")
-            self.db.execute("DELETE FROM trials WHERE status = 'failed'")
+                            f"(SELECT trial_id FROM trials WHERE {where})", params)
+            self.db.execute(f"DELETE FROM trials WHERE {where}", params)
         except BaseException:
             self.db.execute("ROLLBACK")
             raise

@@ -148,6 +148,12 @@ CASES = [
          ["--runs", "10000"]),
     C("campaign: --runs not a number", {"c.toml": campaign()}, [*RUN, "--runs", "many"],
          ["--runs", "whole number"]),
+    C("campaign: --rerun-runs past the campaign's runs", {"c.toml": campaign(runs=4)},
+      [*RUN, "--rerun-runs", "0-7"], ["--rerun-runs: expected run numbers from 0 to 3", "'0-7'"]),
+    C("campaign: --rerun-runs not run numbers", {"c.toml": campaign()},
+      [*RUN, "--rerun-runs", "0;rm"], ["--rerun-runs", "such as 0-3"]),
+    C("campaign: --rerun-runs with --dry-run", {"c.toml": campaign()},
+      [*RUN, "--rerun-runs", "0", "--dry-run"], ["--rerun-runs: not with --dry-run"]),
     C("campaign: a plan too large to hold",
          {"c.toml": campaign(networks='["dsl", "lte", "mss", "da2gc", "none"]',
                              protocols='["tcp", "tcp-plus", "tcp-plus-bbr", "quic", '
