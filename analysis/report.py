@@ -271,7 +271,7 @@ def analyse(trials: pd.DataFrame, config: Config = Config(),
         visits=visit_means(trials) if has_warm(trials) else visit_means(trials.iloc[:0]),
         resumption=resumption(trials) if has_warm(trials) else resumption(trials.iloc[:0]),
         baseline=baseline, baseline_why=why, notes=tuple(notes),
-        warnings=tuple(caution(summary, health)),
+        warnings=tuple(caution(summary, health) + mixed_versions(manifest)),
         bbr=analyse_bbr(trials, conns, manifest, largest, config.alpha),
         transport=transport_summary(conns, trials), connections=len(conns),
         examples=examples(trials), distribution=distribution(meas),
@@ -290,6 +290,37 @@ def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
         out.append(f"Failed trials in {len(failing)} of {len(health)} network × setting "
                    f"groups: {groups}. They are left out of the statistics; see Trial health.")
     return out
+
+
+VERSIONED = ("testbed", "chromium", "firefox", "browsertime", "h3server", "h3quinn", "nginx",
+             "kernel")
+"""The versions (manifest.json, each session's `versions`) that a campaign's trials
+should share: what measured them."""
+
+
+def mixed_versions(manifest: dict[str, Any] | None) -> list[str]:
+    """A banner line when the campaign's sessions (each `testbed run`, a resume
+    included) ran with more than one version of what measures: the testbed's own
+    commit, a browser, Browsertime, a server or the kernel; the trials of different
+    runs may then differ by more than chance."""
+    sessions = (manifest or {}).get("sessions") or []
+    seen: dict[str, set[str]] = {}
+    for s in sessions:
+        versions = s.get("versions") if isinstance(s, dict) else None
+        for key in VERSIONED:
+            value = versions.get(key) if isinstance(versions, dict) else None
+            if isinstance(value, str) and value:
+                seen.setdefault(key, set()).add(value)
+    mixed = {k: v for k, v in seen.items() if len(v) > 1}
+    if not mixed:
+        return []
+    what = "; ".join(f"{k}: {len(v)} ({', '.join(sorted(x[:60] for x in v))})"
+                     for k, v in mixed.items())
+    line = (f"Mixed versions: the campaign's {len(sessions)} sessions did not all run the "
+            f"same {', '.join(mixed)} ({what}). Trials of different sessions may differ by "
+            "more than chance; manifest.json's sessions say which session ran when, and "
+            "`testbed run --rerun-runs` measures runs again.")
+    return [line]
 
 
 def few_runs(summary: pd.DataFrame) -> list[str]:

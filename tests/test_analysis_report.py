@@ -265,3 +265,26 @@ def test_two_clients_get_a_report_each_compared_within_the_client(tmp_path):
     assert one.exit_code == 0, one.output
     assert json.loads(one.stdout)["trials"] == len(firefox)
     assert (tmp_path / "f" / "index.html").is_file()
+
+
+def test_sessions_with_other_versions_of_what_measures_get_a_banner():
+    from analysis.report import mixed_versions
+
+    def session(testbed=None, chromium="Chromium 156", **more):
+        versions = {"chromium": chromium, "python": "3.11.2", **more}
+        if testbed:
+            versions["testbed"] = testbed
+        return {"versions": versions}
+
+    same = {"sessions": [session("0.1.0 " + "a" * 40), session("0.1.0 " + "a" * 40)]}
+    assert mixed_versions(same) == [] and mixed_versions(None) == []
+    # sessions before the testbed recorded its commit say nothing either way
+    assert mixed_versions({"sessions": [session(), session("0.1.0 " + "a" * 40)]}) == []
+    two = {"sessions": [session("0.1.0 " + "a" * 40), session("0.1.0 " + "b" * 40,
+                                                             chromium="Chromium 157"),
+                        session("0.1.0 " + "b" * 40, python="3.12")]}
+    [line] = mixed_versions(two)
+    assert line.startswith("Mixed versions: the campaign's 3 sessions did not all run the "
+                           "same testbed, chromium (testbed: 2 (")
+    assert "chromium: 2 (Chromium 156, Chromium 157)" in line and "python" not in line
+    assert mixed_versions({"sessions": [{"versions": "x"}, 3, session()]}) == []
