@@ -6,12 +6,13 @@ which runs it replaced."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 from test_smoke_campaign import needs_parts
+
+from testbed.campaign.store import read_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTBED = str(ROOT / ".venv/bin/testbed")
@@ -20,11 +21,8 @@ pytestmark = pytest.mark.e2e
 
 
 def started(out: Path) -> dict[str, str]:
-    db = sqlite3.connect(f"file:{out / 'trials.sqlite'}?mode=ro", uri=True)
-    try:
-        return dict(db.execute("SELECT trial_id, started_at FROM trials WHERE status = 'ok'"))
-    finally:
-        db.close()
+    return {r["trial_id"]: r["started_at"] for r in read_rows(out / "trials.sqlite")
+            if r["status"] == "ok"}
 
 
 def test_rerun_runs_replaces_those_runs_rows_and_folders_only(tmp_path):
