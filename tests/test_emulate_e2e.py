@@ -99,14 +99,22 @@ def test_phase_gate_starts_sparse_links_in_phase(site):
     chain = build_chain(load_network("da2gc"), site.dir, 5)
     assert chain.phase_gate
     up, down = site.userdir / "u.log", site.userdir / "d.log"
-    phases = []
-    for _ in range(8):
-        proc.run(site.client_argv(chain.with_logs(up, down), ["true"]),
-                 timeout=phasegate.DEADLINE_S + 30)
-        phases.append(link_phase_ms(up, down))
-    # The gate lets no start through that it has not seen in phase; it fails the
-    # command (status 75, one line saying what it saw) rather than run it out of phase.
-    assert phases == [0] * 8, phases
+    phases, gave_up = [], []
+    for _ in range(6):
+        cp = proc.run(site.client_argv(chain.with_logs(up, down), ["true"]),
+                      timeout=phasegate.DEADLINE_S + 30, check=False)
+        if cp.returncode == 0:
+            phases.append(link_phase_ms(up, down))
+            continue
+        # The gate lets no start through that it has not seen in phase; on a busy
+        # machine it may find none within its deadline, and then fails the command
+        # (status 75, one line saying what it saw) rather than run it out of phase.
+        # (CI, 26 Nov: nine starts at 1-2 ms, none at 0.)
+        assert cp.returncode == phasegate.GAVE_UP, (cp.returncode, cp.stderr[-2000:])
+        assert "no start of mm-link in phase" in cp.stderr, cp.stderr[-2000:]
+        gave_up.append(cp.stderr.strip().splitlines()[-1])
+    assert phases == [0] * len(phases), phases
+    assert len(phases) >= 3, gave_up  # and it does find starts in phase
 
 
 def test_a_trace_driven_chain_runs_on_the_checked_copy(site, tmp_path):
