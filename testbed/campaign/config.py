@@ -14,6 +14,7 @@ and profiles that exist when the campaign is loaded.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,15 +257,9 @@ def parse_runs(text: str, max_runs: int, what: str = "--rerun-runs") -> frozense
 
 def runs_text(runs: frozenset[int] | set[int]) -> str:
     """Run numbers as parse_runs reads them: consecutive ones as ranges ("0-3,7")."""
-    out, ordered = [], sorted(runs)
-    start = prev = ordered[0] if ordered else None
-    for r in [*ordered[1:], None]:
-        if r is not None and prev is not None and r == prev + 1:
-            prev = r
-            continue
-        out.append(f"{start}" if start == prev else f"{start}-{prev}")
-        start = prev = r
-    return ",".join(out) if ordered else ""
+    spans = [[r for _, r in g] for _, g in
+             itertools.groupby(enumerate(sorted(runs)), key=lambda x: x[1] - x[0])]
+    return ",".join(f"{s[0]}" if len(s) == 1 else f"{s[0]}-{s[-1]}" for s in spans)
 
 
 def narrowed(c: Campaign, sites: tuple[str, ...] = (), networks: tuple[str, ...] = (),
