@@ -28,7 +28,7 @@ RUN_BY: dict[str, tuple[str, ...]] = {
     "recording show": ("test_record_e2e.py",),
     "replay": ("test_replay_e2e.py", "test_replay_network_e2e.py"),
     "validate network": ("test_host_unchanged_e2e.py",),
-    "validate protocols": ("test_host_unchanged_e2e.py", "test_quic_knobs_e2e.py"),
+    "validate protocols": ("test_quic_knobs_e2e.py",),
     "validate servers": ("test_replay_e2e.py",),
     "run": ("test_smoke_campaign.py", "test_documented_campaigns_e2e.py"),
     "run --dry-run": ("test_campaign_plan_output.py", "test_missing_corpus.py"),

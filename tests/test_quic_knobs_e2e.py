@@ -1,7 +1,9 @@
 """`testbed validate protocols` proves a QUIC setting's sender knobs on a real replay:
 datagram size and GSO on the wire, the ACK parameters h3server sent and the connection
 options Chromium sent, in the qlog, beside the server's defaults; and the quic-quinn
-setting (h3quinn, the second HTTP/3 server) as configured, from its summary and the wire."""
+setting (h3quinn, the second HTTP/3 server) as configured, from its summary and the wire;
+TCP+ heard nothing of HTTP/3; and the host's net.* sysctls and qdiscs are the same after
+it as before (everything it changes lives in namespaces it owns)."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_host_unchanged_e2e import host_state
 from test_validate_judge import ALT_SVC, KNOBS
 
 pytestmark = pytest.mark.e2e
-
 
 
 def rows(stdout: str, setting: str) -> dict[str, tuple[str, str]]:
@@ -30,11 +32,21 @@ def rows(stdout: str, setting: str) -> dict[str, tuple[str, str]]:
 def test_knobs_and_defaults_proven(tmp_path: Path):
     (tmp_path / "knobs.toml").write_text(KNOBS)
     exe = Path(sys.executable).parent / "testbed"
-    cp = subprocess.run([str(exe), "validate", "protocols", "quic", str(tmp_path / "knobs.toml"),
-                         "quic-quinn", "--network", "dsl"], capture_output=True, text=True, timeout=900,
-                        check=False, env={**os.environ, "COLUMNS": "200"})
+    before = host_state()
+    assert before["sysctl"].count("\n") > 100
+    cp = subprocess.run([str(exe), "validate", "protocols", "tcp-plus", "quic",
+                         str(tmp_path / "knobs.toml"), "quic-quinn", "--network", "dsl"],
+                        capture_output=True, text=True, timeout=900, check=False,
+                        env={**os.environ, "COLUMNS": "200"})
+    after = host_state()
     assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-2000:]
+    assert after["qdisc"] == before["qdisc"]
+    changed = set(after["sysctl"].splitlines()) ^ set(before["sysctl"].splitlines())
+    assert not changed, sorted(changed)
     knobs, quic = rows(cp.stdout, "knobs"), rows(cp.stdout, "quic")
+    # what the page heard of HTTP/3: nothing over TCP, h3 on its origin over QUIC
+    tcp = rows(cp.stdout, "tcp-plus")
+    assert tcp[ALT_SVC] == ("none", "yes"), tcp[ALT_SVC]
     quinn = rows(cp.stdout, "quic-quinn")
     # h3quinn served HTTP/3 with its controller, window, payload and pacing as configured
     for name in ("stack (Chromium flags)", "congestion control (h3quinn summary cc)",
