@@ -36,7 +36,7 @@ def run_testbed(*args: str, timeout: float) -> subprocess.CompletedProcess:
 def test_host_sysctls_and_qdiscs_unchanged():
     before = host_state()
     assert before["sysctl"].count("\n") > 100
-    net = run_testbed("validate", "network", "none", "dsl", "--probes", "100", "--starts", "1",
+    net = run_testbed("validate", "network", "dsl", "--probes", "100", "--starts", "1",
                   timeout=900)
     assert net.returncode in (0, 1), net.stderr[-2000:]
     assert "min RTT" in net.stdout

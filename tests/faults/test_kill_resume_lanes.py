@@ -55,7 +55,7 @@ def test_sigkill_of_two_lanes_at_random_moments_loses_and_duplicates_nothing(tmp
     plan_before = _plan(argv)
     rng = random.Random(20261126)
     # start-up with the lanes' cluster ~10 s
-    kills, progress = kill_at_random(argv, out, planned, rng, (4.0, 22.0))
+    kills, progress = kill_at_random(argv, out, planned, rng, (4.0, 22.0), times=KILLS)
     assert kills >= KILLS, f"only {kills} kills before the campaign ended: {progress}"
     assert 0 < progress[0] < len(planned), f"the first kill did not land mid-way: {progress}"
 
