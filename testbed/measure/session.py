@@ -450,7 +450,6 @@ class Session:
 
         def work():
             try:
-                visual.check_frame_rate(video, self.opts.video_fps)
                 o.visual = visual.run(video, self.visual_dir / f"visualmetrics-{it}.log")
             except visual.VisualMetricsError as e:
                 o.visual_error = str(e)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from testbed.errors import CommandFailed, TimedOut
+from testbed.errors import TimedOut
 from testbed.host import proc
 from testbed.measure import browsertime
 
@@ -24,40 +24,6 @@ ARGS = ("--orange", "--force", "--renderignore", "5", "--json", "--viewport",
 
 class VisualMetricsError(Exception):
     pass
-
-
-TOO_MANY_FRAMES = 1.25
-"""A recording holding more than this many times the frames a second it was asked for
-was not recorded at its network's rate (seen once in CI: 60 where 20 was asked): its
-visual metrics would be read at another resolution than the manifest says. Fewer frames
-than asked are a busy machine's dropped frames, and pass."""
-
-
-def frame_rate(video: Path, timeout: float = 60) -> float | None:
-    """Frames a second the recording holds (its header's frame count over its
-    duration, as ffprobe reads them without decoding); None when it does not say."""
-    try:
-        cp = proc.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
-                       "stream=nb_frames,duration", "-of", "json", str(video)],
-                      check=False, timeout=timeout)
-    except (TimedOut, CommandFailed):
-        return None
-    try:
-        [stream] = json.loads(cp.stdout)["streams"]
-        frames, seconds = int(stream["nb_frames"]), float(stream["duration"])
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-        return None
-    return frames / seconds if frames >= 10 and seconds > 0 else None
-
-
-def check_frame_rate(video: Path, asked: int) -> float | None:
-    """The recording's frame rate; VisualMetricsError when it holds more than
-    TOO_MANY_FRAMES times the `asked` rate."""
-    seen = frame_rate(video)
-    if seen is not None and seen > asked * TOO_MANY_FRAMES:
-        raise VisualMetricsError(f"the video holds {seen:.1f} frames a second, not the "
-                                 f"{asked} asked for: not measured at the network's rate")
-    return seen
 
 
 def run(video: Path, logfile: Path, timeout: float = 300) -> dict:
