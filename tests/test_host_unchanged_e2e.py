@@ -27,6 +27,13 @@ def host_state() -> dict[str, str]:
     return {"sysctl": "\n".join(net), "qdisc": qdiscs}
 
 
+def assert_unchanged(before: dict[str, str], after: dict[str, str]) -> None:
+    """The host's qdiscs and net.* sysctls are the same in both states."""
+    assert after["qdisc"] == before["qdisc"]
+    changed = set(after["sysctl"].splitlines()) ^ set(before["sysctl"].splitlines())
+    assert not changed, sorted(changed)
+
+
 def run_testbed(*args: str, timeout: float) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).parent / "testbed"
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout,
@@ -40,7 +47,4 @@ def test_host_sysctls_and_qdiscs_unchanged():
                   timeout=900)
     assert net.returncode in (0, 1), net.stderr[-2000:]
     assert "min RTT" in net.stdout
-    after = host_state()
-    assert after["qdisc"] == before["qdisc"]
-    changed = set(after["sysctl"].splitlines()) ^ set(before["sysctl"].splitlines())
-    assert not changed, sorted(changed)
+    assert_unchanged(before, host_state())

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_host_unchanged_e2e import host_state
+from test_host_unchanged_e2e import assert_unchanged, host_state
 from test_validate_judge import ALT_SVC, KNOBS
 
 pytestmark = pytest.mark.e2e
@@ -40,9 +40,7 @@ def test_knobs_and_defaults_proven(tmp_path: Path):
                         env={**os.environ, "COLUMNS": "200"})
     after = host_state()
     assert cp.returncode == 0, cp.stdout[-4000:] + cp.stderr[-2000:]
-    assert after["qdisc"] == before["qdisc"]
-    changed = set(after["sysctl"].splitlines()) ^ set(before["sysctl"].splitlines())
-    assert not changed, sorted(changed)
+    assert_unchanged(before, after)
     knobs, quic = rows(cp.stdout, "knobs"), rows(cp.stdout, "quic")
     # what the page heard of HTTP/3: nothing over TCP, h3 on its origin over QUIC
     tcp = rows(cp.stdout, "tcp-plus")
