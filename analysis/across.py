@@ -242,8 +242,11 @@ def _fit(model: Any, method: str) -> Any:
 
 def _sound(result: Any, d: pd.Series, spread: float) -> bool:
     """A fit whose setting effect and SE are finite and whose effect lies within the
-    sites' own differences `d` (widened by their range)."""
-    est, se = float(result.fe_params["x"]), float(result.bse_fe["x"])
+    sites' own differences `d` (widened by their range). A covariance with a negative
+    diagonal entry gives a NaN SE (numpy's sqrt of it, its warning silenced: such a fit
+    is not sound)."""
+    with np.errstate(invalid="ignore"):
+        est, se = float(result.fe_params["x"]), float(result.bse_fe["x"])
     if not (np.isfinite(est) and np.isfinite(se) and se > 0):
         return False
     return not len(d) or (d.min() - spread <= est <= d.max() + spread and se <= spread)

@@ -35,6 +35,14 @@ def kernel_config(scratch: str) -> Config:
     }})
 
 
+SAME_ARITHMETIC = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_NUM_THREADS": "1",
+                   "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"}
+"""The kernel's numpy and OpenBLAS use the same AVX2 code paths on every x86-64 CPU
+that has AVX2, one thread: the mixed model's optimum on the 4-site fixture moved in the
+third digit between an AVX-512 machine and one without it (27 Nov), which made the
+stored outputs depend on the machine that stored them."""
+
+
 def execute(notebook: Path = NOTEBOOK) -> nbformat.NotebookNode:
     """The notebook executed top to bottom in its folder on its default results (the
     fixture); its report goes to a temporary folder, printed as its default. A cell's
@@ -44,6 +52,7 @@ def execute(notebook: Path = NOTEBOOK) -> nbformat.NotebookNode:
         report_out = str(Path(scratch) / "report")
         env = {k: v for k, v in os.environ.items() if not k.startswith("TESTBED_")}
         env["TESTBED_REPORT_OUT"] = report_out
+        env.update(SAME_ARITHMETIC)
         # The kernel of this interpreter (ipykernel beside it); no kernelspec needed.
         client = NotebookClient(nb, kernel_name=NATIVE_KERNEL_NAME, timeout=CELL_TIMEOUT,
                                 record_timing=False, config=kernel_config(scratch),
