@@ -2,7 +2,8 @@
 datagram size and GSO on the wire, the ACK parameters h3server sent and the connection
 options Chromium sent, in the qlog, beside the server's defaults; and the quic-quinn
 setting (h3quinn, the second HTTP/3 server) as configured, from its summary and the wire;
-TCP+ heard nothing of HTTP/3; and the host's net.* sysctls and qdiscs are the same after
+quic-bbr's BBRv1 starting to pace from its window over the first RTT sample, as Linux's
+BBR does (h3server's vendored quiche change); TCP+ heard nothing of HTTP/3; and the host's net.* sysctls and qdiscs are the same after
 it as before (everything it changes lives in namespaces it owns)."""
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def test_knobs_and_defaults_proven(tmp_path: Path):
     before = host_state()
     assert before["sysctl"].count("\n") > 100
     cp = subprocess.run([str(exe), "validate", "protocols", "tcp-plus", "quic",
-                         str(tmp_path / "knobs.toml"), "quic-quinn", "--network", "dsl"],
+                         str(tmp_path / "knobs.toml"), "quic-quinn", "quic-bbr", "--network", "dsl"],
                         capture_output=True, text=True, timeout=900, check=False,
                         env={**os.environ, "COLUMNS": "200"})
     after = host_state()
@@ -56,6 +57,11 @@ def test_knobs_and_defaults_proven(tmp_path: Path):
                  "ack_delay_exponent (transport parameter sent, qlog)",
                  "client QUIC connection options (transport parameter, qlog)"):
         assert knobs[name][1] == "yes", (name, knobs[name])
+    bbr = rows(cp.stdout, "quic-bbr")
+    for name in ("congestion control (qlog states)",
+                 "BBR generation (h3server summary cc, qlog states)",
+                 "BBR start pacing rate (qlog, first RTT sample)"):
+        assert bbr[name][1] == "yes", (name, bbr[name])
     assert knobs["max_ack_delay (transport parameter sent, qlog)"][0] == "5"
     assert quic["max_ack_delay (transport parameter sent, qlog)"][0] == "25"
     assert "AKDU" in knobs["client QUIC connection options (transport parameter, qlog)"][0]

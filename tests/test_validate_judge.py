@@ -87,11 +87,12 @@ def tcp_observation(window=10, after_idle=10, gap=0.00001, iw=10, cc="cubic", bu
 
 def quic_observation(gap=0.001, states=("slow_start", "congestion_avoidance"), cwnd=43200,
                      payload=1350, cc="cubic", gso_sends=(), ack_delay=25, exponent=3,
-                     options=("ORIG",), acks=4) -> Observation:
+                     options=("ORIG",), acks=4, first_pacing=1_520_555) -> Observation:
     """A QUIC file download as capture() sees it: the wire (`gso_sends`: sizes of sends
     of several datagrams, after the first flight), the qlog (congestion window and states,
-    1-RTT packets of `payload` bytes, the transport parameters each side sent, `acks`
-    ACK frames from the client) and h3server's summary."""
+    the first pacing rate, set with the first RTT sample of 82.1 ms, 1-RTT packets of
+    `payload` bytes, the transport parameters each side sent, `acks` ACK frames from the
+    client) and h3server's summary."""
     pk = [from_client(1.0, 1250, proto=UDP)]
     pk += [served(1.001 + i * 0.0001, 1200, proto=UDP) for i in range(3)]  # handshake
     pk.append(from_client(1.08, 1250, proto=UDP))  # Finished and the request
@@ -105,6 +106,9 @@ def quic_observation(gap=0.001, states=("slow_start", "congestion_avoidance"), c
              "data": {"owner": "remote", "max_ack_delay": 25,
                       "unknown_parameters": [{"id": 12584, "value": tags}]}}]
     qlog += [{"name": "quic:recovery_metrics_updated", "data": {"congestion_window": cwnd}}]
+    qlog += [{"name": "recovery:metrics_updated",
+              "data": {"smoothed_rtt": 82.1068, "congestion_window": cwnd + 1624,
+                       "pacing_rate": first_pacing}}]
     qlog += [{"name": "quic:congestion_state_updated", "data": {"new": s}} for s in states]
     one_rtt = {"packet_type": "1RTT"}
     qlog += [{"name": "transport:packet_sent",
@@ -380,6 +384,31 @@ def test_each_bbr_setting_shows_its_generation_and_tcp_and_quic_agree():
     assert row.ok is True
     assert row.expected == "the same for tcp-plus-bbr, quic-bbr"  # quic-bbr2 is not compared
     assert row.observed == "tcp-plus-bbr: BBRv1, quic-bbr: BBRv1"
+
+
+def test_quic_bbr_must_start_pacing_from_its_window_over_the_rtt():
+    # h3server's quiche as vendored: 2.89 x 43200 bytes / 82.1 ms at the first RTT
+    # sample; quiche 0.24.6 as published: 2.89 x the handshake's delivery rate
+    name = "BBR start pacing rate (qlog, first RTT sample)"
+    good = by_name(judge(server_options("quic-bbr"),
+                         quic_observation(states=QUIC_BBR1, cc="bbr"), LTE_RTT))[name]
+    assert good.ok is True and good.observed == "1521 kB/s = 2.89 x 43200 bytes / 82.1 ms"
+    rows = judge(server_options("quic-bbr"),
+                 quic_observation(states=QUIC_BBR1, cc="bbr", first_pacing=5456), LTE_RTT)
+    assert [r.name for r in verdict.failed(rows)] == [name]
+    assert by_name(rows)[name].observed.startswith("5 kB/s = 0.01 x 43200 bytes")
+    # not a row of CUBIC settings, nor of BBRv2 (its own start)
+    for setting, obs in (("quic", quic_observation()),
+                         ("quic-bbr2", quic_observation(states=QUIC_BBR2,
+                                                        cc="bbr2_gcongestion"))):
+        assert name not in by_name(judge(server_options(setting), obs, LTE_RTT))
+    # no pacing rate in the qlog: not shown, fails
+    events = [e for e in quic_observation(states=QUIC_BBR1, cc="bbr").qlog
+              if "pacing_rate" not in e["data"]]
+    row = by_name(judge(server_options("quic-bbr"),
+                        replace(quic_observation(states=QUIC_BBR1, cc="bbr"),
+                                qlog=tuple(events)), LTE_RTT))[name]
+    assert row.ok is False and row.observed.startswith("no congestion_window or pacing_rate")
 
 
 def test_quic_bbr_on_bbrv2_fails_its_generation_and_the_agreement():

@@ -297,6 +297,22 @@ def qlog_initial_cwnd(events: list[dict]) -> int | None:
     return None
 
 
+def qlog_first_pacing(events: list[dict]) -> tuple[int, float] | None:
+    """The first pacing_rate (bytes/s) the events report, with the smoothed RTT (ms)
+    last reported at or before it; None without either."""
+    srtt = None
+    for ev in events:
+        data = ev.get("data", {})
+        if not isinstance(data, dict):
+            continue
+        if isinstance(data.get("smoothed_rtt"), int | float):
+            srtt = float(data["smoothed_rtt"])
+        rate = data.get("pacing_rate")
+        if isinstance(rate, int) and srtt:
+            return rate, srtt
+    return None
+
+
 def qlog_parameters(events: list[dict], owner: str = "local") -> dict:
     """The transport parameters a qlog's parameters_set event records for `owner`
     ("local": those the qlog's endpoint sent; "remote": those its peer sent); {} if none."""

@@ -102,6 +102,8 @@ GENERATION = {("tcp", "bbr"): BBR1, ("quic", "bbr"): BBR1, ("quic", "bbr2"): BBR
 """The BBR generation each BBR setting must run: Linux's bbr is BBRv1, and so is
 h3server's --cc bbr (quiche 0.24.6); --cc bbr2 is quiche's BBRv2."""
 GENERATION_NAME = {BBR1: "BBRv1", BBR2: "BBRv2", None: "not shown"}
+BBR_HIGH_GAIN = 2.89
+"""BBRv1's Startup gain (Linux's bbr_high_gain, quiche's BBR_HIGH_GAIN)."""
 
 
 @dataclass(frozen=True)
@@ -309,6 +311,8 @@ def judge(opts: ServerOptions, obs: Observation, rtt_s: float) -> list[Row]:
     finding = bbr_finding(opts, obs)
     if finding is not None:
         rows.append(_bbr_generation(setting, stack, finding))
+    if stack == "quic" and not quinn and setting.congestion_control == "bbr":
+        rows.append(_bbr_start_pacing(obs))
     rows += _initial_window(setting, stack, obs, packets, first, quinn)
     if first is not None:
         rows.append(_quinn_pacing(first, rtt_s) if quinn
@@ -471,6 +475,26 @@ def one_generation(results: list[Result]) -> Row | None:
                ", ".join(f"{r.setting.name}: {GENERATION_NAME[r.bbr.generation if r.bbr else None]}"
                          for r in bbr),
                len(gens) == 1 and None not in gens, group="tcp vs quic")
+
+
+def _bbr_start_pacing(obs: Observation) -> Row:
+    """h3server's BBRv1: the first pacing rate it sets, once it has an RTT sample, is
+    Startup's gain times the initial window over the smoothed RTT, as Linux's BBR
+    (TCP+BBR's sender) starts. quiche 0.24.6 as published started at the gain times
+    its first delivery-rate sample, a few kB/s from the handshake (h3server's
+    vendored change, vendor/quiche-0.24.6/VENDORED.md); at least twice the window
+    over the RTT tells the two apart by two orders of magnitude."""
+    events = list(obs.qlog)
+    cwnd, first = evidence.qlog_initial_cwnd(events), evidence.qlog_first_pacing(events)
+    want = f"about {BBR_HIGH_GAIN} x initial window / smoothed RTT"
+    if cwnd is None or first is None:
+        return Row("BBR start pacing rate (qlog, first RTT sample)", want,
+                   "no congestion_window or pacing_rate in the qlog", False)
+    rate, srtt_ms = first
+    nominal = cwnd / (srtt_ms / 1000)
+    return Row("BBR start pacing rate (qlog, first RTT sample)", want,
+               f"{rate / 1000:.0f} kB/s = {rate / nominal:.2f} x {cwnd} bytes / "
+               f"{srtt_ms:.1f} ms", rate >= 2 * nominal)
 
 
 def _initial_window(setting: ProtocolProfile, stack: str, obs: Observation,

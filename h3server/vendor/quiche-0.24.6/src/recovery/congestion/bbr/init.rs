@@ -26,6 +26,7 @@
 
 use super::*;
 
+use std::time::Duration;
 use std::time::Instant;
 
 // BBR Functions at Initialization.
@@ -57,6 +58,13 @@ fn bbr_init_round_counting(r: &mut Congestion) {
 }
 
 // 4.2.1.  Pacing Rate
+//
+// h3server's vendored change: the gain is BBR_HIGH_GAIN, as the draft's
+// BBRInitPacingRate has it. As published this took bbr.pacing_gain, which is
+// still 0.0 here (bbr_enter_startup sets it afterwards), so the pacing rate
+// started at 0 and took the first delivery-rate sample times the gain: a few
+// kB/s from the handshake's packets, from which Startup needs several rounds
+// to grow.
 fn bbr_init_pacing_rate(r: &mut Congestion) {
     let bbr = &mut r.bbr_state;
 
@@ -65,7 +73,21 @@ fn bbr_init_pacing_rate(r: &mut Congestion) {
     // At init, cwnd is initcwnd.
     let nominal_bandwidth = r.congestion_window as f64 / srtt;
 
-    bbr.pacing_rate = (bbr.pacing_gain * nominal_bandwidth) as u64;
+    bbr.pacing_rate = (BBR_HIGH_GAIN * nominal_bandwidth) as u64;
+}
+
+// h3server's vendored change: once the connection has its first RTT sample,
+// the pacing rate starts again from the congestion window over the smoothed
+// RTT at BBR_HIGH_GAIN, as Linux's BBR does on its first RTT sample (its
+// bbr_init_pacing_rate_from_rtt; TCP+BBR's sender). Afterwards the rate only
+// grows until the pipe is full, as before.
+pub fn bbr_init_pacing_rate_from_rtt(r: &mut Congestion, srtt: Duration) {
+    let srtt = srtt.as_secs_f64().max(0.001);
+
+    let nominal_bandwidth = r.congestion_window as f64 / srtt;
+
+    r.bbr_state.pacing_rate = (BBR_HIGH_GAIN * nominal_bandwidth) as u64;
+    r.bbr_state.has_seen_rtt = true;
 }
 
 // 4.3.2.1.  Startup Dynamics

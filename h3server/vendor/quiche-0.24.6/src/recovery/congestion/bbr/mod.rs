@@ -167,6 +167,10 @@ pub struct State {
     // Checking if restarting from idle.
     idle_restart: bool,
 
+    // Whether the pacing rate was set from the first RTT sample
+    // (h3server's vendored change: init::bbr_init_pacing_rate_from_rtt).
+    has_seen_rtt: bool,
+
     // Baseline level delivery rate for full pipe estimator.
     full_bw: u64,
 
@@ -239,6 +243,8 @@ impl State {
 
             idle_restart: false,
 
+            has_seen_rtt: false,
+
             full_bw: 0,
 
             full_bw_count: 0,
@@ -302,7 +308,7 @@ fn on_packet_sent(
 
 fn on_packets_acked(
     r: &mut Congestion, bytes_in_flight: usize, packets: &mut Vec<Acked>,
-    now: Instant, _rtt_stats: &RttStats,
+    now: Instant, rtt_stats: &RttStats,
 ) {
     r.bbr_state.prior_bytes_in_flight = bytes_in_flight;
 
@@ -320,6 +326,12 @@ fn on_packets_acked(
             // Upon exiting loss recovery.
             bbr_exit_recovery(r);
         }
+    }
+
+    // h3server's vendored change: the first RTT sample sets the pacing rate
+    // again from the initial window, as Linux's BBR does.
+    if !r.bbr_state.has_seen_rtt && rtt_stats.has_first_rtt_sample {
+        init::bbr_init_pacing_rate_from_rtt(r, rtt_stats.smoothed_rtt);
     }
 
     per_ack::bbr_update_control_parameters(r, bytes_in_flight, now);
