@@ -409,6 +409,10 @@ def test_quic_bbr_must_start_pacing_from_its_window_over_the_rtt():
                         replace(quic_observation(states=QUIC_BBR1, cc="bbr"),
                                 qlog=tuple(events)), LTE_RTT))[name]
     assert row.ok is False and row.observed.startswith("no congestion_window or pacing_rate")
+    # a window of 0 bytes is no window (no division by it)
+    row = by_name(judge(server_options("quic-bbr"),
+                        quic_observation(states=QUIC_BBR1, cc="bbr", cwnd=0), LTE_RTT))[name]
+    assert row.ok is False
 
 
 def test_quic_bbr_on_bbrv2_fails_its_generation_and_the_agreement():

@@ -487,7 +487,7 @@ def _bbr_start_pacing(obs: Observation) -> Row:
     events = list(obs.qlog)
     cwnd, first = evidence.qlog_initial_cwnd(events), evidence.qlog_first_pacing(events)
     want = f"about {BBR_HIGH_GAIN} x initial window / smoothed RTT"
-    if cwnd is None or first is None:
+    if not cwnd or cwnd < 0 or first is None:
         return Row("BBR start pacing rate (qlog, first RTT sample)", want,
                    "no congestion_window or pacing_rate in the qlog", False)
     rate, srtt_ms = first
