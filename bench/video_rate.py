@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -31,17 +32,12 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+from testbed.measure import xvfb as xvfb_mod
+
 SIZE = "1366x768"
 
 
-def free_display() -> int:
-    for n in range(170, 260):
-        if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
-            return n
-    raise SystemExit("no free X display between :170 and :259")
-
-
-def record(display: int, fps: int, seconds: float, out: Path, asked: bool) -> None:
+def record(display: str, auth: Path, fps: int, seconds: float, out: Path, asked: bool) -> None:
     """One recording with Browsertime 28's x11grab argv (plus `-r fps` when asked)."""
     argv = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-video_size", SIZE,
             "-f", "x11grab", "-framerate", str(fps), "-probesize", "10M", "-y",
@@ -49,7 +45,8 @@ def record(display: int, fps: int, seconds: float, out: Path, asked: bool) -> No
             *(["-r", str(fps)] if asked else []),
             "-codec:v", "libx264rgb", "-threads", "1", "-crf", "0", "-preset", "ultrafast",
             "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", str(out)]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                            env={**os.environ, "XAUTHORITY": str(auth)})
     time.sleep(seconds)
     assert proc.stdin is not None
     proc.stdin.write(b"q")
@@ -77,36 +74,33 @@ def main() -> None:
     for tool in ("ffmpeg", "ffprobe", "Xvfb"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} missing; run `make setup`")
-    display = free_display()
-    xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", f"{SIZE}x24", "-nolisten",
-                             "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # the testbed's own Xvfb start (a free display, only the cookie's holders admitted)
+    private = Path(tempfile.mkdtemp(prefix="video-rate-"))
+    auth = private / "Xauthority"
+    xvfb_mod.xauthority(auth, secrets.token_bytes(16))
+    xvfb, display = xvfb_mod.start_xvfb(auth, f"{SIZE}x24")
     loads: list[subprocess.Popen[bytes]] = []
     results: dict[str, list[tuple[Fraction, int, float]]] = {"guessed": [], "asked": []}
     try:
-        deadline = time.monotonic() + 10
-        while not Path(f"/tmp/.X11-unix/X{display}").exists():
-            if time.monotonic() > deadline:
-                raise SystemExit(f"Xvfb :{display} did not start within 10 s")
-            time.sleep(0.1)
         loads = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                  for _ in range(a.load)]
         print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} CPUs, "
               f"{a.load} busy loops, {a.fps} fps asked, {a.seconds:g} s each")
         print(f"{'variant':8} {'#':>2} {'r_frame_rate':>13} {'frames':>6} {'s':>6} {'fps':>6}")
-        with tempfile.TemporaryDirectory(prefix="video-rate-") as tmp:
-            for n in range(a.recordings):
-                for variant in ("guessed", "asked"):
-                    video = Path(tmp) / f"{variant}-{n}.mp4"
-                    record(display, a.fps, a.seconds, video, variant == "asked")
-                    rate, frames, seconds = probe(video)
-                    results[variant].append((rate, frames, seconds))
-                    print(f"{variant:8} {n:2} {rate!s:>13} {frames:6} {seconds:6.2f} "
-                          f"{frames / seconds:6.1f}")
+        for n in range(a.recordings):
+            for variant in ("guessed", "asked"):
+                video = private / f"{variant}-{n}.mp4"
+                record(display, auth, a.fps, a.seconds, video, variant == "asked")
+                rate, frames, seconds = probe(video)
+                results[variant].append((rate, frames, seconds))
+                print(f"{variant:8} {n:2} {rate!s:>13} {frames:6} {seconds:6.2f} "
+                      f"{frames / seconds:6.1f}")
     finally:
         for p in loads:
             p.kill()
         xvfb.terminate()
         xvfb.wait(timeout=10)
+        shutil.rmtree(private, ignore_errors=True)
     print()
     for variant, rows in results.items():
         exact = sum(1 for rate, _, _ in rows if rate == a.fps)
