@@ -2,8 +2,8 @@
 local Dask cluster of two workers (`--workers 2 --lanes 2`), through the real replay,
 shells, Chromium and Browsertime.
 
-Each stores every planned trial once, ok, with the lane that measured it; blocks of
-different lanes overlap in time (they ran at once); the manifest records the lanes
+Each stores every planned trial once, ok, with the lane that measured it (one lane per
+Browsertime session); blocks of different lanes overlap in time (they ran at once); the manifest records the lanes
 per network; nothing is left on the host.
 """
 
@@ -49,11 +49,17 @@ def _check(tmp_path, lanes_per_worker: int, workers: int) -> list[dict]:
         assert FILES <= {f.name for f in (out / "trials" / r["trial_id"]).iterdir()}
         assert r["lane"] in range(lanes_per_worker), r["lane"]
         assert r["worker"].rsplit("/", 1)[1] in {str(w) for w in range(workers)}, r["worker"]
-    # a block's trials share one lane; blocks of two lanes ran at once
-    by_block: dict[tuple, set] = {}
+    # the trials one Browsertime session measured share one lane (a block's trials
+    # that failed and run again, or that a stopped session never reached, are a new
+    # block that any free lane may take); blocks of two lanes ran at once
+    by_session: dict[str, set] = {}
     for r in rows:
-        by_block.setdefault(r["run"], set()).add((r["worker"], r["lane"]))
-    assert all(len(v) == 1 for v in by_block.values()), by_block
+        trial = json.loads((out / "trials" / r["trial_id"] / "trial.json").read_text())
+        session = trial["evidence"]["browsertime_log"]
+        assert session, r["trial_id"]
+        by_session.setdefault(session, set()).add((r["worker"], r["lane"]))
+    assert all(len(v) == 1 for v in by_session.values()), (
+        by_session, [(r["trial_id"], r["attempt"], r["worker"], r["lane"]) for r in rows])
     slots: dict[tuple, list[dict]] = {}
     for r in rows:
         slots.setdefault((r["worker"], r["lane"]), []).append(r)
