@@ -34,6 +34,10 @@ from testbed.host import safefs
                    "kept in DIR (a checkpoint such as reference/, made by `testbed "
                    "checkpoint`), then run the rest. Their files stay behind: each seeded "
                    "trial's folder holds only SEEDED.")
+@click.option("--mixed-versions", "mixed_versions", is_flag=True,
+              help="Store new trials beside stored ones that other versions of the kernel, "
+                   "browser, Browsertime, servers or Mahimahi measured (refused without "
+                   "it: the manifest's sessions say which); the session records it.")
 @click.option("--site", "sites", multiple=True, metavar="NAME",
               help="Run only this site of the campaign (a recording's name; repeatable).")
 @click.option("--network", "networks", multiple=True, metavar="NAME",
@@ -65,7 +69,8 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
         sites: tuple[str, ...], networks: tuple[str, ...], protocols: tuple[str, ...],
         dry_run: bool, as_json: bool, scheduler: str | None, workers: str | None,
         tls: Path | None = None, resume_from: Path | None = None,
-        lanes: str | None = None, rerun_runs: str | None = None):
+        lanes: str | None = None, rerun_runs: str | None = None,
+        mixed_versions: bool = False):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
     command again to resume. --site, --network and --protocol narrow the campaign to
@@ -108,7 +113,8 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
     out = out or runner.default_out(campaign)
     checked = safefs.check_out_dir(out, "--out")  # root writes the results there
     stats = runner.Runner(campaign, checked, cluster=cluster).run(
-        runs=n, retry_failed=retry_failed, resume_from=resume_from, rerun_runs=rerun)
+        runs=n, retry_failed=retry_failed, resume_from=resume_from, rerun_runs=rerun,
+        mixed_versions=mixed_versions)
     click.echo(f"testbed: {stats['ok']} ok, {stats['failed']} failed this session; "
                f"results in {out}", err=True)
 

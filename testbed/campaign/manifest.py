@@ -79,7 +79,7 @@ def session_record(campaign, recordings: dict, networks: dict, settings: dict,
         return {} if e is None else {"file": str(e.file), "listed_as": list(e.listed)}
 
     return {
-        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
         "host": platform.node(),
         "campaign": {"name": campaign.name, "source": campaign.source,
                      "sha256": campaign.digest, "runs": runs,

@@ -226,8 +226,8 @@ def seed(out: Path, source: Path, campaign_name: str) -> int:
         (trials / t / SEEDED).write_text(note, encoding="utf-8")
     if manifest:
         sessions = [s for s in manifest.get("sessions", []) if isinstance(s, dict)]
-        sessions.append({"started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                         "seeded_from": str(source), "trials": len(ids)})
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+        sessions.append({"started_at": now, "seeded_from": str(source), "trials": len(ids)})
         _write_json(out / MANIFEST, {**manifest, "sessions": sessions})
     # the store last: a seed stopped half-way leaves no store, so it can be run again
     # once the folders are removed (the runner's reconcile removes folders without rows)

@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from analysis import trial_folder
+from analysis.schema import DEFAULT_CLIENT
 from testbed.campaign import adaptive, commit, outdir, rows
 from testbed.campaign import block as block_mod
 from testbed.campaign import config as config_mod
@@ -40,6 +41,7 @@ from testbed.campaign import manifest as manifest_mod
 from testbed.campaign import plan as plan_mod
 from testbed.campaign import progress as progress_mod
 from testbed.campaign import settings as settings_mod
+from testbed.campaign import versions as versions_mod
 from testbed.campaign.config import Campaign
 from testbed.campaign.retry import RetryPolicy
 from testbed.campaign.rows import TrialRecord
@@ -137,12 +139,15 @@ class Runner:
     # --- the run --------------------------------------------------------------------------
     def run(self, runs: int | None = None, retry_failed: bool = False,
             resume_from: Path | None = None,
-            rerun_runs: frozenset[int] = frozenset()) -> dict[str, int]:
+            rerun_runs: frozenset[int] = frozenset(),
+            mixed_versions: bool = False) -> dict[str, int]:
         """Run what is not stored yet; retry_failed: forget stored failed trials first;
         rerun_runs: forget the stored trials of these runs (of this campaign's sites,
         networks, settings and clients) first, e.g. after a fix to what measured them;
         resume_from: begin a results folder without a store with the rows kept in this
-        folder (testbed.campaign.reference.seed).
+        folder (testbed.campaign.reference.seed); mixed_versions: store trials beside
+        stored ones that other versions measured (testbed.campaign.versions), saying so
+        in the manifest's session.
 
         Everything is checked before the results folder is touched; then the folder
         is held (a second runner stops at once) while this one writes into it."""
@@ -156,16 +161,41 @@ class Runner:
         self._check_labels()
         if resume_from is not None:  # the kept rows were measured with these labels' content
             self._check_labels(Path(resume_from))
+        mixed = self._check_versions(resume_from, rerun_runs, mixed_versions)
         with outdir.claim(self.out), outdir.writing(self.out):
             if resume_from is not None:
                 from testbed.campaign import reference
 
                 n = reference.seed(self.out, Path(resume_from), self.campaign.name)
                 self.console.print(f"seeded {n} stored trials from {resume_from}")
-            return self._run_claimed(runs, retry_failed, rerun_runs)
+            return self._run_claimed(runs, retry_failed, rerun_runs, mixed)
+
+    def _check_versions(self, resume_from: Path | None, rerun_runs: frozenset[int],
+                        mixed_versions: bool) -> list[str]:
+        """The stored ok trials (of the results folder, and of the folder resumed from)
+        that other versions of the measuring parts measured, one line each: refused
+        unless mixed_versions (the lines then go to the manifest's session)."""
+        folders = [f for f in (self.out, resume_from) if f is not None
+                   and (Path(f) / "manifest.json").is_file()]
+        if not folders:
+            return []
+        now = manifest_mod.versions()
+        forgotten = (versions_mod.Forgotten(rerun_runs, list(self.recordings),
+                                            list(self.networks), list(self.settings),
+                                            list(self.campaign.client), DEFAULT_CLIENT)
+                     if rerun_runs else None)
+        lines = [line for f in folders for line in versions_mod.differences(
+            Path(f), now, forgotten if f == self.out else None)]
+        if lines and not mixed_versions:
+            more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+            raise InputError(f"{lines[0]}{more}; measure those runs again (--rerun-runs), "
+                             "give another --out, or mix the versions on purpose "
+                             "(--mixed-versions)")
+        return lines
 
     def _run_claimed(self, runs: int, retry_failed: bool,
-                     rerun_runs: frozenset[int] = frozenset()) -> dict[str, int]:
+                     rerun_runs: frozenset[int] = frozenset(),
+                     mixed: list[str] | None = None) -> dict[str, int]:
         (self.out / trial_folder.TRIALS_DIR).mkdir(exist_ok=True)
         (self.out / "logs").mkdir(exist_ok=True)
         work = current().path("campaign")
@@ -199,6 +229,8 @@ class Runner:
             self.manifest["lanes"] = {n: {"lanes": k, "from": self.lanes_from[n]}
                                       for n, k in self.lanes.items()}
             self.manifest["sessions"][-1]["lanes"] = self.manifest["lanes"]
+            if mixed:  # stored beside trials other versions measured, on purpose
+                self.manifest["sessions"][-1]["mixed_versions"] = mixed
             if rerun_runs:  # which stored trials this session replaced
                 self.manifest["sessions"][-1]["rerun"] = {"runs": sorted(rerun_runs),
                                                           "trials": len(rerun)}

@@ -1,0 +1,124 @@
+"""One results folder, one set of measuring parts.
+
+A resumed campaign (`testbed run` again on its --out, or --resume-from a checkpoint)
+stores its trials beside the ones stored before and the analysis compares them as one
+sample. If the kernel, the browser, Browsertime, the servers or Mahimahi changed in
+between (a fixed h3server, an upgraded Chromium), the stored trials and the new ones
+measured different things; nothing in the store would show it. The manifest records
+every session's versions (testbed.campaign.manifest.versions), so before the folder is
+touched the runner compares them: each stored ok trial belongs to the session that
+started last before it, and a session that measured stored trials with another version
+of a measuring part stops the run (exit 2), unless the researcher mixes them on purpose
+(`--mixed-versions`, recorded in the manifest's session).
+
+The testbed's own commit, Python and Node are not measuring parts and may change.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MEASURING = ("kernel", "chromium", "chromedriver", "browsertime", "nginx", "uwsgi",
+             "h3server", "h3quinn", "mahimahi")
+"""The versions (keys of the manifest's `versions`) that a campaign's trials depend on."""
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """The stored trials a `--rerun-runs` will replace (testbed.campaign.store.forget_runs):
+    they do not count."""
+
+    runs: frozenset[int]
+    sites: Sequence[str]
+    networks: Sequence[str]
+    protocols: Sequence[str]
+    clients: Sequence[str]
+    default_client: str = "chromium"
+
+    def covers(self, row: tuple) -> bool:
+        _, run, site, network, protocol, client = row
+        return (run in self.runs and site in self.sites and network in self.networks
+                and protocol in self.protocols
+                and (client or self.default_client) in self.clients)
+
+
+def _time(value: object) -> dt.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        t = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=dt.UTC)
+
+
+def _sessions(manifest: Path) -> list[tuple[dt.datetime, int, dict]]:
+    """The manifest's sessions that say when they started and what versions measured:
+    (start, index in `sessions`, versions), oldest first; none if it cannot be read."""
+    try:
+        doc = json.loads(manifest.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    sessions = doc.get("sessions") if isinstance(doc, dict) else None
+    out = []
+    for i, s in enumerate(sessions if isinstance(sessions, list) else []):
+        if not isinstance(s, dict) or not isinstance(s.get("versions"), dict):
+            continue
+        start = _time(s.get("started_at"))
+        if start is not None:
+            out.append((start, i, s["versions"]))
+    return sorted(out, key=lambda x: x[0])
+
+
+def _ok_rows(db: Path) -> list[tuple]:
+    """(started_at, run, site, network, protocol, client) of the stored ok trials,
+    read-only; none if the store cannot be read."""
+    wal = db.with_name(db.name + "-wal").exists()
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
+        try:
+            cols = {r[1] for r in con.execute("PRAGMA table_info(trials)")}
+            client = "client" if "client" in cols else "NULL"
+            return con.execute(f"SELECT started_at, run, site, network, protocol, {client} "
+                               "FROM trials WHERE status = 'ok'").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return []
+
+
+def differences(folder: Path, now: dict[str, str],
+                forgotten: Forgotten | None = None) -> list[str]:
+    """Why the stored ok trials of `folder` (its trials.sqlite and manifest.json) were
+    measured with other versions than `now` (this machine's): one line per session
+    and part, naming the manifest's key, the versions and how many trials."""
+    manifest = folder / "manifest.json"
+    sessions = _sessions(manifest)
+    rows = _ok_rows(folder / "trials.sqlite") if sessions else []
+    counts: dict[int, int] = {}
+    for row in rows:
+        if forgotten is not None and forgotten.covers(row):
+            continue
+        t = _time(row[0])
+        if t is None:
+            continue
+        owner = None
+        for k, (start, _, _) in enumerate(sessions):
+            if start <= t:
+                owner = k
+        if owner is not None:
+            counts[owner] = counts.get(owner, 0) + 1
+    out = []
+    for k, n in sorted(counts.items()):
+        _, index, then = sessions[k]
+        for part in MEASURING:
+            old, new = then.get(part), now.get(part)
+            if isinstance(old, str) and old and new and old != new:
+                out.append(f"{manifest}: sessions[{index}].versions.{part}: {n} stored "
+                           f"trials were measured with {old!r}, this machine has {new!r}")
+    return out
