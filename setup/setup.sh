@@ -180,7 +180,7 @@ step_h3server() {
 
 step_geckodriver() {
     local root="$TOOLS/geckodriver" bin="$TOOLS/geckodriver/bin/geckodriver"
-    if [ -x "$bin" ] && [ "$("$bin" --version | head -1)" = "geckodriver $GECKODRIVER_VERSION" ]; then
+    if [ -x "$bin" ] && [ "$("$bin" --version 2>/dev/null | sed -n 1p)" = "geckodriver $GECKODRIVER_VERSION" ]; then
         log "geckodriver: $GECKODRIVER_VERSION present"; return
     fi
     local cargo; cargo=$(cargo_bin)
