@@ -127,7 +127,7 @@ def test_each_trial_counts_for_the_session_that_measured_it(tmp_path):
         {"started_at": "2026-01-02T00:00:00+00:00", "versions": now},
         {"started_at": "2026-01-01T00:00:00+00:00", "versions": old},
         {"started_at": "not a time", "versions": {"h3server": "other"}},
-        "not a session", {"started_at": "2026-01-01T12:00:00+00:00"}]}))
+        {"started_at": "2026-01-01T12:00:00+00:00"}]}))
     t0, t1 = "2026-01-01T10:00:00.000+00:00", "2026-01-02T10:00:00.000+00:00"
     _store(tmp_path, [("a", t0, 0, "s", "dsl", "quic", "ok"),
                       ("b", t0, 1, "s", "dsl", "quic", "ok"),
@@ -151,11 +151,27 @@ def test_each_trial_counts_for_the_session_that_measured_it(tmp_path):
 
 
 @pytest.mark.parametrize("manifest", ["", "{", "[]", '{"sessions": 3}', "\xff",
-                                      '{"sessions": [{"versions": []}]}'])
-def test_an_unreadable_manifest_says_nothing(tmp_path, manifest):
+                                      '{"sessions": ["not a session"]}'])
+def test_a_manifest_that_is_not_one_is_refused_naming_it(tmp_path, manifest):
     (tmp_path / "manifest.json").write_text(manifest, errors="surrogateescape")
     _store(tmp_path, [("a", "2026-01-01T10:00:00+00:00", 0, "s", "dsl", "quic", "ok")])
-    assert versions.differences(tmp_path, {"h3server": "new"}) == []
+    with pytest.raises(InputError, match=f"^{tmp_path / 'manifest.json'}: "):
+        versions.differences(tmp_path, {"h3server": "new"})
+
+
+def test_a_fifo_or_a_symlink_is_never_read(tmp_path):
+    import os
+
+    (tmp_path / "elsewhere.json").write_text(json.dumps({"sessions": []}))
+    os.symlink(tmp_path / "elsewhere.json", tmp_path / "manifest.json")
+    with pytest.raises(InputError, match="symlink"):
+        versions.differences(tmp_path, {})
+    os.unlink(tmp_path / "manifest.json")
+    os.mkfifo(tmp_path / "manifest.json")  # a reader that waited on it would hang here
+    with pytest.raises(InputError, match="manifest.json"):
+        versions.differences(tmp_path, {})
+    (tmp_path / "none").mkdir()
+    assert versions.differences(tmp_path / "none", {}) == []  # no manifest: nothing to say
 
 
 def test_the_measuring_parts_are_the_manifests():

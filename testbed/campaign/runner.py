@@ -20,7 +20,6 @@ resume. Progress: testbed.campaign.progress.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -176,7 +175,7 @@ class Runner:
         that other versions of the measuring parts measured, one line each: refused
         unless mixed_versions (the lines then go to the manifest's session)."""
         folders = [f for f in (self.out, resume_from) if f is not None
-                   and (Path(f) / "manifest.json").is_file()]
+                   and os.path.lexists(Path(f) / "manifest.json")]
         if not folders:
             return []
         now = manifest_mod.versions()
@@ -184,8 +183,15 @@ class Runner:
                                             list(self.networks), list(self.settings),
                                             list(self.campaign.client), DEFAULT_CLIENT)
                      if rerun_runs else None)
-        lines = [line for f in folders for line in versions_mod.differences(
-            Path(f), now, forgotten if f == self.out else None)]
+        lines = []
+        for f in folders:
+            try:
+                lines += versions_mod.differences(Path(f), now,
+                                                  forgotten if f == self.out else None)
+            except InputError as e:  # an unreadable manifest says nothing either way
+                if not mixed_versions:
+                    raise
+                lines.append(str(e))
         if lines and not mixed_versions:
             more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
             raise InputError(f"{lines[0]}{more}; measure those runs again (--rerun-runs), "
@@ -263,9 +269,11 @@ class Runner:
         db = folder / "trials.sqlite"
         if db.is_file():
             self._check_visits(db)
-        try:
-            sessions = json.loads((folder / "manifest.json").read_text()).get("sessions", [])
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        from analysis.load import ResultsError, load_manifest
+
+        try:  # never through a symlink, never a FIFO
+            sessions = (load_manifest(folder) or {}).get("sessions", [])
+        except ResultsError:
             return
         if not db.is_file() or not isinstance(sessions, list):
             return

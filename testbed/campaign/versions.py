@@ -17,11 +17,12 @@ The testbed's own commit, Python and Node are not measuring parts and may change
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from testbed.errors import InputError
 
 MEASURING = ("kernel", "chromium", "chromedriver", "browsertime", "nginx", "uwsgi",
              "h3server", "h3quinn", "mahimahi")
@@ -57,17 +58,21 @@ def _time(value: object) -> dt.datetime | None:
     return t if t.tzinfo is not None else t.replace(tzinfo=dt.UTC)
 
 
-def _sessions(manifest: Path) -> list[tuple[dt.datetime, int, dict]]:
-    """The manifest's sessions that say when they started and what versions measured:
-    (start, index in `sessions`, versions), oldest first; none if it cannot be read."""
+def _sessions(folder: Path) -> list[tuple[dt.datetime, int, dict]]:
+    """The folder's manifest's sessions that say when they started and what versions
+    measured: (start, index in `sessions`, versions), oldest first; none without a
+    manifest. InputError naming the file if it is not a manifest (read as the results
+    loader reads it: never through a symlink, never a FIFO, in a manifest's shape)."""
+    from analysis.load import ResultsError, load_manifest
+
     try:
-        doc = json.loads(manifest.read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        return []
-    sessions = doc.get("sessions") if isinstance(doc, dict) else None
+        doc = load_manifest(folder)
+    except ResultsError as e:
+        raise InputError(f"{e} (it says which versions measured the stored trials)"
+                         ) from None
     out = []
-    for i, s in enumerate(sessions if isinstance(sessions, list) else []):
-        if not isinstance(s, dict) or not isinstance(s.get("versions"), dict):
+    for i, s in enumerate((doc or {}).get("sessions") or ()):
+        if not isinstance(s.get("versions"), dict):
             continue
         start = _time(s.get("started_at"))
         if start is not None:
@@ -96,9 +101,10 @@ def differences(folder: Path, now: dict[str, str],
                 forgotten: Forgotten | None = None) -> list[str]:
     """Why the stored ok trials of `folder` (its trials.sqlite and manifest.json) were
     measured with other versions than `now` (this machine's): one line per session
-    and part, naming the manifest's key, the versions and how many trials."""
+    and part, naming the manifest's key, the versions and how many trials.
+    InputError if its manifest.json is not a manifest."""
     manifest = folder / "manifest.json"
-    sessions = _sessions(manifest)
+    sessions = _sessions(folder)
     rows = _ok_rows(folder / "trials.sqlite") if sessions else []
     counts: dict[int, int] = {}
     for row in rows:
