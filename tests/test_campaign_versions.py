@@ -64,7 +64,14 @@ def test_another_browser_is_refused_and_a_dry_run_is_not(tmp_path):
         runner.run()
     # through the command as a user meets it (the check comes before any root-only step)
     done = CliRunner().invoke(cli, ["run", str(campaign), "--out", str(out), "--dry-run"])
-    assert done.exit_code == 0, done.output  # a dry run measures nothing: not refused
+    assert done.exit_code == 0, done.output  # a dry run measures nothing: not refused,
+    said = [line for line in done.output.splitlines() if "versions.chromium" in line]
+    assert len(said) == 1 and said[0].startswith("a resume here is refused"), done.output
+    done = CliRunner().invoke(cli, ["run", str(campaign), "--out", str(out), "--dry-run",
+                                    "--json"])
+    assert done.exit_code == 0, done.output  # but it says so
+    (line,) = json.loads(done.output)["version_differences"]
+    assert "sessions[0].versions.chromium: 4 stored trials" in line
     _unchanged(out, doc)
 
 

@@ -133,11 +133,30 @@ def _dry_run(campaign, runs: int | None, out: Path, as_json: bool) -> None:
     except sqlite3.DatabaseError as e:
         raise InputError(f"{db}: expected a campaign store ({e})") from None
     stored = None if rows is None else {r["trial_id"] for r in rows}
+    differ = _version_differences(out)
     if as_json:
-        jsonout.echo(estimate.plan(campaign, runs, stored, rows))
+        jsonout.echo({**estimate.plan(campaign, runs, stored, rows),
+                      "version_differences": differ})
         return
     for line in estimate.plan_text(campaign, runs, stored=stored, rows=rows):
         click.echo(line)
+    for line in differ:
+        click.echo(f"a resume here is refused without --rerun-runs or --mixed-versions: {line}")
+
+
+def _version_differences(out: Path) -> list[str]:
+    """Why a resume of the results folder `out` would be refused for versions
+    (testbed.campaign.versions), one line each; none without a manifest."""
+    import os
+
+    from testbed.campaign import manifest, versions
+
+    if not os.path.lexists(out / "manifest.json"):
+        return []
+    try:
+        return versions.differences(out, manifest.versions())
+    except InputError as e:
+        return [str(e)]
 
 
 MAX_WORKERS = 64
