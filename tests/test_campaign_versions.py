@@ -183,3 +183,16 @@ def test_a_fifo_or_a_symlink_is_never_read(tmp_path):
 
 def test_the_measuring_parts_are_the_manifests():
     assert set(versions.MEASURING) < set(this_machine())
+
+
+def test_sessions_with_the_same_other_version_make_one_line(tmp_path):
+    now = {"kernel": "6.18.44-fc-v657", "h3server": "h3server 0.1.1"}
+    old = {"kernel": "6.18.44-fc-v669", "h3server": "h3server 0.1.0"}
+    (tmp_path / "manifest.json").write_text(json.dumps({"sessions": [
+        {"started_at": f"2026-01-0{d}T00:00:00+00:00", "versions": old} for d in (1, 2, 3)]}))
+    _store(tmp_path, [(f"t{d}{k}", f"2026-01-0{d}T10:00:00+00:00", k, "s", "dsl", "quic", "ok")
+                      for d in (1, 3) for k in range(d)])
+    assert versions.differences(tmp_path, now) == [
+        f"{tmp_path / 'manifest.json'}: sessions[0].versions.{part}: 4 stored trials were "
+        f"measured with {old[part]!r} (in 2 sessions), this machine has {now[part]!r}"
+        for part in ("kernel", "h3server")]

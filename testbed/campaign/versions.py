@@ -119,12 +119,19 @@ def differences(folder: Path, now: dict[str, str],
                 owner = k
         if owner is not None:
             counts[owner] = counts.get(owner, 0) + 1
-    out = []
+    # per part and earlier version: its sessions (index) and their trials
+    seen: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for k, n in sorted(counts.items()):
         _, index, then = sessions[k]
         for part in MEASURING:
             old, new = then.get(part), now.get(part)
             if isinstance(old, str) and old and new and old != new:
-                out.append(f"{manifest}: sessions[{index}].versions.{part}: {n} stored "
-                           f"trials were measured with {old!r}, this machine has {new!r}")
+                seen.setdefault((part, old), []).append((index, n))
+    out = []
+    for (part, old), found in sorted(seen.items(), key=lambda kv: kv[1][0][0]):
+        n = sum(c for _, c in found)
+        more = f" (in {len(found)} sessions)" if len(found) > 1 else ""
+        out.append(f"{manifest}: sessions[{found[0][0]}].versions.{part}: {n} stored "
+                   f"trials were measured with {old!r}{more}, this machine has "
+                   f"{now.get(part)!r}")
     return out
