@@ -166,6 +166,7 @@ def test_a_manifest_that_is_not_one_is_refused_naming_it(tmp_path, manifest):
         versions.differences(tmp_path, {"h3server": "new"})
 
 
+@pytest.mark.timeout(60)  # a reader that waits on the FIFO fails, not hangs
 def test_a_fifo_or_a_symlink_is_never_read(tmp_path):
     import os
 
@@ -179,6 +180,24 @@ def test_a_fifo_or_a_symlink_is_never_read(tmp_path):
         versions.differences(tmp_path, {})
     (tmp_path / "none").mkdir()
     assert versions.differences(tmp_path / "none", {}) == []  # no manifest: nothing to say
+
+
+@pytest.mark.timeout(60)  # a reader that waits on the FIFO fails, not hangs
+def test_a_store_that_is_a_fifo_or_a_symlink_is_refused(tmp_path):
+    import os
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"sessions": [
+        {"started_at": "2026-01-01T00:00:00+00:00", "versions": {"h3server": "old"}}]}))
+    other = tmp_path / "other"
+    other.mkdir()
+    _store(other, [("a", "2026-01-01T10:00:00+00:00", 0, "s", "dsl", "quic", "ok")])
+    os.symlink(other / "trials.sqlite", tmp_path / "trials.sqlite")
+    with pytest.raises(InputError, match="trials.sqlite: expected a campaign store"):
+        versions.differences(tmp_path, {"h3server": "new"})
+    os.unlink(tmp_path / "trials.sqlite")
+    os.mkfifo(tmp_path / "trials.sqlite")  # sqlite would wait on it for a writer
+    with pytest.raises(InputError, match="trials.sqlite: expected a campaign store"):
+        versions.differences(tmp_path, {"h3server": "new"})
 
 
 def test_the_measuring_parts_are_the_manifests():

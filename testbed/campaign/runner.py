@@ -188,7 +188,7 @@ class Runner:
             try:
                 lines += versions_mod.differences(Path(f), now,
                                                   forgotten if f == self.out else None)
-            except InputError as e:  # an unreadable manifest says nothing either way
+            except InputError as e:  # not a manifest or store: refused, or recorded
                 if not mixed_versions:
                     raise
                 lines.append(str(e))

@@ -17,7 +17,9 @@ The testbed's own commit, Python and Node are not measuring parts and may change
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sqlite3
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +84,15 @@ def _sessions(folder: Path) -> list[tuple[dt.datetime, int, dict]]:
 
 def _ok_rows(db: Path) -> list[tuple]:
     """(started_at, run, site, network, protocol, client) of the stored ok trials,
-    read-only; none if the store cannot be read."""
+    read-only; none without a store or if it cannot be read. InputError if it is not
+    a regular file (a symlink is not followed, a FIFO never waited on)."""
+    try:
+        mode = os.lstat(db).st_mode
+    except FileNotFoundError:
+        return []
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{db}: expected a campaign store (a regular file, not a symlink "
+                         "or anything else)")
     wal = db.with_name(db.name + "-wal").exists()
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
