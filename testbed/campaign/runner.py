@@ -40,6 +40,7 @@ from testbed.campaign import manifest as manifest_mod
 from testbed.campaign import plan as plan_mod
 from testbed.campaign import progress as progress_mod
 from testbed.campaign import settings as settings_mod
+from testbed.campaign import store as store_mod
 from testbed.campaign import versions as versions_mod
 from testbed.campaign.config import Campaign
 from testbed.campaign.retry import RetryPolicy
@@ -465,9 +466,8 @@ def _count_other_visits(db: Path, protocol: str, visit: str) -> int:
 def _count_where(db: Path, where: str, args: tuple, default: int) -> int:
     """Stored trials matching `where` (read-only, as _count); `default` if the store
     cannot be read or lacks a column (an older store)."""
-    wal = db.with_name(db.name + "-wal").exists()
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
+        con = store_mod.snapshot(db)
         try:
             return con.execute(f"SELECT COUNT(*) FROM trials WHERE {where}", args).fetchone()[0]
         finally:
@@ -488,12 +488,10 @@ def _same_content(before: dict, digest_key: str, entry: config_mod.Entry) -> boo
 
 
 def _count(db: Path, column: str, value: str) -> int:
-    """Stored trials with column = value (read-only; 0 if the store cannot be read).
-    Without a WAL file every row is in the database file: opened immutable, so that
-    SQLite creates no -wal and -shm files beside it."""
-    wal = db.with_name(db.name + "-wal").exists()
+    """Stored trials with column = value (read-only, testbed.campaign.store.snapshot;
+    0 if the store cannot be read)."""
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
+        con = store_mod.snapshot(db)
         try:
             return con.execute(f"SELECT COUNT(*) FROM trials WHERE {column} = ?",
                                (value,)).fetchone()[0]

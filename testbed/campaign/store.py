@@ -169,6 +169,14 @@ class Store:
         return dict(self.db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status"))
 
 
+def snapshot(db: Path) -> sqlite3.Connection:
+    """The store at `db` opened read-only for a check before a run; without a WAL file
+    every row is in the database file, so it is opened immutable and SQLite creates
+    no -wal and -shm files beside it."""
+    wal = db.with_name(db.name + "-wal").exists()
+    return sqlite3.connect(f"file:{db}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
+
+
 def _read_only(path: Path) -> sqlite3.Connection:
     """The store at `path`, opened read-only (a URI made from the path quoted, so a `#`,
     `?` or `%` in a folder's name stays part of the path)."""

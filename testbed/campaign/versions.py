@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.campaign import store as store_mod
 from testbed.errors import InputError
 
 MEASURING = ("kernel", "chromium", "chromedriver", "browsertime", "nginx", "uwsgi",
@@ -93,9 +94,8 @@ def _ok_rows(db: Path) -> list[tuple]:
     if not stat.S_ISREG(mode):
         raise InputError(f"{db}: expected a campaign store (a regular file, not a symlink "
                          "or anything else)")
-    wal = db.with_name(db.name + "-wal").exists()
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
+        con = store_mod.snapshot(db)
         try:
             cols = {r[1] for r in con.execute("PRAGMA table_info(trials)")}
             client = "client" if "client" in cols else "NULL"
