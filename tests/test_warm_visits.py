@@ -119,6 +119,8 @@ def test_nginx_issues_tickets_and_accepts_early_data_only_when_asked():
     # the app learns per request whether the session resumed and came in early data
     assert "uwsgi_param TESTBED_TLS_RESUMED $ssl_session_reused;" in on
     assert "uwsgi_param TESTBED_EARLY_DATA $ssl_early_data;" in on
+    # and the TLS server name its connection asked for
+    assert "uwsgi_param TESTBED_TLS_NAME $ssl_server_name;" in on
 
 
 def test_the_app_counts_resumed_connections_and_early_data_requests(tmp_path):
@@ -127,16 +129,31 @@ def test_the_app_counts_resumed_connections_and_early_data_requests(tmp_path):
     path = tmp_path / "summary.json"
     app = ReplayApp(rec.load(site), path)
     before = server_summary.read(path)
-    for conn, resumed, early in (("1", ".", ""), ("2", "r", "1"), ("2", "r", ""),
-                                 ("3", "r", "")):
+    for conn, resumed, early, name in (("1", ".", "", "www.a.test"),
+                                       ("2", "r", "1", "www.a.test"),
+                                       ("2", "r", "", "www.a.test"),
+                                       ("3", "r", "", "cdn.a.test"),
+                                       ("4", ".", "", "cdn.a.test")):
         environ = {"REQUEST_METHOD": "GET", "REQUEST_URI": "/", "wsgi.url_scheme": "https",
                    "TESTBED_HOST": "www.a.test", "TESTBED_CONNECTION": conn,
-                   "TESTBED_TLS_RESUMED": resumed, "TESTBED_EARLY_DATA": early}
+                   "TESTBED_TLS_RESUMED": resumed, "TESTBED_EARLY_DATA": early,
+                   "TESTBED_TLS_NAME": name}
         result = app(environ, lambda s, h: None)
         b"".join(result)
         result.close()
     d = server_summary.diff(before, json.loads(path.read_text()))
-    assert (d["connections"], d["resumed"], d["early_data"]) == (3, 2, 1)
+    assert (d["connections"], d["resumed"], d["early_data"]) == (4, 2, 1)
+    # per TLS server name: [connections, resumed]
+    assert d["names"] == {"cdn.a.test": [2, 1], "www.a.test": [2, 1]}
+
+
+def test_names_are_diffed_per_name_and_absent_from_summaries_without_them():
+    before = {"connections": 2, "resumed": 0, "names": {"a.test": [1, 0], "b.test": [1, 0]}}
+    after = {"connections": 5, "resumed": 2,
+             "names": {"a.test": [3, 2], "b.test": [1, 0], "c.test": [1, 0]}}
+    assert server_summary.diff(before, after)["names"] == {"a.test": [2, 2], "c.test": [1, 0]}
+    # h3server's summary has no names: neither has the difference
+    assert "names" not in server_summary.diff({"connections": 1}, {"connections": 2})
 
 
 # ------------------------------------------------------------------ the verdict and row
@@ -162,6 +179,34 @@ def evidence(stack="quic", warm=True, early=True, diff=None) -> Evidence:
 def test_a_warm_visit_that_did_not_resume_fails_as_not_resumed(stack, early, diff, reason):
     v = judge(evidence(stack, early=early, diff=diff))
     assert v.reason == reason and v.ok == (reason is None)
+
+
+WARM_UP = {"connections": 4, "resumed": 0,
+           "names": {"www.a.test": [1, 0], "img.cdn.test": [2, 0], "api.a.test": [1, 0]}}
+
+
+@pytest.mark.parametrize("names, resumed, reason", [
+    # static.a.test's requests went over www's connection in the warm-up (coalesced):
+    # no session of it to resume, its new connection is not the warm-up's failure
+    ({"www.a.test": [1, 1], "static.a.test": [1, 0], "img.cdn.test": [1, 1],
+      "api.a.test": [2, 2]}, 4, None),
+    # img.cdn.test had a connection in the warm-up and one of its two did not resume
+    ({"www.a.test": [1, 1], "img.cdn.test": [2, 1], "api.a.test": [2, 2]}, 4,
+     "not-resumed: 4 of 5 connections resumed (img.cdn.test did not)"),
+    # nothing resumed: the warm-up kept no session at all
+    ({"static.a.test": [1, 0]}, 0, "not-resumed: 0 of 1 connections resumed"),
+])
+def test_a_name_the_warm_up_had_no_connection_of_need_not_resume(names, resumed, reason):
+    diff = {"connections": sum(c for c, _ in names.values()), "resumed": resumed,
+            "early_data": 3, "names": names}
+    e = Evidence(stack="tcp", measured=True, metrics=Metrics(plt_ms=500, ttfb_ms=50),
+                 protocols={"h2": 3}, video=False, warm=True, early_data=True,
+                 resumption=Resumption.of(diff, WARM_UP))
+    assert judge(e).reason == reason
+    # without the names (h3server, or an older summary) every connection must resume
+    plain = {k: v for k, v in diff.items() if k != "names"}
+    if resumed < plain["connections"]:
+        assert not judge(evidence("tcp", diff=plain)).ok
 
 
 def test_a_first_visit_never_fails_for_resumption():

@@ -77,12 +77,14 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
     protocols = trial_har.protocols(o.har) if o.har is not None else {}
     diff = (server_summary.diff(record.before, record.after)
             if record.before is not None and record.after is not None else None)
+    warm_up = (server_summary.diff(record.warm_before, record.warm_after)
+               if record.warm_before is not None and record.warm_after is not None else None)
     evidence = Evidence(
         stack=setting.stack, measured=o.measured, metrics=m, protocols=protocols,
         misses=diff["misses"] if diff else None, server_error=record.server_error,
         browser_error=o.browser_error, timed_out=o.timed_out, visual_error=o.visual_error,
         video=True, max_misses=campaign.max_misses, warm=record.visit == "warm",
-        early_data=setting.early_data, resumption=Resumption.of(diff))
+        early_data=setting.early_data, resumption=Resumption.of(diff, warm_up))
     verdict = judge(evidence)
     ok = verdict.ok
     kept = o.kept
@@ -122,9 +124,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
             "metrics_all": m.__dict__,
             "resumption": evidence.resumption.__dict__ if evidence.resumption else None,
             "server": ({k: v for k, v in diff.items() if k != "miss_urls"} if diff else None),
-            "warm_up": (server_summary.diff(record.warm_before, record.warm_after)
-                        if record.warm_before is not None and record.warm_after is not None
-                        else None),
+            "warm_up": warm_up,
             "warm_up_s": o.warm_up_s,
             "browsertime_log": kept.log if kept is not None else None},
         **({"captures": record.captures} if record.captures is not None else {}),

@@ -51,18 +51,29 @@ class Evidence:
 class Resumption:
     """The servers' view of one load (their summaries' difference): connections that
     carried a request, how many of them resumed a TLS session, and requests answered
-    from early data / 0-RTT."""
+    from early data / 0-RTT; where the server says (nginx's $ssl_server_name; not
+    h3server), the same per TLS server name, and the names of the warm-up's
+    connections."""
 
     connections: int
     resumed: int
     early_requests: int
+    names: tuple[tuple[str, int, int], ...] | None = None
+    """(name, connections, resumed) of the load, per TLS server name (SNI)."""
+    warm_up_names: tuple[str, ...] | None = None
+    """The names of the warm-up's connections that carried a request."""
 
     @classmethod
-    def of(cls, diff: dict | None) -> Resumption | None:
+    def of(cls, diff: dict | None, warm_up: dict | None = None) -> Resumption | None:
         if diff is None:
             return None
+        names = diff.get("names")
+        warm = warm_up.get("names") if warm_up is not None else None
         return cls(int(diff.get("connections", 0)), int(diff.get("resumed", 0)),
-                   int(diff.get("early_data", 0)))
+                   int(diff.get("early_data", 0)),
+                   tuple((str(n), int(c), int(r)) for n, (c, r) in sorted(names.items()))
+                   if isinstance(names, dict) else None,
+                   tuple(sorted(str(n) for n in warm)) if isinstance(warm, dict) else None)
 
     @property
     def all_resumed(self) -> bool | None:
@@ -72,6 +83,15 @@ class Resumption:
     @property
     def early(self) -> bool:
         return self.early_requests > 0
+
+    def not_resumed_names(self) -> tuple[list[str], list[str]] | None:
+        """The names with a connection that did not resume: (those the warm-up had a
+        connection of, those it had none of); None when the servers did not say."""
+        if self.names is None or self.warm_up_names is None:
+            return None
+        missed = [n for n, c, r in self.names if r < c]
+        return ([n for n in missed if n in self.warm_up_names],
+                [n for n in missed if n not in self.warm_up_names])
 
 
 @dataclass(frozen=True)
@@ -130,7 +150,13 @@ def not_resumed(e: Evidence) -> str | None:
     if r.all_resumed is None:
         return "no connection counted by the server"
     if not r.all_resumed:
-        return f"{r.resumed} of {r.connections} connections resumed"
+        # A name the warm-up made no connection of had no session to resume: its
+        # requests then went over another name's connection (HTTP/2 coalescing,
+        # which Firefox does by timing), and this load's connection of it is new.
+        split = r.not_resumed_names()
+        if split is None or split[0] or r.resumed == 0:
+            named = f" ({', '.join(split[0])} did not)" if split and split[0] else ""
+            return f"{r.resumed} of {r.connections} connections resumed{named}"
     if e.early_data and not r.early:
         what = "0-RTT" if e.stack == "quic" else "TLS early data"
         return f"no request in {what}"

@@ -1,8 +1,10 @@
 """The TCP stack's application: one WSGI app answering every request from memory.
 
 nginx terminates TLS 1.3 / HTTP/2 and passes each request over the uwsgi
-protocol with the original scheme (UWSGI_SCHEME), host (TESTBED_HOST) and
-connection serial (TESTBED_CONNECTION). The app loads the whole recording
+protocol with the original scheme (UWSGI_SCHEME), host (TESTBED_HOST),
+connection serial (TESTBED_CONNECTION) and the connection's TLS facts: resumed
+(TESTBED_TLS_RESUMED), early data (TESTBED_EARLY_DATA), server name
+(TESTBED_TLS_NAME). The app loads the whole recording
 when it starts, matches with testbed.replay.matching (Mahimahi's rule), and
 answers with the recorded status, headers and body: hop-by-hop headers
 dropped, content-length set to the body's size. No match: 404, counted as a
@@ -83,7 +85,8 @@ class ReplayApp:
             url=f"{scheme}://{host}{target}", hit=i is not None, nbytes=len(body),
             connection=environ.get("TESTBED_CONNECTION"),
             resumed=environ.get("TESTBED_TLS_RESUMED") == "r",
-            early_data=environ.get("TESTBED_EARLY_DATA") == "1"))
+            early_data=environ.get("TESTBED_EARLY_DATA") == "1",
+            name=environ.get("TESTBED_TLS_NAME") or None))
 
 
 class _Counted:

@@ -2,13 +2,20 @@
 
     {"server": "uwsgi", "version": "...", "requests": 12, "misses": 1,
      "miss_urls": ["https://a.test/x.js"], "bytes": 48213, "connections": 3,
-     "resumed": 3, "early_data": 1}
+     "resumed": 3, "early_data": 1,
+     "names": {"a.test": [2, 2], "cdn.test": [1, 1]}}
 
 `connections` counts connections that carried a request; `resumed` those of
 them that resumed a TLS session (nginx's $ssl_session_reused, quiche's
 is_resumed); `early_data` the requests that came in TLS early data / QUIC
 0-RTT (nginx's $ssl_early_data, quiche's is_in_early_data). A summary written
-before the last two existed reads as zero of them.
+before the last two existed reads as zero of them. `names` (the uWSGI app's
+only: nginx's $ssl_server_name; h3server does not write it) splits the first
+two by the name the client asked for in its TLS handshake (SNI):
+name -> [connections, resumed]. A browser that sends a second name's requests
+over the first name's connection (HTTP/2 connection coalescing) makes no
+connection of the second name: a warm visit's verdict needs to know which names
+the warm-up's connections had (testbed.measure.trial).
 
 Both servers (this package's uWSGI app and h3server) write the same keys,
 atomically (a temporary file renamed over the old one), so a reader never
@@ -28,7 +35,7 @@ import threading
 from pathlib import Path
 
 KEYS = ("server", "version", "requests", "misses", "miss_urls", "bytes", "connections",
-        "resumed", "early_data")
+        "resumed", "early_data", "names")
 
 
 def read(path: Path) -> dict:
@@ -41,7 +48,7 @@ def read(path: Path) -> dict:
         return json.loads(safefs.read_user(Path(path)))
     except FileNotFoundError:
         return {"server": None, "version": None, "requests": 0, "misses": 0, "miss_urls": [],
-                "bytes": 0, "connections": 0, "resumed": 0, "early_data": 0}
+                "bytes": 0, "connections": 0, "resumed": 0, "early_data": 0, "names": {}}
 
 
 def diff(before: dict, after: dict) -> dict:
@@ -54,7 +61,21 @@ def diff(before: dict, after: dict) -> dict:
         "connections": after.get("connections", 0) - before.get("connections", 0),
         "resumed": after.get("resumed", 0) - before.get("resumed", 0),
         "early_data": after.get("early_data", 0) - before.get("early_data", 0),
+        **({"names": names_diff(before.get("names") or {}, after["names"])}
+           if isinstance(after.get("names"), dict) else {}),
     }
+
+
+def names_diff(before: dict, after: dict) -> dict[str, list[int]]:
+    """name -> [connections, resumed] between two reads; names with no new connection
+    left out."""
+    out = {}
+    for name, counts in after.items():
+        was = before.get(name, [0, 0])
+        new = [int(counts[0]) - int(was[0]), int(counts[1]) - int(was[1])]
+        if new[0] > 0:
+            out[name] = new
+    return dict(sorted(out.items()))
 
 
 class Summary:
@@ -74,6 +95,7 @@ class Summary:
         self.bytes = 0
         self._connections: set = set()
         self._resumed: set = set()
+        self._names: dict = {}
         self.early_data = 0
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -83,8 +105,13 @@ class Summary:
         self.write()
 
     def record(self, *, url: str, hit: bool, nbytes: int, connection=None,
-               resumed: bool = False, early_data: bool = False) -> None:
+               resumed: bool = False, early_data: bool = False,
+               name: str | None = None) -> None:
+        """One request answered: on `connection` (the server's id of it), which `resumed`
+        a TLS session or not, with `name` its TLS server name (SNI)."""
         with self._lock:
+            if name is not None and connection is not None:
+                self._names.setdefault(connection, name)
             if early_data:
                 self.early_data += 1
             if resumed and connection is not None:
@@ -111,7 +138,15 @@ class Summary:
                     "requests": self.requests, "misses": self.misses,
                     "miss_urls": list(self.miss_urls), "bytes": self.bytes,
                     "connections": len(self._connections), "resumed": len(self._resumed),
-                    "early_data": self.early_data}
+                    "early_data": self.early_data, "names": self._by_name()}
+
+    def _by_name(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for conn, name in self._names.items():
+            counts = out.setdefault(name, [0, 0])
+            counts[0] += 1
+            counts[1] += conn in self._resumed
+        return dict(sorted(out.items()))
 
     def flush(self) -> None:
         """Write the counters now (what the writer thread would write soon)."""
