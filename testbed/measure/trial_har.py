@@ -62,12 +62,31 @@ def iteration(har: dict, index: int) -> dict | None:
     }}
 
 
+def from_browser_cache(entry: dict) -> bool:
+    """The browser answered the entry from its own cache: nothing went on the wire.
+
+    Chromium's HAR (chrome-har) leaves such entries out, or marks them `_fromCache`.
+    Firefox's (WebDriver BiDi, ff-test-bidi-har-export) keeps them unmarked, as
+    BiDi reports them (Mozilla bug 1806802): e.g. an image its in-memory image cache
+    served a second time, with response.httpVersion "http/1.1", only a Content-Length
+    header, no header or body byte received and every timing 0. A response that
+    came over the network received its headers (headersSize > 0; Chromium's -1 over
+    HTTP/2 and HTTP/3), so `headersSize == 0 and bodySize == 0 and time == 0` is
+    the cache's."""
+    if entry.get("_fromCache"):
+        return True
+    response = entry.get("response", {})
+    return (response.get("headersSize") == 0 and response.get("bodySize") == 0
+            and entry.get("time") == 0)
+
+
 def protocols(har: dict) -> dict[str, int]:
-    """Protocol -> number of requests, over the HAR's entries (data: URLs excluded)."""
+    """Protocol -> number of requests, over the HAR's entries (data: and blob: URLs and
+    what the browser answered from its own cache excluded)."""
     counts: Counter[str] = Counter()
     for entry in har.get("log", {}).get("entries", []):
         url = entry.get("request", {}).get("url", "")
-        if url.startswith(("data:", "blob:")):
+        if url.startswith(("data:", "blob:")) or from_browser_cache(entry):
             continue
         counts[normalise(entry.get("response", {}).get("httpVersion", ""))] += 1
     return dict(sorted(counts.items()))

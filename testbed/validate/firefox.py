@@ -80,12 +80,13 @@ def origin_protocols(log: str) -> dict[str, Counter]:
 
 
 def har_origins(har: dict) -> dict[str, Counter]:
-    """Origin (host:port) -> Counter of the HAR's httpVersion (normalised) per request."""
+    """Origin (host:port) -> Counter of the HAR's httpVersion (normalised) per request
+    (what Firefox answered from its own cache left out: trial_har.from_browser_cache)."""
     out: dict[str, Counter] = defaultdict(Counter)
     for entry in har.get("log", {}).get("entries", []):
         url = entry.get("request", {}).get("url", "")
         parts = urlsplit(url)
-        if parts.scheme not in ("http", "https"):
+        if parts.scheme not in ("http", "https") or trial_har.from_browser_cache(entry):
             continue
         port = parts.port or (443 if parts.scheme == "https" else 80)
         out[f"{parts.hostname}:{port}"][trial_har.normalise(
