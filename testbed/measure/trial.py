@@ -86,8 +86,11 @@ class Resumption:
 
     def not_resumed_names(self) -> tuple[list[str], list[str]] | None:
         """The names with a connection that did not resume: (those the warm-up had a
-        connection of, those it had none of); None when the servers did not say."""
+        connection of, those it had none of); None when the servers did not say, or
+        named fewer connections than they counted (one without TLS has no name)."""
         if self.names is None or self.warm_up_names is None:
+            return None
+        if sum(c for _, c, _ in self.names) != self.connections:
             return None
         missed = [n for n, c, r in self.names if r < c]
         return ([n for n in missed if n in self.warm_up_names],

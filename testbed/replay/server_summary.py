@@ -67,12 +67,19 @@ def diff(before: dict, after: dict) -> dict:
 
 
 def names_diff(before: dict, after: dict) -> dict[str, list[int]]:
-    """name -> [connections, resumed] between two reads; names with no new connection
-    left out."""
+    """name -> [connections, resumed] between two reads; names with no new connection,
+    or whose counts are not two whole numbers, left out."""
+    def counts(v: object) -> tuple[int, int] | None:
+        ok = (isinstance(v, list) and len(v) == 2
+              and all(isinstance(x, int) and not isinstance(x, bool) for x in v))
+        return (v[0], v[1]) if ok else None  # type: ignore[index]
+
     out = {}
-    for name, counts in after.items():
-        was = before.get(name, [0, 0])
-        new = [int(counts[0]) - int(was[0]), int(counts[1]) - int(was[1])]
+    for name, now in after.items():
+        now_c, was_c = counts(now), counts(before.get(name, [0, 0]))
+        if not isinstance(name, str) or now_c is None or was_c is None:
+            continue
+        new = [now_c[0] - was_c[0], now_c[1] - was_c[1]]
         if new[0] > 0:
             out[name] = new
     return dict(sorted(out.items()))
