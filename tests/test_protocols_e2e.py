@@ -124,10 +124,5 @@ def test_internal_pacing_without_fq(site):
     # (CI saw one 3.9 ms gap after a burst's first packet, the rest ~15 us apart), and
     # Linux sends a paced connection's first 10 segments unpaced (tcp_output.c,
     # tcp_update_skb_after_send), so the paced flight's median gap is a paced one.
-    gb, gp = _median_gap(fb), _median_gap(fp)
+    gb, gp = statistics.median(fb.gaps), statistics.median(fp.gaps)
     assert gb < gp / 4, (gb, gp, fb.times, fp.times)
-
-
-def _median_gap(flight: evidence.Flight) -> float:
-    times = flight.times
-    return statistics.median([times[i + 1] - times[i] for i in range(len(times) - 1)])

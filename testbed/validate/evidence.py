@@ -117,6 +117,11 @@ class Flight:
         return self.times[-1] - self.times[0]
 
     @property
+    def gaps(self) -> list[float]:
+        """Seconds between each packet and the next, in order."""
+        return [b - a for a, b in zip(self.times, self.times[1:], strict=False)]
+
+    @property
     def bytes(self) -> int:
         return sum(self.sizes)
 

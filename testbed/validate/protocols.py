@@ -431,7 +431,7 @@ def _quinn_pacing(first: evidence.Flight, rtt_s: float) -> Row:
     window's rate, so within a burst packets leave back to back and the gaps between
     packets say little; paced, the first flight spreads over a good share of the RTT,
     where an unpaced one leaves within a millisecond or two."""
-    gaps = sorted(b - a for a, b in zip(first.times, first.times[1:]))
+    gaps = sorted(first.gaps)
     q3_gap = gaps[3 * len(gaps) // 4] if gaps else 0.0
     share = first.duration / rtt_s if rtt_s else 0.0
     text = (f"flight over {first.duration * 1000:.1f} ms = {share:.0%} of RTT; gap at the "
@@ -539,7 +539,7 @@ def _initial_window(setting: ProtocolProfile, stack: str, obs: Observation,
 def _pacing(setting: ProtocolProfile, method: str, first: evidence.Flight, rtt_s: float) -> Row:
     """Gaps between the packets of the first data flight."""
     iw = setting.initial_window_packets
-    gaps = sorted(b - a for a, b in zip(first.times, first.times[1:]))
+    gaps = sorted(first.gaps)
     median_gap = gaps[len(gaps) // 2] if gaps else 0.0
     q3_gap = gaps[3 * len(gaps) // 4] if gaps else 0.0
     spaced = rtt_s / iw * PACED_GAP_SHARE if rtt_s else 1e-4
