@@ -81,9 +81,15 @@ def test_dsl_trials_have_their_connections_initial_windows_and_captures(tmp_path
     tcp = [c for c in conns if c["protocol"] == "tcp"]
     plus = [c for c in conns if c["protocol"] == "tcp-plus"]
     assert tcp and plus
-    # read from the sockets before their first data was acknowledged
-    assert {c["cwnd_initial_packets"] for c in tcp} - {None} == {10}
-    assert {c["cwnd_initial_packets"] for c in plus} - {None} == {32}
+    # read from the sockets before their first data was acknowledged: the configured
+    # window on every connection that retransmitted nothing; one that did (DSL's 12 ms
+    # drop-tail queue drops SYN-ACKs and first flights under a burst) may read 1, the
+    # kernel's loss window (RFC 5681: after two SYN-ACK retransmissions or an RTO)
+    for group, window in ((tcp, 10), (plus, 32)):
+        clean = {c["cwnd_initial_packets"] for c in group if not c["packets_retrans"]}
+        lossy = {c["cwnd_initial_packets"] for c in group if c["packets_retrans"]}
+        assert clean - {None} == {window}, group
+        assert lossy - {None} <= {1, window}, group
     # cubic wherever the kernel named the controller (a connection seen only in its
     # destroy broadcast carries none), never the host's bbr; DSL's delay in every RTT
     # sample (a connection whose SYN-ACK was lost and that carried no data has none)
