@@ -13,6 +13,11 @@ REPORT_OUT ?= reports/$(notdir $(RESULTS))
 RUST_LINT ?= yes
 CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
+# JUNIT_DIR=DIR: each pytest stage also writes DIR/STAGE.xml (JUnit XML, every test's
+# time); .ci/run sets it and prints the summary (.ci/summary.py).
+JUNIT_DIR ?=
+JUNIT = $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$@.xml)
+
 .PHONY: setup test lint docs unit e2e analysis-install-test notebook corpus experiment report faults doctor bench clean image image-test reference-report reference-checkpoint replication
 
 setup:
@@ -41,11 +46,11 @@ docs:
 # Unit tests in two worker processes (pytest-xdist; they share no state: each uses its
 # own tmp_path), the slowest ten named so a slow-down shows in CI's log.
 unit:
-	$(PY) -m pytest -q -n 2 --durations=10 -m "not e2e" tests
+	$(PY) -m pytest -q -n 2 --durations=10 -m "not e2e" $(JUNIT) tests
 	cd h3server && $(CARGO) test --release --locked -q
 
 e2e:
-	$(PY) -m pytest -q --durations=15 -m "e2e and not faults" tests
+	$(PY) -m pytest -q --durations=15 -m "e2e and not faults" $(JUNIT) tests
 
 # `pip install .[analysis]` in a fresh venv, then `testbed report` and the notebook over
 # the fixture from it (part of `make e2e`; ~1-2 min with a warm pip cache).
@@ -91,7 +96,7 @@ replication: reference-report
 	$(PY) -m analysis.replication reports/reference/findings.md REPLICATION.md
 
 faults:
-	$(PY) -m pytest -q -s --durations=10 -m faults tests/faults
+	$(PY) -m pytest -q -s --durations=10 -m faults $(JUNIT) tests/faults
 
 bench:
 	@for b in bench/*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
