@@ -177,6 +177,30 @@ def test_validate_network_json_on_a_canned_measurement(monkeypatch):
         "verdict": "yes"}
 
 
+@pytest.mark.parametrize("flag", [[], ["--recalibrate"]])
+def test_validate_network_recalibrate_reaches_the_measurement(monkeypatch, flag):
+    """`testbed validate network dsl --recalibrate` asks the measurement to calibrate
+    again (the measurement itself takes minutes: canned here, it records what it was
+    asked); without the flag it is not asked to."""
+    from testbed.emulate import calibrate
+    from testbed.validate import network
+
+    asked = []
+
+    def canned(site, profile, probes, starts, recalibrate, update):
+        asked.append((profile.name, recalibrate))
+        cal = calibrate.Calibration.model_construct(
+            profile=profile.name, delay_ms=11, reply_wait_ms=None, chain_offset_ms=0.5,
+            measured_at="2026-11-26T00:00:00Z")
+        return network.Report(profile, cal, [Row("RTT", "24 ms", "24.3 ms", True)], [], 3.0)
+
+    monkeypatch.setattr(network, "ProbeSite", nullcontext)
+    monkeypatch.setattr(network, "validate_profile", canned)
+    got = parsed(["validate", "network", "dsl", *flag, "--json"])
+    assert got["ok"] is True
+    assert asked == [("dsl", bool(flag))]
+
+
 def test_validate_protocols_json_doc_on_canned_results():
     from testbed.formats.profiles import load_network, load_protocol
     from testbed.validate import protocols

@@ -74,7 +74,27 @@ def test_replication_quotes_what_the_report_prints(rendered):
     for number in re.findall(r"[−+-]?\d+(?:\.\d+)?\s?(?:%|ms|RTT)", rest):
         if number.strip() in ("95 %",):  # the intervals' level
             continue
-        assert number in printed, f"REPLICATION.md: {number!r} is not in the report's findings"
+        assert printed_figure(number, printed), \
+            f"REPLICATION.md: {number!r} is not in the report's findings"
+
+
+def printed_figure(number: str, printed: str) -> bool:
+    """`number` (a figure with its unit, maybe signed) stands whole in `printed`: not
+    inside a longer number ("4 %" is not in "−3.4 %"), and with the same sign when it
+    has one (prose may give a size without its sign: "3.4 % faster")."""
+    signed = number[0] in "−+-"
+    before = r"(?<![\d.])" if signed else r"(?<![\d.])[−+-]?"
+    return re.search(before + re.escape(number) + r"(?![\d])", printed) is not None
+
+
+def test_a_figure_is_found_whole_and_with_its_sign():
+    printed = "QUIC vs TCP+ −3.4 % [−6.3, −0.5]; SI +26 ms; 2.44 RTT"
+    assert printed_figure("−3.4 %", printed) and printed_figure("3.4 %", printed)
+    assert printed_figure("+26 ms", printed) and printed_figure("2.44 RTT", printed)
+    assert not printed_figure("4 %", printed)  # inside −3.4 %
+    assert not printed_figure("+3.4 %", printed)  # the other sign
+    assert not printed_figure("−26 ms", printed) and not printed_figure("6 ms", printed)
+    assert not printed_figure("44 RTT", printed)
 
 
 def test_splice_replaces_only_the_block():
