@@ -76,11 +76,13 @@ def test_the_corpus_check_campaign_runs_over_a_corpus_folder(tmp_path, request):
     db = sqlite3.connect(out / "trials.sqlite")
     try:
         got = {r[0]: r[1:] for r in db.execute(
-            "SELECT trial_id, status, reason, misses FROM trials")}
+            "SELECT trial_id, status, reason, misses, requests, bytes FROM trials")}
     finally:
         db.close()
     assert sorted(got) == ["local-news+none+quic+0", "local-news+none+tcp+0"]
-    # max_misses = 0 in force: a trial is ok with no replay miss, or failed for its misses
-    for trial, (status, reason, misses) in got.items():
+    # max_misses = 0 in force: a trial is ok with no replay miss, or failed for its misses;
+    # either way the page was served from the corpus folder (requests answered, bytes sent)
+    for trial, (status, reason, misses, requests, sent) in got.items():
         assert (status, reason, misses) == ("ok", None, 0) or (
             status == "failed" and reason == "replay-misses" and misses > 0), (trial, got)
+        assert requests is not None and requests > misses and sent, (trial, got)

@@ -31,6 +31,12 @@ for _ in range(5):
 """
 
 
+SLACK_MS = 6.0
+"""Most the fastest of five connects may exceed the profile's RTT: Mahimahi's delay
+stages count whole milliseconds and a busy machine adds its scheduling time (26.0 ms
+for DSL's 24 on 28 Nov 2026, 2-core VM at load 3.6); a delay applied twice gives ~48."""
+
+
 def connect_ms(*options: str) -> list[float]:
     cp = subprocess.run([TESTBED, "replay", NEWS, *options, "--", "python3", "-c", CONNECTS],
                         check=False, capture_output=True, text=True, timeout=300)
@@ -42,8 +48,10 @@ def test_replay_through_a_network_profile_has_its_delay():
     rtt = load_network("dsl").min_rtt_ms
     shaped = connect_ms("--network", "dsl", "--stack", "tcp")
     assert len(shaped) == 5
-    # calibrated to the profile's minimum RTT within 1 ms (testbed validate network)
-    assert min(shaped) >= rtt - 1, shaped
+    # calibrated to the profile's minimum RTT (testbed validate network's tolerance is
+    # 1 ms); the fastest of five connects adds at most SLACK_MS of this machine's time,
+    # so a delay applied twice (or not at all) fails
+    assert rtt - 1 <= min(shaped) <= rtt + SLACK_MS, (rtt, shaped)
 
 
 def test_protocol_alone_names_the_stack():

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import psutil
@@ -57,6 +59,37 @@ def listening(pid: int) -> tuple[list[str], list[str]]:
     return unix, tcp
 
 
+def read_lines(p: subprocess.Popen, count: int) -> list[list[str]]:
+    """The probe's first `count` lines, split; fails naming the line it waited for when
+    they do not come within TIMEOUT seconds (Xvfb did not start, or a client hung)."""
+    lines: list[list[str]] = []
+
+    def read() -> None:
+        for _ in range(count):
+            lines.append(p.stdout.readline().split())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(TIMEOUT)
+    if reader.is_alive():
+        p.kill()
+        pytest.fail(f"waited {TIMEOUT} s for the probe's line {len(lines) + 1} of {count} "
+                    f"(with-cookie, without-cookie, display); got {lines}")
+    return lines
+
+
+def outside_connect(name: str) -> str:
+    """What a connect() from this process's network namespace to the abstract Unix socket
+    `name` (with its leading @) gets: the exception's name, or "connected"."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        try:
+            s.connect("\0" + name[1:])
+        except OSError as e:
+            return type(e).__name__
+    return "connected"
+
+
 def test_only_the_wrapped_command_reaches_the_display(readable_tmp):
     need_root()
     need(None if shutil.which("Xvfb") else "needs Xvfb (make setup)")
@@ -72,9 +105,10 @@ def test_only_the_wrapped_command_reaches_the_display(readable_tmp):
     with subprocess.Popen(wrapper, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                           cwd=str(tmp)) as p:
         try:
-            lines = [p.stdout.readline().split() for _ in range(3)]
+            lines = read_lines(p, 3)
             assert lines[0] == ["with-cookie", "0"], lines
             assert lines[1][0] == "without-cookie" and lines[1][1] != "0", lines
+            assert lines[2][0] == "display" and lines[2][1].startswith(":"), lines
             xvfb = next(c for c in psutil.Process(p.pid).children(recursive=True)
                         if c.name() == "Xvfb")
             unix, tcp = listening(xvfb.pid)
@@ -82,6 +116,11 @@ def test_only_the_wrapped_command_reaches_the_display(readable_tmp):
             # namespace; no socket file in /tmp/.X11-unix, no TCP port.
             assert unix and all(path.startswith("@") for path in unix), unix
             assert not tcp, tcp
+            # From outside the namespace (this process, the host's), the display's
+            # abstract socket, by the very name Xvfb holds, cannot be reached.
+            name = f"@/tmp/.X11-unix/X{lines[2][1][1:]}"
+            assert name in unix, (name, unix)
+            assert outside_connect(name) in ("ConnectionRefusedError", "FileNotFoundError")
             private = list(tmp.iterdir())  # the cookie's folder, its user's alone
             assert [f.name[:6] for f in private] == ["xauth-"], private
             assert private[0].stat().st_mode & 0o077 == 0

@@ -107,7 +107,8 @@ def kill_at_random(argv: list[str], out: Path, planned: set[str], rng: random.Ra
 def resume_to_the_plan(argv: list[str], out: Path, planned: set[str],
                        timeout: float) -> list[str]:
     """Run the killed campaign again to its end: exit 0, every planned trial stored once
-    (none lost, none twice) with its folder. The stored ids."""
+    (none lost, none twice) with its folder, and every one measured (status ok: a kill
+    must not turn a trial into a failure). The stored ids."""
     cp = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True,
                         timeout=timeout)
     assert cp.returncode == 0, cp.stderr[-3000:]
@@ -116,7 +117,19 @@ def resume_to_the_plan(argv: list[str], out: Path, planned: set[str],
     assert set(ids) == planned, f"lost: {planned - set(ids)}, unexpected: {set(ids) - planned}"
     on_disk = {p.name for p in (out / "trials").iterdir()}
     assert on_disk == planned, on_disk ^ planned
+    failed = not_ok(out)
+    assert failed == [], f"{len(failed)} stored trials are not ok: {failed[:5]}"
     return ids
+
+
+def not_ok(out: Path) -> list[tuple[str, str, str]]:
+    """The stored trials whose status is not ok: (trial id, status, reason)."""
+    db = sqlite3.connect(f"file:{out / 'trials.sqlite'}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT trial_id, status, reason FROM trials "
+                          "WHERE status IS NOT 'ok'").fetchall()
+    finally:
+        db.close()
 
 
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
