@@ -14,24 +14,24 @@ SUMMARY = ROOT / ".ci/summary.py"
 
 
 def _make_test_stages() -> list[str]:
-    line = re.search(r"^test:(.*)$", (ROOT / "Makefile").read_text(), re.M)
+    line = re.search(r"^test:(.*)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
     assert line, "Makefile: no test: target"
     return line.group(1).split()
 
 
 def test_ci_runs_the_stages_of_make_test_in_order():
     run = (ROOT / ".ci/run").read_text()
-    stages = re.search(r"^STAGES=\((.*)\)$", run, re.M)
+    stages = re.search(r"^STAGES=\((.*)\)$", run, re.MULTILINE)
     assert stages, ".ci/run: no STAGES=(...) line"
     assert stages.group(1).split() == _make_test_stages()
-    assert re.search(r"^timed setup make setup$", run, re.M)
+    assert re.search(r"^timed setup make setup$", run, re.MULTILINE)
     assert "export CI=true" in run
 
 
 def test_every_pytest_stage_writes_junit_xml():
     text = (ROOT / "Makefile").read_text()
     for stage in ("unit", "e2e", "faults"):
-        body = re.search(rf"^{stage}:.*\n((?:\t.*\n)+)", text, re.M)
+        body = re.search(rf"^{stage}:.*\n((?:\t.*\n)+)", text, re.MULTILINE)
         assert body, f"Makefile: no {stage}: target"
         pytest_lines = [ln for ln in body.group(1).splitlines() if "-m pytest" in ln]
         assert pytest_lines and all("$(JUNIT)" in ln for ln in pytest_lines), stage
