@@ -96,7 +96,7 @@ replication: reference-report
 	$(PY) -m analysis.replication reports/reference/findings.md REPLICATION.md
 
 faults:
-	$(PY) -m pytest -q -s --durations=10 -m faults $(JUNIT) tests/faults
+	$(PY) -m pytest -q -s --durations=10 -m "faults" $(JUNIT) tests/faults
 
 bench:
 	@for b in bench/*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
