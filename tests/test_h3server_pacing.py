@@ -156,5 +156,8 @@ def test_pacing_spaces_the_first_flight_and_off_sends_it_back_to_back(big_site):
     # Paced at 2 x cwnd / srtt the flight takes about half the RTT (~10 ms at 20 ms;
     # longer when the loaded machine wakes the server late); back to back it takes
     # the time of 31 sendmsg calls (0.2-0.5 ms here).
+    # Unpaced is told from paced by the median gap, not by a ceiling on the span: a
+    # busy machine may hold a few of an unpaced flight's packets, not most of them.
     assert span_on > 5.0, gaps_us(on)
-    assert span_off < 3.0, gaps_us(off)
+    assert statistics.median(gaps_us(off)) * 4 < statistics.median(gaps_us(on)), \
+        (gaps_us(off), gaps_us(on))
