@@ -121,17 +121,12 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
 
 def _dry_run(campaign, runs: int | None, out: Path, as_json: bool) -> None:
     """Print the plan (as text or JSON) with how many of its trials `out` holds."""
-    import sqlite3
-
     from testbed import jsonout
     from testbed.campaign import estimate
     from testbed.campaign.store import read_rows
 
     db = out / "trials.sqlite"
-    try:
-        rows = read_rows(db) if db.is_file() else None
-    except sqlite3.DatabaseError as e:
-        raise InputError(f"{db}: expected a campaign store ({e})") from None
+    rows = read_rows(db) if db.is_file() else None  # InputError if it is not a store
     stored = None if rows is None else {r["trial_id"] for r in rows}
     differ = _version_differences(out)
     if as_json:
@@ -329,12 +324,13 @@ def certs(out: Path, workers: str | None, names: tuple[str, ...]):
 def checkpoint(results: Path, out: Path):
     """Keep the small, re-analysable data of a campaign: copy the store (tables trials
     and connections) and manifest.json of the results folder RESULTS into --out, safely
-    while a runner is writing into RESULTS (an online backup; its lock is not taken).
-    Videos, HARs and Browsertime JSON stay behind. `testbed report DIR` analyses the
-    copy; `testbed run CAMPAIGN --resume-from DIR` continues the campaign from it, also
-    with another build of its recordings (the same content digest). A session recorded
-    without content digests gets those of the recordings found now that are exactly the
-    files it measured."""
+    while a runner is writing into RESULTS (its rows as of one moment, into a store made
+    anew; its lock is not taken; a store holding a trigger, a view or another table is
+    refused). Videos, HARs and Browsertime JSON stay behind. `testbed report DIR`
+    analyses the copy; `testbed run CAMPAIGN --resume-from DIR` continues the campaign
+    from it, also with another build of its recordings (the same content digest). A
+    session recorded without content digests gets those of the recordings found now
+    that are exactly the files it measured."""
     from testbed.campaign import reference
 
     checked = safefs.check_out_dir(out, "--out")  # root may write it: checked first

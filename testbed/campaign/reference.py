@@ -7,10 +7,13 @@ campaign resumed from it on another machine.
     seed(out, Path("reference"), campaign)   # a new results folder's store begun with
                                              # the kept rows (`testbed run --resume-from`)
 
-The copy of the store is SQLite's online backup from a read-only connection: one
-consistent snapshot of the committed rows, taken without the runner's lock and
-without blocking it (WAL). The copy is then a single file (no WAL) with its free
-pages dropped. Videos, HARs and Browsertime's JSON stay behind.
+The copy of the store is a store made here (testbed.campaign.store.rebuild) holding
+the rows of the known tables, read through the one bounded reader of stores from
+elsewhere in one read transaction: one consistent snapshot of the committed rows,
+taken without the runner's lock and without blocking it (WAL), as a single file (no
+WAL). Nothing else of the source comes along: a store holding a trigger, a view or any
+other object is refused, as is one whose tables lack the contract's columns. Videos,
+HARs and Browsertime's JSON stay behind.
 
 A seeded trial keeps its row but not its files: its folder in trials/ holds only
 SEEDED, which says so (the runner's rule that every stored row has its folder
@@ -28,11 +31,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import sqlite3
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from testbed.campaign import outdir
+from testbed.campaign import outdir, store
 from testbed.errors import InputError
 
 STORE = "trials.sqlite"
@@ -54,36 +58,18 @@ def _regular(path: Path, what: str) -> None:
                              " (not a symlink)")
 
 
-def _read_only(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
-
-
-def _copy_store(source: Path, target: Path) -> int:
-    """Back up the store `source` into `target` (made beside and renamed into place);
-    the number of trials copied."""
+@contextmanager
+def _rebuilt(source: Path, target: Path) -> Iterator[list[str]]:
+    """The rows of the store `source` made into a store beside `target`
+    (testbed.campaign.store.rebuild), its trial_ids; renamed into place when the block
+    ends, removed if it fails."""
     new = target.with_name(target.name + ".new")
     new.unlink(missing_ok=True)
-    src = _read_only(source)
     try:
-        try:
-            tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master")}
-        except sqlite3.DatabaseError as e:
-            raise InputError(f"{source}: expected a campaign store ({e})") from None
-        if "trials" not in tables:
-            raise InputError(f"{source}: expected a campaign store (no table trials)")
-        dst = sqlite3.connect(new)
-        try:
-            src.backup(dst)
-            dst.execute("PRAGMA journal_mode=DELETE")
-            dst.execute("VACUUM")
-            count = dst.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
-        finally:
-            dst.close()
+        yield store.rebuild(source, new)
         new.replace(target)
     finally:
-        src.close()
         new.unlink(missing_ok=True)
-    return int(count)
 
 
 def _manifest(folder: Path) -> dict | None:
@@ -111,8 +97,18 @@ def checkpoint(results: Path, out: Path) -> dict:
     results, out = Path(results), Path(out)
     _regular(results / STORE, "the results folder's store")
     manifest = _manifest(results)
+    with store.reading(results / STORE):  # the contract's tables only: checked before
+        pass                              # anything is made
+    made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    _copy_store(results / STORE, out / STORE)
+    try:
+        with _rebuilt(results / STORE, out / STORE):
+            pass
+    except BaseException:
+        if made:
+            with suppress(OSError):
+                out.rmdir()
+        raise
     if manifest is not None:
         add_content_digests(manifest)
         _write_json(out / MANIFEST, manifest)
@@ -170,15 +166,12 @@ def _recordings_now(campaign) -> dict[tuple[str, str], str]:
     return out
 
 
-def counts(store: Path) -> dict:
-    db = _read_only(store)
-    try:
-        by = dict(db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status"))
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-        conns = (db.execute("SELECT COUNT(*) FROM connections").fetchone()[0]
-                 if "connections" in tables else 0)
-    finally:
-        db.close()
+def counts(path: Path) -> dict:
+    """{trials, ok, failed, connections} of the store at `path`."""
+    with store.reading(path) as db:
+        by = dict(db.rows("SELECT status, COUNT(*) FROM trials GROUP BY status"))
+        conns = (db.rows("SELECT COUNT(*) FROM connections")[0][0]
+                 if "connections" in db.tables() else 0)
     return {"trials": sum(by.values()), "ok": by.get("ok", 0), "failed": by.get("failed", 0),
             "connections": conns}
 
@@ -204,32 +197,27 @@ def seed(out: Path, source: Path, campaign_name: str) -> int:
     if kept is not None and kept != campaign_name:
         raise InputError(f"{source / MANIFEST}: --resume-from: holds campaign {kept!r}, "
                          f"not {campaign_name!r}")
-    db = _read_only(source / STORE)
-    try:
-        ids = [r[0] for r in db.execute("SELECT trial_id FROM trials")]
-    except sqlite3.DatabaseError as e:
-        raise InputError(f"{source / STORE}: expected a campaign store ({e})") from None
-    finally:
-        db.close()
-    bad = [t for t in ids if not isinstance(t, str) or not _safe_id(t)]
-    if bad:
-        raise InputError(f"{source / STORE}: table trials: trial_id {bad[0]!r} is not one "
-                         "folder name")
-    trials.mkdir(parents=True, exist_ok=True)
-    # no store: the folders there have no row (a seed stopped half-way), as the runner's
-    # reconcile would remove them
-    outdir.reconcile(trials, set())
-    note = (f"Measured in an earlier session; seeded from {source} (its row only: the "
-            "trial's HAR, video and Browsertime JSON were not kept).\n")
-    for t in ids:
-        (trials / t).mkdir()
-        (trials / t / SEEDED).write_text(note, encoding="utf-8")
-    if manifest:
-        sessions = [s for s in manifest.get("sessions", []) if isinstance(s, dict)]
-        now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-        sessions.append({"started_at": now, "seeded_from": str(source), "trials": len(ids)})
-        _write_json(out / MANIFEST, {**manifest, "sessions": sessions})
-    # the store last: a seed stopped half-way leaves no store, so it can be run again
-    # once the folders are removed (the runner's reconcile removes folders without rows)
-    _copy_store(source / STORE, out / STORE)
+    # the rows first, beside the store's place: a store that is not one changes nothing
+    with _rebuilt(source / STORE, out / STORE) as ids:
+        bad = [t for t in ids if not isinstance(t, str) or not _safe_id(t)]
+        if bad:
+            raise InputError(f"{source / STORE}: table trials: trial_id {bad[0]!r} is not one "
+                             "folder name")
+        trials.mkdir(parents=True, exist_ok=True)
+        # no store: the folders there have no row (a seed stopped half-way), as the
+        # runner's reconcile would remove them
+        outdir.reconcile(trials, set())
+        note = (f"Measured in an earlier session; seeded from {source} (its row only: the "
+                "trial's HAR, video and Browsertime JSON were not kept).\n")
+        for t in ids:
+            (trials / t).mkdir()
+            (trials / t / SEEDED).write_text(note, encoding="utf-8")
+        if manifest:
+            sessions = [s for s in manifest.get("sessions", []) if isinstance(s, dict)]
+            now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+            sessions.append({"started_at": now, "seeded_from": str(source), "trials": len(ids)})
+            _write_json(out / MANIFEST, {**manifest, "sessions": sessions})
+        # the store last (when the block ends): a seed stopped half-way leaves no store,
+        # so it can be run again once the folders are removed (the runner's reconcile
+        # removes folders without rows)
     return len(ids)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import os
 import platform
-import sqlite3
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -459,21 +458,8 @@ def _count_other_visits(db: Path, protocol: str, visit: str) -> int:
     n = _count(db, "protocol", protocol)
     if n == 0:
         return 0
-    return n - _count_where(db, "protocol = ? AND COALESCE(visit, 'first') = ?",
-                            (protocol, visit), n if visit == "first" else 0)
-
-
-def _count_where(db: Path, where: str, args: tuple, default: int) -> int:
-    """Stored trials matching `where` (read-only, as _count); `default` if the store
-    cannot be read or lacks a column (an older store)."""
-    try:
-        con = store_mod.snapshot(db)
-        try:
-            return con.execute(f"SELECT COUNT(*) FROM trials WHERE {where}", args).fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return default
+    return n - store_mod.count_where(db, "protocol = ? AND COALESCE(visit, 'first') = ?",
+                                     (protocol, visit))
 
 
 def _same_content(before: dict, digest_key: str, entry: config_mod.Entry) -> bool:
@@ -488,17 +474,9 @@ def _same_content(before: dict, digest_key: str, entry: config_mod.Entry) -> boo
 
 
 def _count(db: Path, column: str, value: str) -> int:
-    """Stored trials with column = value (read-only, testbed.campaign.store.snapshot;
-    0 if the store cannot be read)."""
-    try:
-        con = store_mod.snapshot(db)
-        try:
-            return con.execute(f"SELECT COUNT(*) FROM trials WHERE {column} = ?",
-                               (value,)).fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
+    """Stored trials with column = value (testbed.campaign.store.count_where: InputError
+    if the store cannot be read)."""
+    return store_mod.count_where(db, f"{column} = ?", (value,))
 
 
 def default_out(campaign: Campaign) -> Path:

@@ -10,6 +10,12 @@
 WAL journal, so a reader (the analysis, `testbed export`) never blocks the
 runner and a killed runner never leaves a half-written row. The trial id is
 the primary key: a trial is stored once.
+
+A store from elsewhere (a results folder resumed or checkpointed, a checkpoint resumed
+from) is data, never code: it is read only through analysis.sqlite_fd (bounded, no
+symlink, trusted_schema off) after its schema was checked (reading(): only the tables
+of analysis.schema and the store's own indexes; a trigger, a view or any other object
+is refused), and a copy of it is a store made here holding its rows (rebuild()).
 """
 
 from __future__ import annotations
@@ -23,8 +29,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
 from analysis import schema
-from analysis.schema import ADDED, COLUMNS, CONNECTION_COLUMNS, TRIALS
+from analysis.results_io import ResultsError
+from analysis.schema import ADDED, COLUMNS, CONNECTION_COLUMNS, STOPS, TRIALS
+from analysis.sqlite_fd import Reader
 from testbed.errors import InputError
+
+INDEX = "connections_trial"
+"""The store's one index of its own (trial_id of table connections)."""
+STOP_COLUMNS = tuple(c.name for c in STOPS)
+REQUIRED = {schema.TABLE: tuple(c for c in COLUMNS if c not in ADDED),
+            schema.CONNECTIONS_TABLE: CONNECTION_COLUMNS, schema.STOPS_TABLE: STOP_COLUMNS}
+"""The tables a store may hold and the columns each must have (a store made before a
+column was added lacks it)."""
+INDEXES = {f"sqlite_autoindex_{schema.TABLE}_1": (schema.TABLE, ("trial_id",)),
+           f"sqlite_autoindex_{schema.STOPS_TABLE}_1": (schema.STOPS_TABLE, ("site", "network")),
+           INDEX: (schema.CONNECTIONS_TABLE, ("trial_id",))}
+"""The indexes a store may hold: name -> (table, columns); SQLite makes the first two for
+the primary keys."""
+EXPECTED = (f"expected only tables {', '.join(REQUIRED)} and their indexes (a campaign store; "
+            "see analysis/schema.py)")
 
 
 def _json(counts: dict[str, int] | None) -> str | None:
@@ -69,22 +92,21 @@ class Store:
             try:
                 db = sqlite3.connect(new, isolation_level=None)
                 try:
-                    db.execute(schema.create_table())
+                    _create(db)
                 finally:
                     db.close()
                 new.rename(self.path)
             finally:
                 new.unlink(missing_ok=True)
+        else:  # written before, maybe elsewhere: no trigger, view or other object
+            with reading(self.path):
+                pass
         # autocommit mode: transactions are explicit (BEGIN IMMEDIATE ... COMMIT)
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        self.db.execute("PRAGMA trusted_schema = OFF")
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute(schema.create_table(if_not_exists=True))
-        # a store made before table connections gains it (empty for its trials)
-        self.db.execute(schema.create_connections_table(if_not_exists=True))
-        self.db.execute(f"CREATE INDEX IF NOT EXISTS connections_trial ON "
-                        f"{schema.CONNECTIONS_TABLE} (trial_id)")
-        self.db.execute(schema.create_stops_table())  # adaptive runs (an older store gains it)
+        _create(self.db)  # a store made before a table (connections, stops) gains it
         # a store made before a column was added to the contract gains it (NULL in its rows)
         have = {r[1] for r in self.db.execute("PRAGMA table_info(trials)")}
         for column in TRIALS:
@@ -169,48 +191,111 @@ class Store:
         return dict(self.db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status"))
 
 
-def snapshot(db: Path) -> sqlite3.Connection:
-    """The store at `db` opened read-only for a check before a run; without a WAL file
-    every row is in the database file, so it is opened immutable and SQLite creates
-    no -wal and -shm files beside it."""
-    wal = db.with_name(db.name + "-wal").exists()
-    return sqlite3.connect(f"file:{db}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
+def _create(db: sqlite3.Connection) -> None:
+    """The tables and the index of a store, those it lacks."""
+    db.execute(schema.create_table(if_not_exists=True))
+    db.execute(schema.create_connections_table(if_not_exists=True))
+    db.execute(f"CREATE INDEX IF NOT EXISTS {INDEX} ON {schema.CONNECTIONS_TABLE} (trial_id)")
+    db.execute(schema.create_stops_table(if_not_exists=True))
 
 
-def _read_only(path: Path) -> sqlite3.Connection:
-    """The store at `path`, opened read-only (a URI made from the path quoted, so a `#`,
-    `?` or `%` in a folder's name stays part of the path)."""
-    return sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
+@contextmanager
+def reading(path: Path, contract: bool = True) -> Iterator[Reader]:
+    """The store at `path` (a file, not a symlink), read-only through analysis.sqlite_fd,
+    once its schema holds only the known tables and indexes (INDEXES, REQUIRED) and, if
+    `contract`, its tables have the contract's columns; InputError naming the file and
+    what was expected otherwise, or if a read fails (never a silent "no rows")."""
+    try:
+        with Reader.of(path) as db:
+            _check(db, contract)
+            yield db
+    except ResultsError as e:
+        raise InputError(str(e)) from None
+
+
+def _check(db: Reader, contract: bool) -> None:
+    objects = db.objects()
+    for kind, name, table in objects:
+        if kind == "table" and name in REQUIRED:
+            continue
+        if kind == "index" and INDEXES.get(name, ("",))[0] == table:
+            indexed = tuple(r[2] for r in db.rows(f'PRAGMA index_info("{name}")'))
+            if indexed == INDEXES[name][1]:
+                continue
+        raise InputError(f"{db.path}: sqlite_master: {kind} {name} (on {table}); {EXPECTED}")
+    tables = {name for kind, name, _ in objects if kind == "table"}
+    if schema.TABLE not in tables:
+        raise InputError(f"{db.path}: no table {schema.TABLE}; {EXPECTED}")
+    for table in sorted(tables) if contract else ():
+        have = set(db.columns(table))
+        lacking = [c for c in REQUIRED[table] if c not in have]
+        if lacking:
+            raise InputError(f"{db.path}: table {table}: no column {', '.join(lacking)}; "
+                             "expected a campaign store (see analysis/schema.py)")
+
+
+def _select(db: Reader, table: str, columns: Sequence[str]) -> str:
+    """SELECT of `columns` of `table` (NULL for one the store lacks)."""
+    have = set(db.columns(table))
+    return f"SELECT {', '.join(c if c in have else f'NULL AS {c}' for c in columns)} FROM {table}"
+
+
+def rebuild(source: Path, new: Path) -> list[str]:
+    """Make the store `new` (which must not exist) here, with the rows of the tables of
+    the store `source` (reading(): one consistent snapshot, even while a runner writes
+    into it) and nothing else of it; its trial_ids. InputError naming `source` and the
+    row if one breaks the contract's constraints (a NULL, a status, a trial twice)."""
+    made = sqlite3.connect(new, isolation_level=None)
+    try:
+        _create(made)
+        made.execute("BEGIN")
+        with reading(source) as db:
+            db.rows("BEGIN")  # one read transaction: the tables as of one moment
+            tables = db.tables()
+            for table, columns in ((schema.TABLE, COLUMNS),
+                                   (schema.CONNECTIONS_TABLE, CONNECTION_COLUMNS),
+                                   (schema.STOPS_TABLE, STOP_COLUMNS)):
+                if table not in tables:
+                    continue
+                insert = (f"INSERT INTO {table} ({', '.join(columns)}) "
+                          f"VALUES ({', '.join('?' for _ in columns)})")
+                for row in db.each(_select(db, table, columns), what=f"cannot read table {table}"):
+                    try:
+                        made.execute(insert, row)
+                    except sqlite3.IntegrityError as e:
+                        raise InputError(f"{source}: table {table}: row {row[0]!r}: {e}; "
+                                         "expected a campaign store (see analysis/schema.py)"
+                                         ) from None
+        made.execute("COMMIT")
+        return [r[0] for r in made.execute(f"SELECT trial_id FROM {schema.TABLE}")]
+    finally:
+        made.close()
+
+
+def count_where(path: Path, where: str, params: Sequence[Any] = ()) -> int:
+    """Stored trials of the store at `path` matching `where` (a column of the contract
+    the store lacks: NULL), read as reading() reads."""
+    with reading(path, contract=False) as db:
+        have = set(db.columns(schema.TABLE))
+        select = _select(db, schema.TABLE, [c for c in COLUMNS if c in ADDED or c in have])
+        return int(db.rows(f"SELECT COUNT(*) FROM ({select}) WHERE {where}", params)[0][0])
 
 
 def read_rows(path: Path) -> list[dict]:
     """Every stored trial as a dict of the contract's columns, in trial_id order; a
     column added to the contract after the store was made (ADDED) is None."""
-    db = _read_only(path)
-    try:
-        have = {r[1] for r in db.execute("PRAGMA table_info(trials)")}
-        lacking = [c for c in COLUMNS if c not in have and c not in ADDED]
-        if lacking:
-            raise InputError(f"{path}: table trials: no column {', '.join(lacking)}; "
-                             "expected a campaign store (see analysis/schema.py)")
-        select = ", ".join(c if c in have else f"NULL AS {c}" for c in COLUMNS)
-        cur = db.execute(f"SELECT {select} FROM trials ORDER BY trial_id")
+    with reading(path) as db:
+        cur = db.each(f"{_select(db, schema.TABLE, COLUMNS)} ORDER BY trial_id")
         return [dict(zip(COLUMNS, r)) for r in cur]
-    finally:
-        db.close()
 
 
 def read_connections(path: Path) -> list[dict]:
     """Every stored connection as a dict of analysis.schema.CONNECTIONS, ordered by
     trial, transport, server and client; [] for a store made before the table."""
-    db = _read_only(path)
-    try:
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if schema.CONNECTIONS_TABLE not in tables:
+    with reading(path) as db:
+        if schema.CONNECTIONS_TABLE not in db.tables():
             return []
-        cur = db.execute(
+        cur = db.each(
             f"SELECT {', '.join(CONNECTION_COLUMNS)} FROM {schema.CONNECTIONS_TABLE} "
             "ORDER BY trial_id, transport, server_ip, server_port, client_ip, client_port")
         return [dict(zip(CONNECTION_COLUMNS, r)) for r in cur]
-    finally:
-        db.close()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import sqlite3
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -85,8 +84,10 @@ def _sessions(folder: Path) -> list[tuple[dt.datetime, int, dict]]:
 
 def _ok_rows(db: Path) -> list[tuple]:
     """(started_at, run, site, network, protocol, client) of the stored ok trials,
-    read-only; none without a store or if it cannot be read. InputError if it is not
-    a regular file (a symlink is not followed, a FIFO never waited on)."""
+    read as any store from elsewhere (testbed.campaign.store.reading); none without a
+    store. InputError if it is not a regular file (a symlink is not followed, a FIFO
+    never waited on) or cannot be read: a store that cannot be read is never taken for
+    one without trials."""
     try:
         mode = os.lstat(db).st_mode
     except FileNotFoundError:
@@ -94,17 +95,11 @@ def _ok_rows(db: Path) -> list[tuple]:
     if not stat.S_ISREG(mode):
         raise InputError(f"{db}: expected a campaign store (a regular file, not a symlink "
                          "or anything else)")
-    try:
-        con = store_mod.snapshot(db)
-        try:
-            cols = {r[1] for r in con.execute("PRAGMA table_info(trials)")}
-            client = "client" if "client" in cols else "NULL"
-            return con.execute(f"SELECT started_at, run, site, network, protocol, {client} "
-                               "FROM trials WHERE status = 'ok'").fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return []
+    with store_mod.reading(db, contract=False) as con:
+        client = "client" if "client" in con.columns("trials") else "NULL"
+        return con.rows(f"SELECT started_at, run, site, network, protocol, {client} "
+                        "FROM trials WHERE status = 'ok'",
+                        what="cannot read the stored trials' versions")
 
 
 def differences(folder: Path, now: dict[str, str],

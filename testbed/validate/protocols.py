@@ -666,8 +666,7 @@ def validate_firefox(settings: Sequence[str], network: str, keep: Path | None,
     """`--client firefox`: a one-run Firefox campaign of the settings on the bundled
     site, keeping Firefox's HTTP log and the packets, then every origin of every trial
     judged (testbed.validate.firefox)."""
-    import sqlite3
-
+    from analysis.sqlite_fd import Reader
     from testbed.host.paths import VENV_BIN
     from testbed.replay.matching import normalise_host
 
@@ -693,12 +692,10 @@ def validate_firefox(settings: Sequence[str], network: str, keep: Path | None,
                           check=False, timeout=3600)
         if cp.returncode != 0 or not (out / "trials.sqlite").exists():
             raise TestbedError(f"the Firefox campaign failed: {cp.stderr.strip()[-1500:]}")
-        db = sqlite3.connect(out / "trials.sqlite")
-        db.row_factory = sqlite3.Row
-        try:
-            stored = {r["protocol"]: dict(r) for r in db.execute("SELECT * FROM trials")}
-        finally:
-            db.close()
+        with Reader.of(out / "trials.sqlite") as db:  # the one opener of a store
+            names = db.columns("trials")
+            stored = {r["protocol"]: r for r in (dict(zip(names, row))
+                                                 for row in db.rows("SELECT * FROM trials"))}
         for s in loaded:
             row = stored.get(s.name)
             rows = ([Row("trial", "stored", "missing", False)] if row is None
