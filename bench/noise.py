@@ -58,7 +58,7 @@ from drivers import FixedDriver
 
 from testbed.errors import InputError
 from testbed.formats import recording as rec
-from testbed.host import safefs
+from testbed.host import proc, safefs
 from testbed.host.paths import ROOT
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
@@ -119,7 +119,7 @@ class Hog:
     def __enter__(self):
         core = (os.cpu_count() or 1) - 1
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "while True: pass"],
+            proc.python("-c", "while True: pass"),
             preexec_fn=lambda: os.sched_setaffinity(0, {core}))  # noqa: PLW1509 (no threads here)
         return self
 

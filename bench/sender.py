@@ -355,9 +355,8 @@ class Bench:
             return ["iperf3", "-c", SERVER_IP, "-p", str(IPERF_PORT), "-R", "-J", "-C", "cubic",
                     "-t", str(self.seconds)]
         if row.kind == "tls":
-            return [sys.executable, str(CLIENT_PY), "--connect", f"{SERVER_IP}:443",
-                    "--host", HOST, "--path", PATH, "--count", str(self.count),
-                    "--seconds", str(self.seconds)]
+            return proc.python(CLIENT_PY, "--connect", f"{SERVER_IP}:443", "--host", HOST,
+                               "--path", PATH, "--count", self.count, "--seconds", self.seconds)
         return [str(H3BULK), "--connect", f"{SERVER_IP}:443", "--host", HOST, "--path", PATH,
                 "--count", str(self.count), "--seconds", str(self.seconds),
                 *T.ACKS[row.acks][1]]
@@ -389,8 +388,9 @@ class Bench:
             if ready:
                 server.wait_for_log(ready, row.kind)
             else:
-                proc.run(self.topo.client.exec([sys.executable, "-m", "testbed.replay.readiness",
-                                                "--timeout", "10", f"tcp:{SERVER_IP}:443"]))
+                proc.run(self.topo.client.exec(proc.python("-m", "testbed.replay.readiness",
+                                                           "--timeout", "10",
+                                                           f"tcp:{SERVER_IP}:443")))
             retrans0 = snmp(self.topo.server, "Tcp", "RetransSegs")
             drops0 = snmp(self.topo.client, "Udp", "RcvbufErrors") + backlog_drops(CLIENT_CORE)
             srv0 = cpu_times(server.pid)

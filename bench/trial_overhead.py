@@ -59,7 +59,7 @@ import cpu_budget
 from drivers import FixedDriver
 
 from testbed.formats import recording as rec
-from testbed.host import enter, safefs
+from testbed.host import enter, proc, safefs
 from testbed.host.paths import ROOT
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
@@ -195,8 +195,8 @@ def bare_loads(env, chain, url, n, tuned, work, tag: str = "") -> tuple[float, l
                  "--videoParams.addTimer", "false", "--videoParams.createFilmstrip", "false"]
     tmp = safefs.user_dir(work / f"bare-{tuned}{tag}-tmp")  # chromedriver's profiles
     # TMPDIR set inside the shells: setuid Mahimahi shells drop it from the environment
-    inner = ["env", f"TMPDIR={tmp}", str(browsertime.PYTHON), "-m", "testbed.measure.xvfb",
-             "--", *args, url]
+    inner = ["env", f"TMPDIR={tmp}", *proc.python("-m", "testbed.measure.xvfb", "--", *args, url,
+                                                  interpreter=browsertime.PYTHON)]
     argv = enter.as_user([*chain.argv([]), *inner], netns=env.client_netns,
                          env={"PYTHON": str(browsertime.PYTHON)}, cwd=str(out))
     cpu0, t0 = children_cpu(), time.monotonic()

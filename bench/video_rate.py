@@ -26,12 +26,12 @@ import os
 import secrets
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from fractions import Fraction
 from pathlib import Path
 
+from testbed.host import proc
 from testbed.measure import xvfb as xvfb_mod
 
 SIZE = "1366x768"
@@ -82,7 +82,7 @@ def main() -> None:
     loads: list[subprocess.Popen[bytes]] = []
     results: dict[str, list[tuple[Fraction, int, float]]] = {"guessed": [], "asked": []}
     try:
-        loads = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        loads = [subprocess.Popen(proc.python("-c", "while True: pass"))
                  for _ in range(a.load)]
         print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} CPUs, "
               f"{a.load} busy loops, {a.fps} fps asked, {a.seconds:g} s each")

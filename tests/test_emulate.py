@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from testbed.emulate import figures, phasegate, udp_probe
 from testbed.emulate.shells import ShellChain, build_chain, link_traces, reply_wait_ms
 from testbed.formats import traces
 from testbed.formats.profiles import load_network
+from testbed.host import proc
 
 RATES = [5, 25, 2.8, 10.5, 0.468, 1.89, 12, 100, 0.001, 33.333]
 
@@ -135,8 +135,7 @@ def test_dsl_chain(tmp_path):
 
 def test_lossy_chain_puts_loss_on_the_senders_side(tmp_path):
     chain = build_chain(load_network("da2gc"), tmp_path, delay_ms=120)
-    gate = [sys.executable, "-m", "testbed.emulate.phasegate", "--dir",
-            str(tmp_path / "phasegate"), "--"]
+    gate = proc.python("-m", "testbed.emulate.phasegate", "--dir", tmp_path / "phasegate", "--")
     argv = chain.argv(["cmd"])
     assert chain.phase_gate and argv[:len(gate)] == gate
     argv = argv[len(gate):]

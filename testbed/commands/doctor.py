@@ -155,7 +155,8 @@ def check_browsertime() -> Row:
 def check_visual_metrics() -> Row:
     ffmpeg = proc.version(["ffmpeg", "-version"])
     try:
-        cp = proc.run([str(PYTHON), "-c", "import numpy, PIL; print(numpy.__version__, PIL.__version__)"])
+        cp = proc.run(proc.python("-c", "import numpy, PIL; print(numpy.__version__, PIL.__version__)",
+                                  interpreter=PYTHON))
         libs = cp.stdout.split()
     except CommandFailed as e:
         return failed("visual metrics", str(e), "make setup (NumPy and Pillow in .venv)")
@@ -238,8 +239,8 @@ def lab() -> Iterator:
         (www / "firefox.html").write_text(
             f'<html><title>doctor</title><body><img src="{FIREFOX_SEEN}"></body></html>')
         os.chmod(www, 0o755)
-        server = topo.server.exec([sys.executable, "-m", "http.server", "80", "--bind", PROBE_IP,
-                                   "--directory", str(www)])
+        server = topo.server.exec(proc.python("-m", "http.server", "80", "--bind", PROBE_IP,
+                                              "--directory", str(www)))
         try:
             with proc.Background(server, log=server_log()):
                 deadline = time.monotonic() + 5

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -89,8 +88,8 @@ class ProbeSite:
         dump = self.work_dir() / f"probe-{self._n}.json"
         log = self.work_dir() / f"probe-{self._n}.log"
         bg = proc.Background(NICE + self.topology.server.exec(
-            [sys.executable, "-m", "testbed.emulate.udp_probe", "server", "--bind", PROBE_IP,
-             "--port", str(PROBE_PORT), "--dump", str(dump)]), log=log, cwd=str(ROOT))
+            proc.python("-m", "testbed.emulate.udp_probe", "server", "--bind", PROBE_IP,
+                        "--port", str(PROBE_PORT), "--dump", str(dump))), log=log, cwd=str(ROOT))
         with bg:
             bg.wait_for_log("probe server on", "probe server")
             yield ServerDump(dump)
@@ -105,8 +104,8 @@ class ProbeSite:
 
     def probe(self, chain: ShellChain, args: list[str], timeout: float) -> dict:
         """Run the probe client inside the shells; its JSON output."""
-        cp = proc.run(self.client_argv(chain, [sys.executable, "-m", "testbed.emulate.udp_probe",
-                                               *args]), timeout=timeout)
+        cp = proc.run(self.client_argv(chain, proc.python("-m", "testbed.emulate.udp_probe",
+                                                          *args)), timeout=timeout)
         try:
             return json.loads(cp.stdout)
         except json.JSONDecodeError:

@@ -28,12 +28,12 @@ Queues are drop-tail in bytes (testbed.formats.traces.queue_bytes).
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from testbed.formats import traces
 from testbed.formats.profiles import NetworkProfile
+from testbed.host import proc
 from testbed.host.paths import chown_to_user
 
 
@@ -92,7 +92,7 @@ class ShellChain:
         argv = [*outer, *link, "--", *inner]
         if self.phase_gate:
             where = ["--dir", str(self.gate_dir)] if self.gate_dir else []
-            argv = [sys.executable, "-m", "testbed.emulate.phasegate", *where, "--", *argv]
+            argv = proc.python("-m", "testbed.emulate.phasegate", *where, "--", *argv)
         return argv
 
 

@@ -2,7 +2,8 @@
 
     testbed.host.enter.as_user(argv, netns="tb-123-replay")
 
-builds `ip netns exec NS python -m testbed.host.enter --run ID -- argv`. `ip netns
+builds `ip netns exec NS python -I -m testbed.host.enter --run ID -- argv` (isolated,
+`proc.python`: it starts as root, from whatever folder root stood in). `ip netns
 exec` gives the process a private mount namespace (/ is a slave), where this
 module, still root, bind-mounts the run's copy of /etc/alternatives (in
 which `iptables` is setup/mm-iptables-shim.c), then drops to the testbed
@@ -20,6 +21,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
+from testbed.host import proc
 from testbed.host.runstate import USER, Run, current
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
@@ -36,8 +38,8 @@ def as_user(argv: Sequence[str], netns: str | None = None, env: dict[str, str] |
     of BINDABLE in the command's mount namespace only (a Firefox replay's
     /etc/hosts and /etc/resolv.conf: testbed.host.firefox)."""
     run = run or current()
-    inner = [sys.executable, "-m", "testbed.host.enter", "--run", run.id,
-             "--alternatives", str(run.alternatives)]
+    inner = proc.python("-m", "testbed.host.enter", "--run", run.id,
+                        "--alternatives", str(run.alternatives))
     for target, source in (binds or {}).items():
         if target not in BINDABLE:
             raise ValueError(f"{target}: not one of {', '.join(BINDABLE)}")

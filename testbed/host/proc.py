@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +13,16 @@ from typing import Any, Self
 
 from testbed.errors import CommandFailed, TimedOut
 from testbed.host import safefs
+
+
+def python(*args: str | os.PathLike[str],
+           interpreter: str | os.PathLike[str] = sys.executable) -> list[str]:
+    """The argv of the testbed's Python running `args` (`"-m", module, ...`, `"-c", code`
+    or a script), isolated (`-I`): neither the current directory nor a script's folder,
+    PYTHON* variables or the user's site-packages are on its path, so a folder root
+    stands in (a shared /tmp, someone's recording) cannot shadow a module it imports.
+    The one way the testbed starts a Python process."""
+    return [str(interpreter), "-I", *map(str, args)]
 
 
 def run(argv: Sequence[str | os.PathLike[str]], *, check: bool = True, timeout: float | None = 60,

@@ -207,8 +207,8 @@ class Session:
     def argv(self) -> list[str]:
         check_tmp_depth(self.tmp)
         bt = browsertime.argv(self.opts, self.url, self.out, self.check_path, self.client)
-        x = [] if self.opts.headless else [str(browsertime.PYTHON), "-m", "testbed.measure.xvfb",
-                                           "--"]
+        x = [] if self.opts.headless else proc.python("-m", "testbed.measure.xvfb", "--",
+                                                      interpreter=browsertime.PYTHON)
         inner = [*chromium.temp_env_again(self.tmp), *x, *bt]
         env = {**browsertime.env(self.ctl, self.opts), **self.env}
         return enter.as_user([*self.wrap, *inner], netns=self.netns, env=env,

@@ -28,8 +28,8 @@ class VisualMetricsError(Exception):
 
 def run(video: Path, logfile: Path, timeout: float = 300) -> dict:
     """The script's JSON output for `video` plus VisualComplete85/95/99."""
-    argv = [str(browsertime.PYTHON), str(browsertime.VISUALMETRICS), "--video", str(video),
-            *ARGS, "--logfile", str(logfile), "-vvv"]
+    argv = proc.python(browsertime.VISUALMETRICS, "--video", video, *ARGS, "--logfile", logfile,
+                       "-vvv", interpreter=browsertime.PYTHON)
     try:
         cp = proc.run(argv, check=False, timeout=timeout)
     except TimedOut:

@@ -28,7 +28,6 @@ import logging
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -333,8 +332,8 @@ class ReplayEnv:
                 time.sleep(0.02)
         left = max(1.0, deadline - time.monotonic())
         cp = proc.run(self._topo().client.exec(
-            [sys.executable, "-m", "testbed.replay.readiness", "--timeout", f"{left:.1f}",
-             *self._probe_targets()]), check=False, timeout=left + 30)
+            proc.python("-m", "testbed.replay.readiness", "--timeout", f"{left:.1f}",
+                        *self._probe_targets())), check=False, timeout=left + 30)
         self.check_alive()
         if cp.returncode != 0:
             raise TestbedError(f"replay servers ({self.stack}) not ready: {cp.stderr.strip()}")
