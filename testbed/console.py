@@ -8,7 +8,8 @@ names, URLs, reasons and manifests. A terminal obeys what such a string may
 hold: OSC 52 writes the clipboard, OSC 8 makes links, CSI moves the cursor and
 erases lines, DCS talks to the terminal itself. So every string printed goes
 through `clean` (ECMA-48: escape sequences, C0 controls except tab, DEL and C1
-controls removed; a sequence's parameters go with it), and rich gets it as
+controls removed, a sequence's parameters with it; and Unicode's bidirectional
+controls, which reorder what a line shows), and rich gets it as
 plain `Text`, never as markup:
 
     click.echo(console.clean(value))
@@ -49,8 +50,10 @@ _SEQUENCE = re.compile(
     | (?:\x1b\[|\x9b) [\x30-\x3f]* [\x20-\x2f]* [\x40-\x7e]?          # CSI params final
     | \x1b [\x20-\x2f]* [\x30-\x7e]?                                  # any other escape
     """, re.VERBOSE)
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-"""C0 except tab, DEL, C1: what is left after the sequences (a lone ESC too)."""
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]")
+"""C0 except tab, DEL, C1: what is left after the sequences (a lone ESC too); and
+Unicode's bidirectional controls (marks, embeddings, overrides, isolates), with which
+a name shows its characters in another order than they are (U+202E: "txt.exe")."""
 
 
 def clean(text: object) -> str:

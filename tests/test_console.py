@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -16,6 +19,8 @@ from testbed.console import (
     rows_table,
     text,
 )
+
+TESTBED = str(Path(__file__).resolve().parent.parent / ".venv/bin/testbed")
 
 
 @pytest.mark.parametrize("raw, shown", [
@@ -33,6 +38,39 @@ from testbed.console import (
 ])
 def test_clean_removes_every_control_sequence(raw, shown):
     assert clean(raw) == shown
+
+
+BIDI = "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+"""Unicode's bidirectional controls: marks, embeddings, overrides, isolates."""
+
+
+@pytest.mark.parametrize("control", BIDI)
+def test_clean_removes_bidirectional_controls(control):
+    # U+202E shows "exe.txt" for "txt.exe": a name that reads as another one
+    assert clean(f"rec{control}gpj.exe") == "recgpj.exe"
+
+
+def test_clean_keeps_right_to_left_text_itself():
+    assert clean("\u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627") == \
+        "\u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627"
+
+
+def test_recording_show_prints_no_bidirectional_control(tmp_path):
+    """The command line, as anyone runs it: a recording's name and URL reach the
+    terminal without the controls that reorder what it shows."""
+    from testbed.formats import recording
+
+    meta = {"name": "rec", "url": f"https://www.a.test/{BIDI}x", "recorded_at": "2026",
+            "loads": 1, "chromium_version": f"1{BIDI}"}
+    x = {"scheme": "https", "host": "www.a.test", "port": 443, "ip": "203.0.113.5",
+         "method": "GET", "target": "/", "request_headers": [["user-agent", "x"]],
+         "status": 200, "response_headers": [["content-type", "text/html"]]}
+    recording.write(tmp_path, meta, [(x, b"<html></html>")])
+    cp = subprocess.run([TESTBED, "recording", "show", tmp_path / "rec"], capture_output=True,
+                        text=True, check=False, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    assert cp.returncode == 0, cp.stderr
+    assert "https://www.a.test/x" in cp.stdout
+    assert not set(BIDI) & set(cp.stdout + cp.stderr)
 
 
 def test_clean_lines_keeps_line_breaks_only():

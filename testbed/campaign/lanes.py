@@ -74,8 +74,15 @@ class Measured(BaseModel):
     measured_at: str
 
 
+def cache_dir() -> Path:
+    """CACHE, checked as any folder root reads and writes (safefs.check_out_dir): what
+    it holds decides how many trials run at once, so InputError naming
+    TESTBED_LANES_DIR when another account could change it."""
+    return safefs.check_out_dir(CACHE, "TESTBED_LANES_DIR")
+
+
 def cache_path(profile: NetworkProfile) -> Path:
-    return CACHE / f"{profile.name}-{profile.digest[:16]}.json"
+    return cache_dir() / f"{profile.name}-{profile.digest[:16]}.json"
 
 
 def stored(profile: NetworkProfile) -> Measured | None:

