@@ -81,18 +81,19 @@ def _launched(monkeypatch, **kwargs) -> tuple[chromium.Chromium, list[str]]:
 
 
 def test_the_driver_keeps_chromiums_temporary_files_in_the_run_folder(monkeypatch):
-    """TMPDIR is a folder of the run's own (removed with it, and by the driver), given
-    to Chromium itself: Mahimahi's shells are setuid, so the C library drops TMPDIR
-    from the environment they pass on; it is set again inside them."""
+    """TMPDIR (and HOME) is a folder of the run's own (removed with it, and by the
+    driver), given to Chromium itself with umask 077: Mahimahi's shells are setuid, so
+    the C library drops TMPDIR from the environment they pass on; it is set again
+    inside them, just before Chromium."""
     need_root()
     for wrap in (["mm-delay", "5"], ["mm-link", "u", "d", "--"], []):
         browser, argv = _launched(monkeypatch, wrap=wrap)
         tmp = browser.tmp
         assert tmp.parent == runstate.current().dir and tmp != browser.profile
         start = argv.index("chromium")
-        if wrap:
-            shells = argv.index(wrap[0])
-            assert argv[shells:start] == [*wrap, "env", f"TMPDIR={tmp}"]
+        private = [*chromium.PRIVATE, f"TMPDIR={tmp}", f"HOME={tmp}",
+                   f"XDG_CACHE_HOME={tmp}", f"XDG_CONFIG_HOME={tmp}"]
+        assert argv[start - len(private) - len(wrap):start] == [*wrap, *private]
         assert ["--env", f"TMPDIR={tmp}"] == argv[argv.index("--env"):][:2]
         assert not tmp.exists() and not browser.profile.exists()  # removed: it did not start
 

@@ -95,6 +95,12 @@ def test_user_dir_gives_the_folder_and_its_subfolders_away(tmp_path, tb):
         assert (p.stat().st_uid, stat.S_IMODE(p.stat().st_mode)) == (tb.pw_uid, 0o750)
 
 
+def test_user_dir_is_the_testbed_user_s_alone_by_default(tmp_path, tb):
+    d = safefs.user_dir(tmp_path / "browsertime", "video")
+    for p in (d, d / "video"):
+        assert (p.stat().st_uid, stat.S_IMODE(p.stat().st_mode)) == (tb.pw_uid, 0o700)
+
+
 def test_user_dir_is_made_only_in_root_s_folders(tmp_path, tb):
     theirs = tmp_path / "theirs"
     theirs.mkdir()

@@ -41,8 +41,21 @@ def collect(o: Outcome, out: Path, keep_video: bool) -> dict[str, bytes | Path]:
         # out of the block's folder (removed next); into the trial's when stored
         staged = out / tf.TRIALS_DIR / f".video-{os.getpid()}-{time.monotonic_ns()}.mp4"
         shutil.move(str(o.video), staged)
+        _results_file(staged)
         files[tf.VIDEO] = staged
     return files
+
+
+def _results_file(path: Path) -> None:
+    """A file of the browser's, just moved into the results folder, made like the
+    trial's other files (this process's, 0644): while the trial ran it was the
+    testbed user's alone (0600)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fchown(fd, os.geteuid(), os.getegid())
+        os.fchmod(fd, 0o644)
+    finally:
+        os.close(fd)
 
 
 def discard(files: Mapping[str, bytes | Path]) -> None:

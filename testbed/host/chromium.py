@@ -63,28 +63,37 @@ def make_profile(prefix: str = "chromium-", parent: Path | None = None) -> Path:
 
 def temp_env(tmp: Path) -> dict[str, str]:
     """The environment that keeps Chromium's temporary files (its
-    `org.chromium.Chromium.*` and `scoped_dir*` folders) in `tmp`, a folder from
-    make_profile removed with the profile, instead of /tmp, where a Chromium that
-    is killed would leave them behind."""
-    return {"TMPDIR": str(tmp)}
+    `org.chromium.Chromium.*` and `scoped_dir*` folders) and what it keeps in its home
+    (crash reports, shader and font caches) in `tmp`, a folder of the testbed user's
+    alone (make_profile, or a block's tmp/) removed with the profile, instead of /tmp
+    and the testbed user's home, where other accounts could read them and a Chromium
+    that is killed would leave them behind."""
+    return {"TMPDIR": str(tmp), "HOME": str(tmp), "XDG_CACHE_HOME": str(tmp),
+            "XDG_CONFIG_HOME": str(tmp)}
 
 
 def launch_argv(profile: Path, tmp: Path, flags: Sequence[str] = (), *, netns: str | None,
                 wrap: Sequence[str] = (), binary: str = "chromium") -> list[str]:
     """The argv that starts Chromium (command(profile, flags)) as the testbed user in
-    netns, inside the shells `wrap`, its temporary files in `tmp` (temp_env). Mahimahi's
-    shells are setuid, so the C library drops TMPDIR from what they pass on: it is
-    set again inside them, just before Chromium."""
-    inner = command(profile, flags, binary)
-    if wrap:
-        inner = [*wrap, *temp_env_again(tmp), *inner]
+    netns, inside the shells `wrap`, its temporary files in `tmp` and its files its
+    user's alone (private_env)."""
+    inner = [*wrap, *private_env(tmp), *command(profile, flags, binary)]
     return enter.as_user(inner, netns=netns, env=temp_env(tmp))
 
 
-def temp_env_again(tmp: Path) -> list[str]:
-    """`env TMPDIR=tmp` to put before a command inside Mahimahi's shells: they are
-    setuid, so the C library drops TMPDIR from the environment they pass on."""
-    return ["env", *(f"{k}={v}" for k, v in temp_env(tmp).items())]
+PRIVATE = ("/bin/sh", "-c", 'umask 077 && exec env "$@"', "sh")
+"""A shell that sets umask 077 and execs `env NAME=VALUE... COMMAND...` (its arguments)."""
+
+
+def private_env(tmp: Path) -> list[str]:
+    """What to put just before a browser-side command (Chromium, or Browsertime with its
+    drivers, browser and Xvfb): temp_env(tmp) and umask 077, so that every file and
+    folder it makes (profiles, screen recordings, caches) is the testbed user's
+    alone. Inside Mahimahi's shells, not around them: they are setuid, so the C
+    library drops TMPDIR from the environment they pass on, and the logs they write
+    as root (mm-link's, which testbed.emulate.phasegate reads as the testbed user)
+    keep their modes."""
+    return [*PRIVATE, *(f"{k}={v}" for k, v in temp_env(tmp).items())]
 
 
 def command(profile: Path, flags: Sequence[str] = (), binary: str = "chromium") -> list[str]:

@@ -8,7 +8,7 @@ may write with a symlink at any moment. So root:
   only it can write (`root_dir`: 0755, or 0750 with group testbed); a file the
   testbed user must read gets group testbed and mode 0640 or 0644, never its
   ownership (`write_file`);
-- gives the testbed user folders of its own to write (`user_dir`) and
+- gives the testbed user folders of its own to write (`user_dir`, 0700) and
   afterwards writes into them only with `write_at`: relative to a folder fd
   opened with O_NOFOLLOW|O_DIRECTORY whose owner it checked (`open_dir`), a
   new file (O_CREAT|O_EXCL|O_NOFOLLOW) renamed into place;
@@ -124,10 +124,11 @@ def root_dir(path: Path, *, group: bool = False, exist_ok: bool = False) -> Path
     return path
 
 
-def user_dir(path: Path, *subdirs: str, mode: int = 0o755) -> Path:
+def user_dir(path: Path, *subdirs: str, mode: int = 0o700) -> Path:
     """A new folder the testbed user writes (made in one of root's folders and given
     away last, with `subdirs` made inside it first). Root never writes into it
-    afterwards except with write_at."""
+    afterwards except with write_at. The testbed user's alone by default (0700), so
+    what the browser, a server or the proxy writes there no other account reads."""
     path = Path(path)
     check_root_dir(path.parent)
     user()  # the user exists before anything is made

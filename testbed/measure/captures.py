@@ -19,7 +19,8 @@
   JSON-SEQ), qlog.tar.gz; h3server writes them into the servers' qlog folder
   (testbed.campaign.servers), the trial's are those its summary added.
 
-The browser writes its files as the testbed user into a folder of its own;
+The browser writes its files as the testbed user into a folder of its own
+(0700, in root's folder of the block's captures, 0750 group testbed);
 root reads them without following a link (testbed.host.safefs) and gzips them (the
 standard library's gzip: readable everywhere, no extra dependency). The
 folder is removed when the block ends.
@@ -66,7 +67,7 @@ class Captures:
 
     def __enter__(self) -> Self:
         if self.kinds:
-            safefs.root_dir(self.folder)
+            safefs.root_dir(self.folder, group=True)  # no other account's to enter
             if {"netlog", "keylog", "mozlog"} & set(self.kinds):
                 self.browser_dir = safefs.user_dir(self.folder / "browser")
         return self

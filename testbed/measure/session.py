@@ -25,12 +25,16 @@ Browsertime process, shells and X display stay up:
                  result); driver.after_load(k), visual metrics start on the
                  video in the background, while Browsertime stops the browser
 
-Files (see testbed.host.safefs): the block's folder is root's and holds what
-root writes (complete.js, browsertime.log opened by root, visual/ with the
-video links and visualmetrics logs); ctl/, browsertime/ (Browsertime's
-results) and tmp/ (its TMPDIR) are the testbed user's. Root writes into ctl/
-only with safefs.write_at and reads what the user wrote there and in
-browsertime/ without following a symlink.
+Files (see testbed.host.safefs): the block's folder is root's (0750, group
+testbed: no other account enters it) and holds what root writes (complete.js,
+browsertime.log opened by root, visual/ with the video links and visualmetrics
+logs); ctl/, browsertime/ (Browsertime's results, the screen recording) and
+tmp/ (TMPDIR and HOME of Browsertime, chromedriver, geckodriver, the browser
+and Xvfb: their profiles and caches) are the testbed user's alone (0700), and
+everything started in them runs with umask 077, so what the browser shows is
+no other account's to read while the trial runs. Root writes into ctl/ only
+with safefs.write_at and reads what the user wrote there and in browsertime/
+without following a symlink.
 
 An iteration that never reports done (navigation failed, browser crashed) is
 seen at the next launch or when Browsertime exits; a load that takes longer
@@ -165,8 +169,9 @@ class Session:
         self.out = self.workdir / "browsertime"
         self.log_path = self.workdir / "browsertime.log"
         self.tmp = self.workdir / "tmp"
-        """TMPDIR of Browsertime, chromedriver and Chromium (their profiles), removed
-        with the block: chromedriver leaves each browser's profile behind."""
+        """TMPDIR and HOME of Browsertime, its drivers, the browser and Xvfb (their
+        profiles, caches, Xauthority), removed with the block: chromedriver leaves
+        each browser's profile behind."""
         self.visual_dir = self.workdir / "visual"
         self.check_path = self.workdir / "complete.js"
         self._ctl_fd: int | None = None
@@ -178,14 +183,16 @@ class Session:
     # --- files ------------------------------------------------------------------
     def _prepare(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.workdir.chmod(0o755)
+        if os.geteuid() == 0:  # the testbed user passes through to its folders
+            paths.chown_to_user(self.workdir, group_only=True)
+        self.workdir.chmod(0o750)
         safefs.check_root_dir(self.workdir)
         safefs.root_dir(self.visual_dir)
         for d in (self.ctl, self.out, self.tmp):  # Browsertime (the testbed user) writes here
             if os.geteuid() == 0:
-                safefs.user_dir(d)
+                safefs.user_dir(d)  # 0700
             else:
-                d.mkdir(mode=0o755)
+                d.mkdir(mode=0o700)
         safefs.write_file(self.check_path, browsertime.complete_check(self.opts))
         if self.client == "firefox":
             safefs.write_file(self.workdir / "hosts", firefox.hosts_file(self.hosts))
@@ -209,7 +216,7 @@ class Session:
         bt = browsertime.argv(self.opts, self.url, self.out, self.check_path, self.client)
         x = [] if self.opts.headless else proc.python("-m", "testbed.measure.xvfb", "--",
                                                       interpreter=browsertime.PYTHON)
-        inner = [*chromium.temp_env_again(self.tmp), *x, *bt]
+        inner = [*chromium.private_env(self.tmp), *x, *bt]
         env = {**browsertime.env(self.ctl, self.opts), **self.env}
         return enter.as_user([*self.wrap, *inner], netns=self.netns, env=env,
                              cwd=str(self.tmp), binds=self.binds())
