@@ -9,12 +9,14 @@ writes: nginx.conf, leaf.key, the servers' logs, summary.json...). Half point
 at a root-only canary file (mode 0600, known content) outside the testbed's
 folders, half at a name next to it that does not exist. Afterwards the canary
 has the same content, mode and mtime, nothing else appeared in its folder,
-and no replay ended with a traceback.
+no replay ended with a traceback, and every replay that stopped stopped for a
+symlink (RACE_REFUSAL).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +29,13 @@ from testbed.host.runstate import STATE_ROOT, USER
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TESTBED = str(ROOT / ".venv/bin/testbed")
+RACE_REFUSAL = re.compile(
+    r"testbed: error: (\S+: a symlink or not (a regular file|a folder)"
+    r"|\S+: not a regular file|\S+: not opened as a folder"
+    r"|replay server \S+ \((tcp|quic) stack\) exited with status)")
+"""What a replay raced by the testbed user may end with (exit 1): root refusing a
+symlink where its file or folder should be, or a replay server, which runs as that
+user, dying on one. Anything else (a crash, a missing part) fails the test."""
 REPLAYS = 10  # five per stack; each is raced from its start (about 16 s a replay on 2 cores)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
@@ -118,6 +127,9 @@ def test_no_replay_writes_through_the_testbed_user_s_symlinks(tmp_path):
             codes.append(cp.returncode)
             if cp.returncode:
                 reasons.append(cp.stderr.strip().splitlines()[-1][:160])
+                # refused for the race, and only for it: root met a symlink where its
+                # file should be, or a server (the testbed user's own) died on one
+                assert RACE_REFUSAL.search(cp.stderr), cp.stderr[-2000:]
             assert attacker.poll() is None, attacker.stderr.read()
     finally:
         subprocess.run(["runuser", "-u", USER, "--", "touch", str(stop)], check=False)
