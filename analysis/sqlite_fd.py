@@ -18,7 +18,7 @@ no value may be longer than MAX_VALUE, no statement attach another file, and a
 connection stops after its step budget of SQLite's machine (steps(): MIN_STEPS,
 or STEPS_PER_BYTE per byte of the file and its log, whichever is more). A signal's
 handler that raises (Ctrl-C; the command line's SIGTERM) stops the query at once
-and its exception is raised, not turned into SQLite's "interrupted". Every other
+and KeyboardInterrupt is raised, not SQLite's "interrupted" as an error. Every other
 problem is one ResultsError naming the file.
 """
 
