@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -57,13 +58,20 @@ def test_samples_must_be_ordered_and_two_or_more():
 
 
 def test_the_sampler_sees_a_busy_loop():
+    c0 = time.process_time()
     with C.Sampler(every=0.01) as sampler:
         t0 = time.monotonic()
         while time.monotonic() - t0 < 0.3:
             pass
         t1 = time.monotonic()
     b = sampler.samples().budget(t0, t1, [])
-    # this thread kept one core busy; ticks are 10 ms, so allow for rounding
-    assert b.cpu_out >= 0.15
+    own = time.process_time() - c0
+    # The whole machine was busy at least for this process's own CPU time (one core
+    # kept busy) and at most every core the whole time; ticks are 10 ms and the
+    # samples every 10 ms, so allow for rounding. A busy machine cannot pass a sampler
+    # that misreads /proc/stat's units (the upper bound), an idle one cannot pass one
+    # that reads nothing (the lower).
+    slack = 4 * C.TICK + 2 * sampler.every
+    assert own - slack <= b.cpu_out <= os.cpu_count() * (t1 - t0) + slack, (own, b.cpu_out)
     assert b.wall_out == pytest.approx(t1 - t0)
     assert len(sampler.points) >= 3
