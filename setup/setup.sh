@@ -86,6 +86,13 @@ step_user() {
         log "user: creating system user $TESTBED_USER"
         useradd --system --home-dir /var/lib/testbed --create-home --shell /usr/sbin/nologin "$TESTBED_USER"
     fi
+    # Its home is its own alone (useradd makes it 0755): nothing a browser ever left
+    # there is another account's to read.
+    local home; home=$(getent passwd "$TESTBED_USER" | cut -d: -f6)
+    if [ -d "$home" ] && [ "$(stat -c %a "$home")" != 700 ]; then
+        log "user: $home made $TESTBED_USER's alone (0700)"
+        chmod 0700 "$home"
+    fi
     # The user runs code and tools from this checkout: every parent must be traversable.
     if ! runuser -u "$TESTBED_USER" -- test -r "$ROOT/setup/setup.sh"; then
         die "user $TESTBED_USER cannot read $ROOT; clone the testbed somewhere world-readable (e.g. /opt or /srv), not under /root"
