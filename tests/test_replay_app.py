@@ -147,11 +147,24 @@ def test_raw_non_ascii_target_is_matched_as_utf8(tmp_path):
     assert call(app, raw, host="u.test")[2] == b"utf8"
 
 
-def test_from_environ_loads_the_named_recording(recording, tmp_path):
-    app = app_mod.from_environ({"TESTBED_REPLAY_RECORDING": str(recording.path),
+def test_from_environ_loads_the_recording_in_the_inherited_folder(recording, tmp_path):
+    """Read from the descriptor, not the path: the folder moved away and another put
+    in its place, the descriptor's recording is still the one served."""
+    import os
+    import shutil
+
+    copy = tmp_path / "rec"
+    shutil.copytree(recording.path, copy)
+    fd = os.open(copy, os.O_RDONLY | os.O_DIRECTORY)
+    copy.rename(tmp_path / "moved")
+    copy.mkdir()
+    app = app_mod.from_environ({"TESTBED_REPLAY_RECORDING_FD": str(fd),
+                                "TESTBED_REPLAY_RECORDING": str(copy),
                                 "TESTBED_REPLAY_SUMMARY": str(tmp_path / "s.json")})
     assert len(app.responses) == len(recording.exchanges)
     assert (tmp_path / "s.json").exists()
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed once the bodies are in memory
 
 
 def test_summary_written_in_the_background(tmp_path):

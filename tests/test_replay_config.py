@@ -84,13 +84,13 @@ def test_nginx_accepts_the_config(recording, tmp_path):
 
 
 def test_uwsgi_argv_runs_one_process_from_the_venv(tmp_path):
-    argv = nginx.uwsgi_argv(socket=tmp_path / "s", recording=tmp_path / "r",
-                            summary=tmp_path / "sum", venv=Path("/v"))
+    argv = nginx.uwsgi_argv(socket=tmp_path / "s", venv=Path("/v"))
     assert argv[argv.index("--processes") + 1] == "1"
     assert argv[argv.index("--home") + 1] == "/v"
     assert "testbed.replay.wsgi:application" in argv
-    assert f"TESTBED_REPLAY_RECORDING={tmp_path}/r" in argv
     assert "--die-on-term" in argv and "--need-app" in argv
+    with pytest.raises(ValueError, match="expand"):
+        nginx.uwsgi_argv(socket=tmp_path / "$(HOME)" / "s")
 
 
 def test_nginx_argv_keeps_nginx_in_the_run_folder(tmp_path):

@@ -4,14 +4,20 @@
 //! validated against the schema, then every referenced body must be a
 //! regular file in bodies/ (neither bodies/ nor the body followed if a
 //! symbolic link), have the recorded size and hash to its name (SHA-256).
+//! A body is at most 256 MiB and the bodies 1 GiB in all (`limits`, the
+//! schema's maxima), checked on the files before a byte is read.
 //! Errors name the file and the key. The testbed's Python loader checks a
 //! recording (and more rules) before it starts this server; these checks
 //! keep the server safe when it is started by hand.
 
 use std::collections::HashMap;
+use std::ffi::CString;
 use std::fmt;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
@@ -78,20 +84,62 @@ impl Recording {
     }
 }
 
+/// The largest manifest.json read, bytes (as the Python loader).
+pub const MAX_MANIFEST_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The schema, parsed once.
+fn schema() -> &'static serde_json::Value {
+    static SCHEMA_VALUE: OnceLock<serde_json::Value> = OnceLock::new();
+    SCHEMA_VALUE
+        .get_or_init(|| serde_json::from_str(SCHEMA).expect("embedded schema is valid JSON"))
+}
+
+/// The largest body a recording may hold and the largest sum of its bodies, in
+/// bytes: the schema's maxima of `body_size` and `bytes`, the one definition of
+/// both (the Python loader reads the same). Checked on the files themselves too,
+/// before a byte of a body is read: a manifest may state less than its files hold.
+pub fn limits() -> (u64, u64) {
+    let max = |pointer: &str| {
+        schema()
+            .pointer(pointer)
+            .and_then(serde_json::Value::as_u64)
+            .expect("the schema states the limit")
+    };
+    (
+        max("/properties/exchanges/items/properties/body_size/maximum"),
+        max("/properties/bytes/maximum"),
+    )
+}
+
 /// Load, validate and read every body of the recording in `dir`.
+///
+/// The folder is opened once and every file of it is opened relative to that
+/// descriptor, none followed if a symbolic link: `dir` may be `/proc/self/fd/N`,
+/// a folder the testbed opened and checked and passed down, and what is read is
+/// that folder whatever its path leads to meanwhile.
 pub fn load(dir: &Path) -> Result<Recording, LoadError> {
     let manifest_path = dir.join("manifest.json");
     let m = manifest_path.display();
-    let text = std::fs::read_to_string(&manifest_path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => LoadError(format!("{m}: missing (not a recording folder)")),
-        _ => LoadError(format!("{m}: cannot read: {e}")),
-    })?;
+    let top = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| {
+            LoadError(format!(
+                "{}: cannot open the recording folder: {e}",
+                dir.display()
+            ))
+        })?;
+    let text = read_manifest(&top).map_err(|why| LoadError(format!("{m}: {why}")))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| LoadError(format!("{m}: not valid JSON: {e}")))?;
     validate(&value).map_err(|(key, msg)| LoadError(format!("{m}: key {key}: {msg}")))?;
     let manifest: Manifest =
         serde_json::from_value(value).map_err(|e| LoadError(format!("{m}: {e}")))?;
 
+    let (max_body, max_total) = limits();
+    let mut bodies_dir: Option<File> = None;
+    let mut total: u64 = 0;
     let mut bodies: HashMap<String, Arc<[u8]>> = HashMap::new();
     let empty: Arc<[u8]> = Arc::from(Vec::new());
     let mut exchanges = Vec::with_capacity(manifest.exchanges.len());
@@ -102,16 +150,39 @@ pub fn load(dir: &Path) -> Result<Recording, LoadError> {
                 Some(b) => b.clone(),
                 None => {
                     let key = format!("{m}: key exchanges/{i}/body: bodies/{sha}");
-                    let data =
-                        read_body(dir, sha).map_err(|why| LoadError(format!("{key} {why}")))?;
-                    if let Some(size) = x.body_size {
-                        if size != data.len() as u64 {
+                    let folder = match &bodies_dir {
+                        Some(f) => f,
+                        None => bodies_dir.insert(
+                            open_bodies(&top, dir)
+                                .map_err(|why| LoadError(format!("{key} {why}")))?,
+                        ),
+                    };
+                    let mut file = open_regular(folder, sha)
+                        .map_err(|why| LoadError(format!("{key} {why}")))?;
+                    let size = file
+                        .metadata()
+                        .map_err(|e| LoadError(format!("{key} cannot be read: {e}")))?
+                        .len();
+                    if size > max_body {
+                        return Err(LoadError(format!(
+                            "{key} has {size} bytes, expected at most {max_body} (the largest body a recording may hold)"
+                        )));
+                    }
+                    if let Some(stated) = x.body_size {
+                        if stated != size {
                             return Err(LoadError(format!(
-                                "{m}: key exchanges/{i}/body_size: {size}, but bodies/{sha} has {} bytes",
-                                data.len()
+                                "{m}: key exchanges/{i}/body_size: {stated}, but bodies/{sha} has {size} bytes"
                             )));
                         }
                     }
+                    total += size;
+                    if total > max_total {
+                        return Err(LoadError(format!(
+                            "{key} brings the bodies to {total} bytes, expected at most {max_total} in all"
+                        )));
+                    }
+                    let data = read_exactly(&mut file, size)
+                        .map_err(|why| LoadError(format!("{key} {why}")))?;
                     if hex(&boring::sha::sha256(&data)) != *sha {
                         return Err(LoadError(format!(
                             "{key} does not hash to its name (expected the SHA-256 of its bytes)"
@@ -154,38 +225,100 @@ pub fn load(dir: &Path) -> Result<Recording, LoadError> {
     })
 }
 
-/// A body's bytes: bodies/ and the file itself must not be symbolic links, the
-/// file must be regular (a FIFO is not waited on). Err: why not, after "bodies/SHA".
-fn read_body(dir: &Path, sha: &str) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-
-    let bodies = dir.join("bodies");
-    match std::fs::symlink_metadata(&bodies) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            return Err("is in a bodies/ that is a symbolic link, expected a folder".into())
-        }
-        _ => {}
+/// `name` in the folder `dir`, opened without following a symbolic link (and
+/// without waiting on a FIFO: O_NONBLOCK, for files).
+fn open_at(dir: &File, name: &str, flags: libc::c_int) -> std::io::Result<File> {
+    let name = CString::new(name).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    // SAFETY: a descriptor this function's caller keeps open and a NUL-terminated
+    // name; a descriptor returned is owned by the File made of it, and by nothing else.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags | libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(bodies.join(sha))
-        .map_err(|e| match (e.kind(), e.raw_os_error()) {
+    // SAFETY: fd was just opened and nothing else owns it.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// A regular file `name` in `dir` (not a symbolic link, FIFO or device). Err: why
+/// not, as the end of a sentence naming the file.
+fn open_regular(dir: &File, name: &str) -> Result<File, String> {
+    let file =
+        open_at(dir, name, libc::O_NONBLOCK).map_err(|e| match (e.kind(), e.raw_os_error()) {
             (std::io::ErrorKind::NotFound, _) => "is missing".to_string(),
             (_, Some(libc::ELOOP)) => "is a symbolic link, expected a regular file".to_string(),
             _ => format!("cannot be read: {e}"),
         })?;
-    let meta = file
+    let kind = file
         .metadata()
-        .map_err(|e| format!("cannot be read: {e}"))?;
-    let kind = meta.file_type();
+        .map_err(|e| format!("cannot be read: {e}"))?
+        .file_type();
     if !kind.is_file() || kind.is_fifo() {
         return Err("is not a regular file".into());
     }
-    let mut data = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut data)
+    Ok(file)
+}
+
+/// manifest.json in the folder `top`, at most MAX_MANIFEST_BYTES of UTF-8 text.
+fn read_manifest(top: &File) -> Result<String, String> {
+    use std::io::Read;
+
+    let file = open_regular(top, "manifest.json").map_err(|why| match why.as_str() {
+        "is missing" => "missing (not a recording folder)".to_string(),
+        _ => format!("the manifest {why}"),
+    })?;
+    let size = file
+        .metadata()
+        .map_err(|e| format!("cannot read: {e}"))?
+        .len();
+    if size > MAX_MANIFEST_BYTES {
+        return Err(format!(
+            "{size} bytes, expected at most {MAX_MANIFEST_BYTES}"
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_MANIFEST_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    Ok(text)
+}
+
+/// bodies/ in the folder `top` (`dir`), not followed if a symbolic link.
+fn open_bodies(top: &File, dir: &Path) -> Result<File, String> {
+    open_at(top, "bodies", libc::O_DIRECTORY).map_err(|e| {
+        let link = std::fs::symlink_metadata(dir.join("bodies"))
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false);
+        if link {
+            "is in a bodies/ that is a symbolic link, expected a folder".to_string()
+        } else if e.kind() == std::io::ErrorKind::NotFound {
+            "is missing".to_string()
+        } else {
+            format!("is in a bodies/ that cannot be opened: {e}")
+        }
+    })
+}
+
+/// Exactly `size` bytes of `file` (its size when checked), in one allocation of
+/// that size; Err if it holds another number by now.
+fn read_exactly(file: &mut File, size: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+
+    let mut data = Vec::with_capacity(size as usize);
+    file.take(size + 1)
+        .read_to_end(&mut data)
         .map_err(|e| format!("cannot be read: {e}"))?;
+    if data.len() as u64 != size {
+        return Err(format!(
+            "changed while read ({size} bytes, then {})",
+            data.len()
+        ));
+    }
     Ok(data)
 }
 
@@ -196,9 +329,7 @@ fn hex(bytes: &[u8]) -> String {
 /// Validate a manifest against the schema: Err((key, message)) for the first
 /// violation, the key as a slash-separated path like the Python loader's.
 pub fn validate(manifest: &serde_json::Value) -> Result<(), (String, String)> {
-    let schema: serde_json::Value =
-        serde_json::from_str(SCHEMA).expect("embedded schema is valid JSON");
-    let validator = jsonschema::validator_for(&schema).expect("embedded schema compiles");
+    let validator = jsonschema::validator_for(schema()).expect("embedded schema compiles");
     match validator.validate(manifest) {
         Ok(()) => Ok(()),
         Err(e) => {
@@ -212,7 +343,13 @@ pub fn validate(manifest: &serde_json::Value) -> Result<(), (String, String)> {
             } else {
                 path
             };
-            Err((key, e.to_string()))
+            let msg = match e.kind() {
+                jsonschema::error::ValidationErrorKind::Maximum { limit } => {
+                    format!("expected at most {limit}, got {}", e.instance())
+                }
+                _ => e.to_string(),
+            };
+            Err((key, msg))
         }
     }
 }
@@ -378,6 +515,62 @@ mod tests {
                 "DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} is not a regular file"
             )
         );
+    }
+
+    #[test]
+    fn limits_are_the_schemas() {
+        assert_eq!(limits(), (256 << 20, 1 << 30));
+        let mut m = manifest();
+        m["exchanges"][0]["body_size"] = json!((256 << 20) + 1);
+        let (key, msg) = validate(&m).unwrap_err();
+        assert_eq!(key, "exchanges/0/body_size");
+        assert!(msg.starts_with("expected at most 268435456, got "), "{msg}");
+    }
+
+    #[test]
+    fn body_file_above_the_limit_is_refused_before_it_is_read() {
+        // A sparse file: the manifest says 5 bytes, the file holds 300 MiB.
+        let e = body_error_after("huge", Some(b"hello"), |d| {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(d.join("bodies").join(HELLO))
+                .unwrap();
+            f.set_len(300 << 20).unwrap();
+        });
+        assert_eq!(
+            e,
+            format!(
+                "DIR/manifest.json: key exchanges/0/body: bodies/{HELLO} has 314572800 bytes, expected at most 268435456 (the largest body a recording may hold)"
+            )
+        );
+    }
+
+    #[test]
+    fn symlinked_manifest_is_not_followed() {
+        let d = tmp("manifest-link");
+        write(&d, &manifest(), Some(b"hello"));
+        std::fs::rename(d.join("manifest.json"), d.join("real.json")).unwrap();
+        std::os::unix::fs::symlink(d.join("real.json"), d.join("manifest.json")).unwrap();
+        let e = load(&d).unwrap_err().0;
+        std::fs::remove_dir_all(&d).unwrap();
+        assert!(
+            e.ends_with("manifest.json: the manifest is a symbolic link, expected a regular file"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_open_folder_is_read_through_proc_self_fd() {
+        let d = tmp("by-fd");
+        write(&d, &manifest(), Some(b"hello"));
+        let folder = File::open(&d).unwrap();
+        let moved = d.with_extension("moved");
+        std::fs::rename(&d, &moved).unwrap();
+        std::fs::create_dir_all(&d).unwrap(); // another folder in its place
+        let r = load(Path::new(&format!("/proc/self/fd/{}", folder.as_raw_fd()))).unwrap();
+        assert_eq!(&*r.exchanges[0].body, b"hello");
+        std::fs::remove_dir_all(&d).unwrap();
+        std::fs::remove_dir_all(&moved).unwrap();
     }
 
     #[test]

@@ -16,7 +16,9 @@ that descriptor, so a folder put in its place after it was found (a symbolic
 link to another, another folder) is never read from; a symbolic link as the
 folder's own last step is followed only in a folder that only root or you can
 change (as testbed.formats.recording_search follows one). `Recording.body` opens and
-checks a body the same way again.
+checks a body the same way again. Bodies are at most 256 MiB each and 1 GiB in all
+(the schema's `body_size` and `bytes`): both replay servers hold them in memory, and
+a body's file size is checked before a byte of it is read.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -110,12 +112,15 @@ class Recording:
     def body_path(self, sha: str) -> Path:
         return self.path / "bodies" / sha
 
-    def body(self, exchange: Exchange) -> bytes:
-        """The body's bytes, checked again as on load (regular file, size, hash)."""
+    def body(self, exchange: Exchange, folder: int | None = None) -> bytes:
+        """The body's bytes, checked again as on load (regular file, size, hash); read
+        from `folder`, the recording folder's descriptor, if given (see `load_folder`)."""
         if exchange.body is None:
             return b""
         i = next(i for i, x in enumerate(self.exchanges) if x.body == exchange.body)
-        with _folder(self.path) as top, _bodies_dir(top, self.path) as bodies:
+        with ExitStack() as exits:
+            top = exits.enter_context(open_folder(self.path)) if folder is None else folder
+            bodies = exits.enter_context(_bodies_dir(top, self.path))
             return _read_body(bodies, self.path / "manifest.json", i, exchange, keep=True)
 
 
@@ -152,8 +157,15 @@ def load(name_or_path: str | os.PathLike[str], base: Path | None = None) -> Reco
     A name is looked up in the search path, a relative path against `base` (default:
     the current folder)."""
     root = resolve(name_or_path, base)
-    with _folder(root) as top:
+    with open_folder(root) as top:
         return _load(root, top)
+
+
+def load_folder(fd: int, shown: Path) -> Recording:
+    """Load and check the recording in the open folder `fd` (as `load` checks one): every
+    file is read relative to it, none by path. A replay server gets the descriptor root
+    opened and checked (testbed.replay.env); `shown` is its path, for messages only."""
+    return _load(shown, fd)
 
 
 def _load(root: Path, top: int) -> Recording:
@@ -198,8 +210,9 @@ def _load(root: Path, top: int) -> Recording:
 
 
 @contextmanager
-def _folder(root: Path) -> Iterator[int]:
-    """A descriptor of the recording folder, opened once (see the module's note)."""
+def open_folder(root: Path) -> Iterator[int]:
+    """A descriptor of the recording folder, opened once (see the module's note); closed
+    when the block ends."""
     try:
         try:
             fd = safefs.open_folder(root)
@@ -255,7 +268,8 @@ def _read_manifest(top: int, manifest: Path) -> dict[str, Any]:
 def _schema_message(e: jsonschema.ValidationError) -> str:
     where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
     rule = e.schema  # a pattern's rule is an object; its instance, a string
-    if e.validator == "pattern" and isinstance(rule, Mapping) and "description" in rule:
+    if e.validator in ("pattern", "maximum") and isinstance(rule, Mapping) \
+            and "description" in rule:
         return (f"key {where}: expected {rule['description']}, "
                 f"got {recording_rules.short(str(e.instance))}")
     return f"key {where}: {_one_line(e.message)}"
@@ -317,16 +331,18 @@ def _read_body(bodies_fd: int, manifest: Path, i: int, x: Exchange, keep: bool) 
         actual = os.fstat(f.fileno()).st_size
         if actual != x.body_size:
             raise InputError(f"{key}_size: {x.body_size}, but bodies/{x.body} has {actual} bytes")
-        h, chunks, got = hashlib.sha256(), [], 0
-        while got <= x.body_size and (chunk := f.read(1 << 20)):
+        h, data, got = hashlib.sha256(), b"", 0
+        if keep:  # one buffer of the body's size (at most the schema's maximum)
+            data = f.read(x.body_size + 1)
+            got = len(data)
+            h.update(data)
+        while not keep and got <= x.body_size and (chunk := f.read(1 << 20)):
             got += len(chunk)
             h.update(chunk)
-            if keep:
-                chunks.append(chunk)
     if got != x.body_size or h.hexdigest() != x.body:
         raise InputError(f"{key}: bodies/{x.body} does not hash to its name "
                          "(expected the SHA-256 of its bytes)")
-    return b"".join(chunks)
+    return data
 
 
 def _check_bodies(top: int, root: Path, exchanges: tuple[Exchange, ...]) -> None:

@@ -21,6 +21,9 @@ the schema (schemas/recording.schema.json):
 - responses as the recorder normalises them (testbed.record.normalise): no
   transfer-encoding, alt-svc or alternate-protocol, and content-length, if
   there, once and equal to the body's size (where HTTP gives a length);
+- no response header a replay server takes as a directive (SERVER_DIRECTIVES):
+  nginx acts on `x-accel-*` from its upstream (a rate, a redirect, buffering)
+  and h3server passes them through, so one would steer the TCP stack alone;
 - no body where HTTP has none: 1xx, 204, 304 and responses to HEAD;
 - each request (scheme, host, port, method, target) once: a replay serves one
   response per request, so a second one (a copy, or another response) is
@@ -54,6 +57,11 @@ BODILESS_STATUSES = "1xx, 204 and 304"
 REMOVED_HEADERS = frozenset({"transfer-encoding", "alt-svc", "alternate-protocol"})
 """Response headers a recording never holds: the body is stored de-chunked, and a
 replayed page must not be told to switch protocol."""
+SERVER_DIRECTIVES = ("x-accel-",)
+"""Prefixes of response headers nginx obeys from uWSGI (X-Accel-Redirect, -Expires,
+-Limit-Rate, -Buffering, -Charset and any later one). The others uwsgi_ignore_headers
+names (Expires, Cache-Control, Set-Cookie, Vary) steer only a cache, which the replay
+has none of, so they are served as recorded; nginx.conf.j2 ignores X-Accel-* too."""
 DEFAULT_LISTENERS = (("https", 443), ("http", 80))
 """Every replay listens on these ports of every recorded IP (testbed.replay.nginx)."""
 
@@ -201,6 +209,9 @@ def _check_response_headers(i: int, x: dict[str, Any]) -> None:
             raise RuleError(f"{key}/{j}/0", f"{name}: expected no "
                                             f"{', '.join(sorted(REMOVED_HEADERS))} (a "
                                             "recording stores responses without them)")
+        if name.startswith(SERVER_DIRECTIVES):
+            raise RuleError(f"{key}/{j}/0", f"{name}: expected no x-accel-* header (nginx "
+                                            "would obey it on the TCP stack alone)")
         if name != "content-length":
             continue
         if seen_length:

@@ -2,7 +2,8 @@
 
 Pure functions over header lists: no transfer-encoding (the body is stored
 de-chunked), no alt-svc or alternate-protocol (a replayed page must not be
-told to switch protocol), content-length equal to the stored body's size;
+told to switch protocol), no x-accel-* (nginx would obey it on the TCP stack
+alone: recording_rules.SERVER_DIRECTIVES), content-length equal to the stored body's size;
 every other header kept in order, names lower-case.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from testbed.formats.recording_rules import REMOVED_HEADERS as DROPPED  # the one list
+from testbed.formats.recording_rules import SERVER_DIRECTIVES
 
 Header = tuple[str, str]
 
@@ -27,7 +29,7 @@ def response_headers(headers: Iterable[Iterable[str]], body_size: int,
     length_at = None
     for name, value in headers:
         name = name.lower()
-        if name in DROPPED:
+        if name in DROPPED or name.startswith(SERVER_DIRECTIVES):
             continue
         if name == "content-length":
             if length_at is None:

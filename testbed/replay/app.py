@@ -4,8 +4,8 @@ nginx terminates TLS 1.3 / HTTP/2 and passes each request over the uwsgi
 protocol with the original scheme (UWSGI_SCHEME), host (TESTBED_HOST),
 connection serial (TESTBED_CONNECTION) and the connection's TLS facts: resumed
 (TESTBED_TLS_RESUMED), early data (TESTBED_EARLY_DATA), server name
-(TESTBED_TLS_NAME). The app loads the whole recording
-when it starts, matches with testbed.replay.matching (Mahimahi's rule), and
+(TESTBED_TLS_NAME). The app loads the whole recording when it starts, from the
+folder descriptor root checked (`from_environ`), matches with testbed.replay.matching (Mahimahi's rule), and
 answers with the recorded status, headers and body: hop-by-hop headers
 dropped, content-length set to the body's size. No match: 404, counted as a
 miss in the summary (testbed.replay.server_summary).
@@ -14,7 +14,7 @@ miss in the summary (testbed.replay.server_summary).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
@@ -60,13 +60,15 @@ class ReplayApp:
     """WSGI callable serving `recording` from memory."""
 
     def __init__(self, recording: rec.Recording, summary_path: Path | None = None, *,
-                 summary_in_background: bool = False):
+                 summary_in_background: bool = False, folder: int | None = None):
+        """folder: the recording folder's descriptor to read the bodies from (default:
+        opened by its path)."""
         self.recording = recording
         self.matcher = Matcher(recording.exchanges)
         bodies: dict[str | None, bytes] = {None: b""}
         for x in recording.exchanges:
             if x.body not in bodies:
-                bodies[x.body] = recording.body(x)
+                bodies[x.body] = recording.body(x, folder)
         self.responses = [prepare(x, bodies[x.body]) for x in recording.exchanges]
         self.summary = Summary(summary_path, "uwsgi", testbed.__version__,
                                in_background=summary_in_background)
@@ -118,8 +120,23 @@ def _target_from(environ: dict) -> str:
     return f"{path}?{qs}" if qs else path
 
 
-def from_environ(env=os.environ) -> ReplayApp:
-    """The app uWSGI loads: TESTBED_REPLAY_RECORDING and TESTBED_REPLAY_SUMMARY name the
-    recording folder and the summary file, written off the response path."""
-    return ReplayApp(rec.load(env["TESTBED_REPLAY_RECORDING"]),
-                     Path(env["TESTBED_REPLAY_SUMMARY"]), summary_in_background=True)
+RECORDING_FD = "TESTBED_REPLAY_RECORDING_FD"
+RECORDING = "TESTBED_REPLAY_RECORDING"
+SUMMARY = "TESTBED_REPLAY_SUMMARY"
+"""The app's environment (testbed.replay.env sets it; never uWSGI's command line, which
+would expand `$(VAR)` and `@(file)` in a path): the descriptor of the recording folder
+root opened and checked, inherited; that folder's path, for messages only; the summary
+file."""
+
+
+def from_environ(env: Mapping[str, str] = os.environ) -> ReplayApp:
+    """The app uWSGI loads: the recording in the inherited folder descriptor (every file
+    read relative to it, so what is served is the folder root checked, whatever its
+    path now leads to), the summary written off the response path."""
+    fd = int(env[RECORDING_FD])
+    try:
+        recording = rec.load_folder(fd, Path(env[RECORDING]))
+        return ReplayApp(recording, Path(env[SUMMARY]), summary_in_background=True,
+                         folder=fd)
+    finally:
+        os.close(fd)

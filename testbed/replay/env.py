@@ -17,7 +17,9 @@ testbed) and holds what root writes: nginx.conf, the leaf certificate (key
 0640, group testbed) and the servers' logs (opened by root, written through
 the inherited descriptor). The servers write only in its `var/` subfolder
 (the testbed user's): nginx's pid, error log and temp paths, uWSGI's socket
-and the summary, which root reads without following a symlink. On exit (also on an exception or Ctrl-C) the servers are stopped
+and the summary, which root reads without following a symlink. The servers read
+the recording from a descriptor of its folder that root opened and checked
+again, inherited (`/proc/self/fd/N` for h3server), never from its path. On exit (also on an exception or Ctrl-C) the servers are stopped
 and the topology, if this object made it, removed; a failing teardown is
 reported without hiding the error that ended the block.
 """
@@ -42,7 +44,7 @@ from testbed.host.chromium import STACK_FLAGS
 from testbed.host.paths import QUIC_SERVERS, chown_to_user
 from testbed.host.runstate import USER, current
 from testbed.host.topology import ReplayTopology
-from testbed.replay import certs, nginx, server_summary
+from testbed.replay import app, certs, nginx, server_summary
 from testbed.replay.matching import normalise_host
 
 log = logging.getLogger(__name__)
@@ -282,14 +284,25 @@ class ReplayEnv:
             log.warning("replay files (server logs) kept in %s until the run ends", self.dir)
 
     def _server(self, exits: ExitStack, name: str, argv: list[str],
-                env: dict[str, str] | None = None) -> None:
+                env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> None:
         assert self.dir is not None  # made on entry
         bg = proc.Background(enter.as_user(argv, netns=self.server_netns, env=env,
                                            cwd=str(self.var)),
-                             log=self.dir / f"{name}.log")
+                             log=self.dir / f"{name}.log", pass_fds=pass_fds)
         exits.enter_context(bg)
         self.servers[name] = bg
         exits.callback(self.servers.pop, name, None)
+
+    def _checked_folder(self, exits: ExitStack) -> int:
+        """The recording folder, opened once and checked again through that descriptor,
+        which the servers inherit and read from (never the path, which its owner may
+        point elsewhere meanwhile): InputError if it no longer holds what was loaded."""
+        path = self.recording.path
+        fd = exits.enter_context(rec.open_folder(path))
+        if rec.load_folder(fd, path).content_sha256 != self.recording.content_sha256:
+            raise InputError(f"{path / 'manifest.json'}: changed since it was loaded "
+                             "(expected the recording as checked)")
+        return fd
 
     def _start_tcp(self, exits: ExitStack) -> None:
         assert self.dir is not None and self.var is not None and self.leaf is not None  # entered
@@ -300,13 +313,16 @@ class ReplayEnv:
             largest_body=max((x.body_size for x in self.recording.exchanges), default=0),
             session_tickets=self.session_tickets, early_data=self.early_data)
         conf_path = safefs.write_file(self.dir / "nginx.conf", nginx.render(conf))
-        self._server(exits, "uwsgi", nginx.uwsgi_argv(
-            socket=sock, recording=self.recording.path, summary=self.summary_path))
+        fd = self._checked_folder(exits)
+        self._server(exits, "uwsgi", nginx.uwsgi_argv(socket=sock),
+                     env={app.RECORDING_FD: str(fd), app.RECORDING: str(self.recording.path),
+                          app.SUMMARY: str(self.summary_path)}, pass_fds=(fd,))
         self._server(exits, "nginx", nginx.nginx_argv(self.var, conf_path), env=self.nginx_env)
 
     def _start_quic(self, exits: ExitStack) -> None:
         assert self.leaf is not None  # made on entry
-        argv = [str(QUIC_SERVERS[self.quic_server]), "--recording", str(self.recording.path)]
+        fd = self._checked_folder(exits)
+        argv = [str(QUIC_SERVERS[self.quic_server]), "--recording", f"/proc/self/fd/{fd}"]
         for lst in self.listens:
             argv += ["--listen", f"{lst.ip}:{lst.port}"]
         argv += ["--cert", str(self.leaf.chain_path), "--key", str(self.leaf.key_path),
@@ -314,7 +330,7 @@ class ReplayEnv:
         # Root's RUST_LOG only: an SSLKEYLOGFILE of root's would have the server append
         # every session's secrets there (a trial's keys: testbed.measure.captures).
         env = {"RUST_LOG": os.environ["RUST_LOG"]} if "RUST_LOG" in os.environ else {}
-        self._server(exits, self.quic_server, argv, env=env)
+        self._server(exits, self.quic_server, argv, env=env, pass_fds=(fd,))
 
     def _probe_targets(self) -> list[str]:
         sni: dict[str, str] = {}

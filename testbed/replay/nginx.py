@@ -96,18 +96,24 @@ def nginx_argv(prefix: Path, conf_path: Path) -> list[str]:
             str(Path(prefix) / "nginx-error.log"), "-g", "daemon off;"]
 
 
-def uwsgi_argv(*, socket: Path, recording: Path, summary: Path, threads: int = 1,
-               venv: Path | None = None) -> list[str]:
-    """One uWSGI process (a few threads) running testbed.replay.wsgi:application."""
+def uwsgi_argv(*, socket: Path, threads: int = 1, venv: Path | None = None) -> list[str]:
+    """One uWSGI process (a few threads) running testbed.replay.wsgi:application.
+
+    uWSGI expands `$(VAR)`, `@(file)` and more in its options, so no path a user
+    chose is among them: the recording reaches the app through the process's
+    environment (testbed.replay.app.from_environ). The socket is in the replay's own
+    folder and the venv is the installed one's; either holding `$(`, `@(` or `%(`
+    is refused rather than expanded."""
     venv = venv or Path(sys.prefix)
+    for path in (socket, venv):
+        if any(mark in str(path) for mark in ("$(", "@(", "%(")):
+            raise ValueError(f"{path}: uWSGI would expand $(, @( or %( in it")
     return [
         "uwsgi", "--plugin", "python3", "--strict", "--die-on-term",
         "--need-app", "--processes", "1", "--threads", str(threads), "--enable-threads",
         "--socket", str(socket), "--chmod-socket=600",
         "--home", str(venv),
         "--module", "testbed.replay.wsgi:application",
-        "--env", f"TESTBED_REPLAY_RECORDING={recording}",
-        "--env", f"TESTBED_REPLAY_SUMMARY={summary}",
         "--buffer-size", "65535",
         "--disable-logging",
     ]
