@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from hostile_harness import Case, run_case
 from needs import need
-from test_recordings import HAR, REPLAY, REPLAY_QUIC, SHOW, _body_file, _write
+from test_recordings import GOOD, HAR, REPLAY, REPLAY_QUIC, SHOW, _body_file, _write
 
 from testbed.host.paths import H3QUINN, H3SERVER
 from testbed.replay import certs
@@ -114,3 +114,22 @@ def test_a_body_grown_past_the_limit_after_the_manifest_is_refused(tmp_path):
                         preexec_fn=_limit_address_space, stdin=subprocess.DEVNULL)
     assert cp.returncode == 2, (cp.returncode, cp.stderr[-2000:])
     assert f"bodies/{body.name}" in cp.stderr and "at most 268435456" in cp.stderr, cp.stderr
+
+
+@pytest.mark.e2e
+def test_a_recording_put_in_place_of_the_loaded_one_is_not_served(readable_tmp):
+    """The servers get the folder root checked, never its path: a recording loaded, then
+    another put at its path (by the folder's owner, before the replay starts), is
+    refused, not served."""
+    from testbed.errors import InputError
+    from testbed.formats import recording as rec
+    from testbed.replay.env import ReplayEnv
+
+    loaded = rec.load(_write(readable_tmp))
+    loaded.path.rename(readable_tmp / "was")
+    (readable_tmp / "other").mkdir()
+    other = _write(readable_tmp / "other", [({**GOOD, "target": "/other"}, b"other")])
+    other.rename(loaded.path)
+    with pytest.raises(InputError, match="changed since it was loaded"), \
+            ReplayEnv(loaded, "tcp"):
+        pass

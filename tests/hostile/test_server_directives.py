@@ -214,3 +214,14 @@ def test_uwsgi_serves_exactly_the_recording_folder_root_checked(folder, public_d
     assert cp.returncode == 0, cp.stderr
     assert cp.stdout == "<p>the checked recording</p>", cp.stdout + cp.stderr
 
+
+
+def test_the_recorder_drops_server_directives():
+    """What a site sends through mitmproxy is stored without them (a recording that
+    holds one would not load)."""
+    from testbed.record import normalise
+
+    kept = normalise.response_headers([("Content-Type", "text/html"),
+                                       ("X-Accel-Buffering", "no"),
+                                       ("x-accel-limit-rate", "4000")], 0)
+    assert kept == (("content-type", "text/html"), ("content-length", "0"))
