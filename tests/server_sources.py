@@ -10,9 +10,11 @@ and fails when the sources changed without a new version.
     python tests/server_sources.py      # the lines of the sources as they are now
 
 A server's sources: h3server: its Cargo.toml, src/ and the vendored quiche; h3quinn:
-h3quinn/ and the modules of the library it shares (src/lib.rs's `pub mod`s). Both
-add the registry packages Cargo.lock pins (name, version, checksum), not the
-workspace's own entries, so that one server's version does not move the other's.
+h3quinn/ and the modules of the library it shares (src/lib.rs's `pub mod`s); both:
+the recording format's schema, which the shared loader compiles in (its limits on
+body sizes are the servers'). Both add the registry packages Cargo.lock pins (name,
+version, checksum), not the workspace's own entries, so that one server's version
+does not move the other's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 H3 = ROOT / "h3server"
 VERSIONS = H3 / "VERSIONS"
+SCHEMA = ROOT / "schemas/recording.schema.json"
+"""Compiled into both servers (h3server/src/recording.rs: include_str!)."""
 
 
 def _files(package: str) -> list[Path]:
@@ -40,7 +44,7 @@ def _files(package: str) -> list[Path]:
     out: list[Path] = []
     for r in roots:
         out += sorted(p for p in r.rglob("*") if p.is_file()) if r.is_dir() else [r]
-    return out
+    return [*out, SCHEMA]
 
 
 def _registry_packages() -> bytes:
@@ -55,7 +59,8 @@ def digest(package: str) -> str:
     packages Cargo.lock pins."""
     h = hashlib.sha256()
     for p in _files(package):
-        rel = p.relative_to(H3).as_posix().encode()
+        rel = (p.relative_to(H3).as_posix() if p.is_relative_to(H3)
+               else f"../schemas/{p.name}").encode()  # the schema, wherever a test put it
         data = p.read_bytes()
         h.update(b"%d %s %d\n" % (len(rel), rel, len(data)))
         h.update(rel + data)

@@ -43,3 +43,9 @@ def test_a_changed_source_changes_the_digest(tmp_path, monkeypatch):
     quiche.write_text(quiche.read_text() + "\n")
     assert src.digest("h3server") != shared["h3server"]
     assert src.digest("h3quinn") == shared["h3quinn"]
+    # the recording schema is compiled into both: a change to it moves both
+    schema = tmp_path / "recording.schema.json"
+    schema.write_text(src.SCHEMA.read_text() + "\n")
+    monkeypatch.setattr(src, "SCHEMA", schema)
+    assert src.digest("h3server") != shared["h3server"] and \
+        src.digest("h3quinn") != shared["h3quinn"]
