@@ -324,9 +324,9 @@ def certs(out: Path, workers: str | None, names: tuple[str, ...]):
 def checkpoint(results: Path, out: Path):
     """Keep the small, re-analysable data of a campaign: copy the store (tables trials
     and connections) and manifest.json of the results folder RESULTS into --out, safely
-    while a runner is writing into RESULTS (its rows as of one moment, into a store made
-    anew; its lock is not taken; a store holding a trigger, a view or another table is
-    refused). Videos, HARs and Browsertime JSON stay behind. `testbed report DIR`
+    while a runner is writing into RESULTS. The store is made anew from its rows as of
+    one moment (the runner's lock is not taken), and one holding a trigger, a view or
+    another table is refused. Videos, HARs and Browsertime JSON stay behind. `testbed report DIR`
     analyses the copy; `testbed run CAMPAIGN --resume-from DIR` continues the campaign
     from it, also with another build of its recordings (the same content digest). A
     session recorded without content digests gets those of the recordings found now
