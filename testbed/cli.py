@@ -78,10 +78,11 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(2)
-    except TestbedError as e:  # its message may quote a stored string: cleaned
-        from testbed.console import clean
+    except TestbedError as e:  # its message may quote a stored string: cleaned, and
+        # on one line (a server's log tail after "its log ends:" joined by spaces)
+        from testbed.console import one_line
 
-        click.echo(f"testbed: error: {clean(e)}", err=True)
+        click.echo(f"testbed: error: {one_line(e)}", err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("testbed: interrupted", err=True)

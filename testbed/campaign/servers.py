@@ -29,7 +29,7 @@ from testbed.formats import recording as rec
 from testbed.host import safefs
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
-from testbed.protocols import ServerOptions, applied
+from testbed.protocols import ServerOptions, applied, replay_env
 from testbed.replay.env import ReplayEnv
 
 log = logging.getLogger(__name__)
@@ -131,11 +131,7 @@ class Servers:
         if self.env is None:
             qlogs = (("--qlog-dir", str(self.qlog_dir))
                      if self.qlog_dir is not None and setting.stack == "quic" else ())
-            env = ReplayEnv(self.recording, setting.stack,
-                            h3server_args=(*setting.h3server_args, *qlogs),
-                            nginx_env=change.nginx_env, topology=self.topology,
-                            session_tickets=setting.session_tickets,
-                            early_data=setting.early_data, quic_server=setting.quic_server)
+            env = replay_env(self.recording, change, self.topology, qlogs)
             self.env = self._servers.enter_context(env)
             self.key = (setting.server_key, self.qlog_dir)
         return self.env

@@ -11,6 +11,6 @@ May import: testbed.host, testbed.formats and the stages before it (record,
 replay, emulate); not measure, validate, campaign or a command.
 """
 
-from testbed.protocols.apply import Change, ServerOptions, applied, server_options
+from testbed.protocols.apply import Change, ServerOptions, applied, replay_env, server_options
 
-__all__ = ["Change", "ServerOptions", "applied", "server_options"]
+__all__ = ["Change", "ServerOptions", "applied", "replay_env", "server_options"]

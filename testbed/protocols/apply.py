@@ -2,8 +2,7 @@
 
     opts = server_options("tcp-plus")            # a name or a ProtocolProfile
     with applied(opts, topology) as change:      # server namespace: sysctls, route, qdisc
-        with ReplayEnv(recording, opts.stack, h3server_args=opts.h3server_args,
-                       nginx_env=change.nginx_env, topology=topology) as env: ...
+        with replay_env(recording, change, topology) as env: ...  # the setting's servers
     # here the server namespace is as it was before, read back (or TestbedError)
     chromium flags: opts.chromium_flags
 
@@ -37,7 +36,7 @@ Chromium: --disable-quic, or --enable-quic --origin-to-force-quic-on=* (and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cache
@@ -45,12 +44,14 @@ from pathlib import Path
 from types import MappingProxyType
 
 from testbed.errors import InputError, TestbedError
+from testbed.formats import recording as rec
 from testbed.formats.profiles import ProtocolProfile, load_protocol
 from testbed.host import proc
 from testbed.host.chromium import STACK_FLAGS
 from testbed.host.paths import PACING_PRELOAD
 from testbed.host.topology import CLIENT_LINK_IP, ReplayTopology, client_route_argv
 from testbed.protocols import netstate
+from testbed.replay.env import ReplayEnv
 
 MANAGED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle",
                    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
@@ -227,6 +228,20 @@ def applied(opts: ServerOptions, topology: ReplayTopology) -> Iterator[Change]:
         exits.callback(netstate.restore, topology, before)
         done = _change(opts, topology, before)
         yield Change(opts, before, MappingProxyType(done))
+
+
+def replay_env(recording: rec.Recording, change: Change, topology: ReplayTopology,
+               h3server_args: Sequence[str] = ()) -> ReplayEnv:
+    """The replay servers of the setting `change` put in force: the one place a setting
+    becomes running servers (campaigns, `testbed replay`, `validate protocols|servers`).
+    Its stack, the QUIC server it names, its h3server options followed by
+    `h3server_args` (a qlog folder), nginx's environment as `applied` made it, and its
+    session tickets and 0-RTT on either stack. Enter it after `applied`."""
+    opts = change.options
+    return ReplayEnv(recording, opts.stack, topology=topology,
+                     h3server_args=(*opts.h3server_args, *h3server_args),
+                     nginx_env=change.nginx_env, quic_server=opts.quic_server,
+                     session_tickets=opts.session_tickets, early_data=opts.early_data)
 
 
 def _check_allowed(opts: ServerOptions, allowed_text: str) -> None:

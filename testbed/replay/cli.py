@@ -46,7 +46,7 @@ from testbed.formats.profiles import NetworkProfile, load_network
 from testbed.host import enter, firefox, proc, safefs
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
-from testbed.protocols import ServerOptions, applied, server_options
+from testbed.protocols import ServerOptions, applied, replay_env, server_options
 from testbed.replay.env import STACKS, ReplayEnv, host_ips
 
 
@@ -148,12 +148,11 @@ def replay(recording: str, stack: str | None, protocol: str | None, network: str
     with ExitStack() as exits:
         chain = network_chain(profile) if profile is not None else None
         topology = exits.enter_context(ReplayTopology(loaded.ips))
-        change = exits.enter_context(applied(opts, topology)) if opts is not None else None
-        env = exits.enter_context(ReplayEnv(
-            loaded, stack, topology=topology,
-            h3server_args=opts.h3server_args if opts is not None else (),
-            quic_server=opts.quic_server if opts is not None else "h3server",
-            nginx_env=change.nginx_env if change is not None else {}))
+        if opts is not None:  # the setting in force, then its servers
+            change = exits.enter_context(applied(opts, topology))
+            env = exits.enter_context(replay_env(loaded, change, topology))
+        else:
+            env = exits.enter_context(ReplayEnv(loaded, stack, topology=topology))
         how = "".join([f", setting {opts.name}" if opts is not None else "",
                        f", network {profile.name}" if profile is not None else ""])
         click.echo(f"testbed: replaying {loaded.name} over {stack}{how} "

@@ -61,8 +61,7 @@ from testbed.host.chromium import CDPError, Chromium
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
 from testbed.measure.tcpdump import Tcpdump
-from testbed.protocols.apply import Change, ServerOptions, applied, server_options
-from testbed.replay.env import ReplayEnv
+from testbed.protocols.apply import Change, ServerOptions, applied, replay_env, server_options
 from testbed.validate import bbr_generation, evidence, site, verdict
 from testbed.validate import firefox as firefox_proof
 from testbed.validate.bbr_generation import BBR1, BBR2, Finding
@@ -246,11 +245,11 @@ def _capture_in_force(opts: ServerOptions, change: Change, recording: rec.Record
                       topology: ReplayTopology, chain_wrap: list[str], work: Path,
                       attempt: int) -> Observation:
     name = opts.setting.name
-    h3args = list(opts.h3server_args)
+    h3args = []
     qlog_dir = work / f"qlog-{name}-{attempt}"
     if opts.stack == "quic":
         safefs.user_dir(qlog_dir)  # h3server writes its qlogs there
-        h3args += ["--qlog-dir", str(qlog_dir)]
+        h3args = ["--qlog-dir", str(qlog_dir)]
     pcap = work / f"{name}-{attempt}.pcap"
     url = f"https://{FILE_HOST}{FILE_PATH}"
     watch = SsWatch(topology) if opts.stack == "tcp" else None
@@ -260,8 +259,7 @@ def _capture_in_force(opts: ServerOptions, change: Change, recording: rec.Record
         available = proc.run(topology.server.exec(
             ["cat", "/proc/sys/net/ipv4/tcp_available_congestion_control"]),
             check=False, timeout=10).stdout.strip()
-    with ReplayEnv(recording, opts.stack, h3server_args=h3args, nginx_env=change.nginx_env,
-                   topology=topology, quic_server=opts.quic_server) as env, \
+    with replay_env(recording, change, topology, h3args) as env, \
             server_capture(topology, pcap, "tcp" if opts.stack == "tcp" else "udp"):
         with Chromium(env.client_netns, [*env.chromium_flags(), *opts.chromium_flags],
                       wrap=chain_wrap, timeout=120) as browser:

@@ -43,7 +43,7 @@ from testbed.host import proc, safefs
 from testbed.host.chromium import CDPError, Chromium
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
-from testbed.protocols.apply import ServerOptions, applied, server_options
+from testbed.protocols.apply import Change, ServerOptions, applied, replay_env, server_options
 from testbed.replay.env import ReplayEnv
 from testbed.validate import evidence, site, verdict
 from testbed.validate.site import PROTOCOL
@@ -196,16 +196,14 @@ def _round(recording, topo, result: StackResult, sizes, n: int, wrap: list[str],
            progress, opts: ServerOptions) -> None:
     """One round of one stack, its setting in force in the server namespace."""
     with applied(opts, topo) as change:
-        _round_in_force(recording, topo, result, sizes, n, wrap, tag, progress, opts,
-                        change.nginx_env)
+        _round_in_force(recording, topo, result, sizes, n, wrap, tag, progress, change)
 
 
 def _round_in_force(recording, topo, result: StackResult, sizes, n: int, wrap: list[str],
-                    tag: str, progress, opts: ServerOptions, nginx_env: dict) -> None:
+                    tag: str, progress, change: Change) -> None:
     stack = result.stack
     retransmits_before = snmp(topo.server.exec(["cat", "/proc/net/snmp"]))["Tcp"]["RetransSegs"]
-    with ReplayEnv(recording, stack, topology=topo, h3server_args=opts.h3server_args,
-                   nginx_env=nginx_env, quic_server=opts.quic_server) as env:
+    with replay_env(recording, change, topo) as env:
         result.startup_s = max(result.startup_s, env.startup_seconds or 0.0)
         before = env.summary()
         with Chromium(env.client_netns, env.chromium_flags(), wrap=wrap) as browser:
