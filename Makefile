@@ -55,12 +55,12 @@ e2e:
 # `pip install .[analysis]` in a fresh venv, then `testbed report` and the notebook over
 # the fixture from it (part of `make e2e`; ~1-2 min with a warm pip cache).
 analysis-install-test:
-	$(PY) -m pytest -q tests/test_analysis_install.py
+	$(PY) -m pytest -q tests/e2e/test_analysis_install.py
 
 # notebooks/campaign.ipynb re-executed on the test fixture and stored with its outputs
-# (tests/test_notebook.py fails when the stored outputs are stale).
+# (tests/unit/test_notebook.py fails when the stored outputs are stale).
 notebook:
-	$(PY) tests/notebook_run.py notebooks/campaign.ipynb
+	$(PY) tests/support/notebook_run.py notebooks/campaign.ipynb
 
 doctor:
 	$(TESTBED) doctor

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' shared helpers (tests/support/)
 
-import replay_site
+from support import replay_site
 
 from testbed.formats import recording as rec
 from testbed.host import runstate

@@ -8,13 +8,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from needs import IN_CI, skip_is_failure
+from support.needs import IN_CI, skip_is_failure
 
 
 def pytest_runtest_setup(item):
-    """End-to-end tests need root: skipped without it, failed in CI (see needs.py)."""
+    """End-to-end tests need root: skipped without it, failed in CI (see support/needs.py)."""
     if "e2e" in item.keywords and os.geteuid() != 0:
-        from needs import need
+        from support.needs import need
 
         need("end-to-end tests need root (namespaces, Mahimahi)")
 

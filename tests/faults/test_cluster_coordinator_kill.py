@@ -17,13 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cluster_e2e import FILES, _descendants, _stored, _wait, _workers
-from test_smoke_campaign import needs_parts
+from support.cluster import FILES, dask_workers, descendants, stored_count, wait_for
+from support.kill_resume import settled_leftovers, stored
+from support.needs import needs_parts
+from support.paths import ROOT, TESTBED
 
-from faults.test_kill_resume import settled_leftovers, stored
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-TESTBED = str(ROOT / ".venv/bin/testbed")
 PROTOCOLS = ("tcp", "quic")
 RUNS = 4
 WORKERS_GONE_S = 60.0
@@ -59,13 +57,13 @@ def test_coordinator_sigkilled_mid_campaign_resumes_with_nothing_lost_or_doubled
     with (tmp_path / "first.log").open("w") as log:
         p = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
-            _wait("the first stored trial", lambda: _stored(db) >= 1, 600, p)
+            wait_for("the first stored trial", lambda: stored_count(db) >= 1, 600, p)
             # both workers with a block in flight (Browsertime and its browser under them)
-            busy = _wait("a worker measuring a block",
-                         lambda: [w for w in _workers(p.pid) if len(_descendants(w)) >= 3],
+            busy = wait_for("a worker measuring a block",
+                         lambda: [w for w in dask_workers(p.pid) if len(descendants(w)) >= 3],
                          120, p)
-            workers = _workers(p.pid)
-            stored_at_kill = _stored(db)
+            workers = dask_workers(p.pid)
+            stored_at_kill = stored_count(db)
             os.kill(p.pid, signal.SIGKILL)  # no cleanup at all
             p.wait()
         finally:

@@ -27,14 +27,13 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
-from needs import need
-from test_host_unchanged_e2e import host_state
+from support.host_state import host_state
+from support.needs import need
+from support.paths import ROOT, TESTBED
 
 from testbed.host.runstate import USER
 from testbed.replay import certs
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-TESTBED = str(ROOT / ".venv/bin/testbed")
 CHROMIUM = "/usr/lib/chromium/chromium"
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]

@@ -18,14 +18,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from needs import need_firefox as needs_parts
+from support.kill_resume import kill_at_random, resume_to_the_plan, settled_leftovers
+from support.needs import need_firefox
+from support.paths import TESTBED
 
-from faults.test_kill_resume import (
-    TESTBED,
-    kill_at_random,
-    resume_to_the_plan,
-    settled_leftovers,
-)
 from testbed.host import runstate
 
 KILLS = 4
@@ -100,7 +96,7 @@ class _Watch(threading.Thread):
 
 
 def test_sigkill_of_a_firefox_campaign_leaves_nothing_and_resumes(tmp_path):
-    needs_parts()
+    need_firefox()
     campaign = tmp_path / "firefox-faults.toml"
     campaign.write_text(
         'sites = ["local-news"]\nnetworks = ["none"]\n'

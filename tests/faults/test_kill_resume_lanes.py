@@ -16,15 +16,9 @@ import sqlite3
 import subprocess
 
 import pytest
-from test_smoke_campaign import needs_parts
-
-from faults.test_kill_resume import (
-    ROOT,
-    TESTBED,
-    kill_at_random,
-    resume_to_the_plan,
-    settled_leftovers,
-)
+from support.kill_resume import kill_at_random, resume_to_the_plan, settled_leftovers
+from support.needs import needs_parts
+from support.paths import ROOT, TESTBED
 
 KILLS = 10
 PROTOCOLS = ("tcp", "quic")

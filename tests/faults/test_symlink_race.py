@@ -23,12 +23,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.paths import ROOT, TESTBED
 
 from testbed.host import runstate
 from testbed.host.runstate import STATE_ROOT, USER
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-TESTBED = str(ROOT / ".venv/bin/testbed")
 RACE_REFUSAL = re.compile(
     r"testbed: error: (\S+: a symlink or not (a regular file|a folder)"
     r"|\S+: not a regular file|\S+: not opened as a folder"

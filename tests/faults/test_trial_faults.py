@@ -19,13 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
-from needs import need
+from support.needs import needs_parts
+from support.paths import ROOT, TESTBED
 
 from testbed.campaign import plan
 from testbed.validate.site import exchange, write
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-TESTBED = str(ROOT / ".venv/bin/testbed")
 IP = "203.0.113.10"  # a documentation address: exists only in the test's namespaces
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
@@ -44,12 +43,6 @@ SLOW = b"""<!doctype html><html><head><meta charset="utf-8"><title>slow</title>
 def svg(color: str) -> bytes:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="300" height="120">'
             f'<rect width="300" height="120" fill="{color}"/></svg>').encode()
-
-
-def needs_parts():
-    from testbed.measure import browsertime
-    problem = browsertime.missing()
-    need(problem)
 
 
 @pytest.fixture

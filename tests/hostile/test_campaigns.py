@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hostile_harness import ROOT, Case, run_case
+from support.hostile_harness import ROOT, Case, run_case
 
 from testbed.campaign import config
 from testbed.campaign.store import Row, Store

@@ -4,7 +4,7 @@ folders and manifests. One line naming the file, exit 2, nothing written."""
 from __future__ import annotations
 
 import pytest
-from hostile_harness import Case, run_case
+from support.hostile_harness import Case, run_case
 
 from analysis import synthetic
 

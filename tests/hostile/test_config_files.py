@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hostile_harness import Case, Host, run_case
+from support.hostile_harness import Case, Host, run_case
 
 from testbed.formats import tomlfile
 

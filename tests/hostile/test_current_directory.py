@@ -22,11 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.paths import ROOT, TESTBED
 
 from testbed.host import proc
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-TESTBED = str(ROOT / ".venv/bin/testbed")
 
 MODULES = ("argparse", "json", "socket", "ssl", "runpy", "selectors", "numpy", "PIL",
            "signal", "struct", "time")

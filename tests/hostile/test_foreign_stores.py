@@ -17,14 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile_harness import ROOT, TESTBED, Case, run_case
+from support.hostile_harness import ROOT, TESTBED, Case, run_case
+from support.scripted_campaign import ScriptedRunner
+from support.scripted_results import write_campaign
 
 from analysis import synthetic
-
-sys.path.insert(0, str(ROOT / "tests"))
-from scripted_campaign import ScriptedRunner
-from test_campaign_outdir import write_campaign
-
 from testbed.campaign import config, reference
 from testbed.errors import InputError
 

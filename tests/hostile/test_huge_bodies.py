@@ -18,9 +18,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hostile_harness import Case, run_case
-from needs import need
-from test_recordings import GOOD, HAR, REPLAY, REPLAY_QUIC, SHOW, _body_file, _write
+from support.hostile_harness import Case, run_case
+from support.hostile_recordings import GOOD, HAR, REPLAY, REPLAY_QUIC, SHOW, body_file, write_good
+from support.needs import need
 
 from testbed.host.paths import H3QUINN, H3SERVER
 from testbed.replay import certs
@@ -34,8 +34,8 @@ ZEROS_300_MIB = (300 << 20, "")
 def sparse_body(size: int, sha: str):
     """A good recording whose one body is `size` zero bytes, a sparse file."""
     def prepare(d: Path, host) -> Path:
-        rec = _write(d)
-        _body_file(rec).unlink()
+        rec = write_good(d)
+        body_file(rec).unlink()
         digest = sha or _zeros_sha(size)
         with open(rec / "bodies" / digest, "wb") as f:
             f.truncate(size)
@@ -104,8 +104,8 @@ def test_a_body_grown_past_the_limit_after_the_manifest_is_refused(tmp_path):
     written): a body file longer than the limit, under a manifest claiming 18 bytes."""
     if not H3SERVER.exists():
         need(f"{H3SERVER} not built (make setup)")
-    rec = _write(tmp_path)
-    body = _body_file(rec)
+    rec = write_good(tmp_path)
+    body = body_file(rec)
     os.truncate(body, 300 << 20)
     leaf = certs.issue_leaf(["www.a.test"], tmp_path)
     cp = subprocess.run([str(H3SERVER), "--recording", str(rec), "--listen", "127.0.0.1:0",
@@ -125,10 +125,10 @@ def test_a_recording_put_in_place_of_the_loaded_one_is_not_served(readable_tmp):
     from testbed.formats import recording as rec
     from testbed.replay.env import ReplayEnv
 
-    loaded = rec.load(_write(readable_tmp))
+    loaded = rec.load(write_good(readable_tmp))
     loaded.path.rename(readable_tmp / "was")
     (readable_tmp / "other").mkdir()
-    other = _write(readable_tmp / "other", [({**GOOD, "target": "/other"}, b"other")])
+    other = write_good(readable_tmp / "other", [({**GOOD, "target": "/other"}, b"other")])
     other.rename(loaded.path)
     with pytest.raises(InputError, match="changed since it was loaded"), \
             ReplayEnv(loaded, "tcp"):

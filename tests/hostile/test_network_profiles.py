@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hostile_harness import Case, Host, run_case
+from support.hostile_harness import Case, Host, run_case
 
 GOOD = "min_rtt_ms = 24\nbuffer_ms = 50\n"
 CAMPAIGN = 'sites = ["local-news"]\nnetworks = ["{dir}/net.toml"]\nprotocols = ["tcp"]\nruns = 1\n'

@@ -9,7 +9,7 @@ import pwd
 from pathlib import Path
 
 import pytest
-from hostile_harness import Case, Host, run_case
+from support.hostile_harness import Case, Host, run_case
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs testbed as root")
 

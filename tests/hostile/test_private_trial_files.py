@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from needs import need_firefox
+from support.needs import need_firefox
+from support.paths import ROOT, TESTBED
 
 from testbed.host.runstate import STATE_ROOT, USER
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-TESTBED = str(ROOT / ".venv/bin/testbed")
 POLL_S = 0.2
 CAMPAIGN_S = 600.0
 SHARED = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))

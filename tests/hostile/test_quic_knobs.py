@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hostile_harness import Case, run_case
+from support.hostile_harness import Case, run_case
 
 CAMPAIGN = 'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["{dir}/p.toml"]\nruns = 1\n'
 QUIC = 'stack = "quic"\ncongestion_control = "cubic"\ninitial_window_packets = 32\npacing = true\n'

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hostile_harness import TESTBED, Case, Host, run_case
+from support.hostile_harness import TESTBED, Case, Host, run_case
 
 from testbed.formats import recording
 from testbed.host import paths

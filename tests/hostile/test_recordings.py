@@ -16,67 +16,36 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hostile_harness import Case, Host, run_case
+from support.hostile_harness import Case, Host, run_case
+from support.hostile_recordings import (
+    BODY,
+    GOOD,
+    HAR,
+    REPLAY,
+    REPLAY_QUIC,
+    SHOW,
+    body_file,
+    edit,
+    everywhere,
+    exchange0,
+    write_good,
+)
 
-from testbed.formats import recording
-
-BODY = b"<html>hello</html>"
-GOOD = {"scheme": "https", "host": "www.a.test", "port": 443, "ip": "203.0.113.5",
-        "method": "GET", "target": "/", "request_headers": [["user-agent", "x"]],
-        "status": 200, "response_headers": [["content-type", "text/html"]]}
-META = {"name": "rec", "url": "https://www.a.test/", "recorded_at": "2026-01-01T00:00:00Z",
-        "loads": 1}
 CAMPAIGN = 'sites = ["{dir}/rec"]\nnetworks = ["dsl"]\nprotocols = ["tcp"]\nruns = 1\n'
 
-SHOW = ["recording", "show", "{dir}/rec"]
-HAR = ["recording", "har", "{dir}/rec"]
-REPLAY = ["replay", "{dir}/rec", "--stack", "tcp", "--", "true"]
-REPLAY_QUIC = ["replay", "{dir}/rec", "--stack", "quic", "--", "true"]
 RUN = ["run", "{dir}/c.toml", "--out", "{dir}/out"]
 
 
-def _write(d: Path, exchanges=None) -> Path:
-    return recording.write(d, META, exchanges or [(dict(GOOD), BODY)])
-
-
-def _body_file(rec: Path) -> Path:
-    return next((rec / "bodies").iterdir())
-
-
-def edit(change: Callable[[dict], None], exchanges=None) -> Callable[[Path, Host], None]:
-    """A good recording whose manifest `change` then edits in place."""
-    def prepare(d: Path, host: Host) -> None:
-        rec = _write(d, exchanges)
-        data = json.loads((rec / "manifest.json").read_text())
-        change(data)
-        (rec / "manifest.json").write_text(json.dumps(data))
-    return prepare
-
-
-def everywhere(**values) -> Callable[[dict], None]:
-    """Set keys of the origin and of every exchange alike (host, ip, ...)."""
-    def change(data: dict) -> None:
-        for row in [*data["origins"], *data["exchanges"]]:
-            row.update(values)
-    return change
-
-
-def exchange0(**values) -> Callable[[dict], None]:
-    def change(data: dict) -> None:
-        data["exchanges"][0].update(values)
-    return change
-
-
 def symlinked_body(d: Path, host: Host) -> None:
-    body = _body_file(_write(d))
+    body = body_file(write_good(d))
     body.unlink()
     body.symlink_to(host.secret)
 
 
 def symlinked_body_same_size(d: Path, host: Host) -> None:
     """The link and a manifest claiming the secret's size, so only the link gives it away."""
-    rec = _write(d)
-    body = _body_file(rec)
+    rec = write_good(d)
+    body = body_file(rec)
     body.unlink()
     body.symlink_to(host.secret)
     data = json.loads((rec / "manifest.json").read_text())
@@ -85,29 +54,29 @@ def symlinked_body_same_size(d: Path, host: Host) -> None:
 
 
 def tampered_body(d: Path, host: Host) -> None:
-    body = _body_file(_write(d))
+    body = body_file(write_good(d))
     body.write_bytes(BODY.replace(b"hello", b"HELLO"))  # same size, other bytes
 
 
 def longer_body(d: Path, host: Host) -> None:
-    body = _body_file(_write(d))
+    body = body_file(write_good(d))
     body.write_bytes(BODY + b"<script>evil()</script>")
 
 
 def symlinked_bodies_dir(d: Path, host: Host) -> None:
-    rec = _write(d)
+    rec = write_good(d)
     os.rename(rec / "bodies", d / "elsewhere")
     (rec / "bodies").symlink_to(d / "elsewhere")
 
 
 def symlinked_manifest(d: Path, host: Host) -> None:
-    rec = _write(d)
+    rec = write_good(d)
     (rec / "manifest.json").unlink()
     (rec / "manifest.json").symlink_to(host.secret)
 
 
 def fifo_body(d: Path, host: Host) -> None:
-    body = _body_file(_write(d))
+    body = body_file(write_good(d))
     body.unlink()
     os.mkfifo(body)
 
@@ -120,7 +89,7 @@ def gzip_bomb(d: Path, host: Host) -> None:
     bomb = gzip.compress(bytes(100 * 1024 * 1024), 9)
     x = {**GOOD, "response_headers": [["content-type", "text/html"],
                                       ["content-encoding", "gzip"]]}
-    _write(d, [(x, bomb)])
+    write_good(d, [(x, bomb)])
 
 
 def duplicate_origin(data: dict) -> None:
@@ -216,7 +185,7 @@ CASES = [
 
 def second_scheme(d: Path, port: int) -> None:
     """A second host on the same IP:port as http (write() refuses that, so edited after)."""
-    rec = _write(d, [({**GOOD, "port": port}, BODY),
+    rec = write_good(d, [({**GOOD, "port": port}, BODY),
                      ({**GOOD, "port": port, "host": "b.a.test", "target": "/2"}, b"two")])
     data = json.loads((rec / "manifest.json").read_text())
     for row in [*data["origins"], *data["exchanges"]]:

@@ -8,7 +8,7 @@ nothing started, nothing written.
 from __future__ import annotations
 
 import pytest
-from hostile_harness import ROOT, Case, run_case
+from support.hostile_harness import ROOT, Case, run_case
 
 NEWS = str(ROOT / "recordings" / "local-news")
 

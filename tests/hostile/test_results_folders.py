@@ -12,7 +12,7 @@ import json
 import sqlite3
 
 import pytest
-from hostile_harness import Case, run_case
+from support.hostile_harness import Case, run_case
 
 from analysis import synthetic
 

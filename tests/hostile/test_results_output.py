@@ -18,7 +18,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hostile_harness import ROOT, TESTBED, Case, Host, _changed, make_host, run_case, snapshot
+from support.hostile_harness import (
+    ROOT,
+    TESTBED,
+    Case,
+    Host,
+    _changed,
+    make_host,
+    run_case,
+    snapshot,
+)
 
 from analysis import synthetic
 from testbed.formats import recording

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hostile_harness import TESTBED, Case, Host, run_case
+from support.hostile_harness import TESTBED, Case, Host, run_case
 
 from testbed.errors import InputError
 from testbed.host import proc

@@ -24,9 +24,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hostile_harness import TESTBED, Case, run_case
-from needs import need
-from test_recordings import REPLAY, REPLAY_QUIC, SHOW, edit, exchange0
+from support.hostile_harness import TESTBED, Case, run_case
+from support.hostile_recordings import REPLAY, REPLAY_QUIC, SHOW, edit, exchange0
+from support.needs import need
 
 from testbed.formats import recording as rec
 from testbed.formats import recording_rules
@@ -213,7 +213,6 @@ def test_uwsgi_serves_exactly_the_recording_folder_root_checked(folder, public_d
                         check=False, capture_output=True, text=True, timeout=120)
     assert cp.returncode == 0, cp.stderr
     assert cp.stdout == "<p>the checked recording</p>", cp.stdout + cp.stderr
-
 
 
 def test_the_recorder_drops_server_directives():

@@ -5,7 +5,7 @@ option) and the key."""
 from __future__ import annotations
 
 import pytest
-from hostile_harness import Case, run_case
+from support.hostile_harness import Case, run_case
 
 BASE = 'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp"]\nruns = 1\n'
 RUN = ["run", "{dir}/c.toml", "--out", "{dir}/out"]

@@ -8,7 +8,7 @@ import gzip
 import os
 
 import pytest
-from hostile_harness import Case, run_case
+from support.hostile_harness import Case, run_case
 
 from analysis import synthetic
 

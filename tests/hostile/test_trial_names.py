@@ -9,7 +9,7 @@ Every case: exit 2, one line naming the campaign file and the key, nothing writt
 from __future__ import annotations
 
 import pytest
-from hostile_harness import ROOT, Case, run_case
+from support.hostile_harness import ROOT, Case, run_case
 
 DSL = (ROOT / "profiles/networks/dsl.toml").read_text()
 LTE = (ROOT / "profiles/networks/lte.toml").read_text()

@@ -15,7 +15,7 @@ import pwd
 from pathlib import Path
 
 import pytest
-from hostile_harness import Case, Host, run_case
+from support.hostile_harness import Case, Host, run_case
 
 USER = os.environ.get("TESTBED_USER", "testbed")
 NETWORK = ["validate", "network", "dsl"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hostile_harness import Case, run_case
+from support.hostile_harness import Case, run_case
 
 from testbed.campaign.store import Row, Store
 
