@@ -69,7 +69,7 @@ def bootstrap_ci(d: np.ndarray, confidence: float = 0.95, resamples: int = 2000,
     mean by its own standard error, and read the interval from the quantiles of that
     t; Efron & Tibshirani 1993, ch. 12), or scipy's "BCa" or "percentile", which
     are too narrow with few sites (BCa covered 92.8 % on 20 sites, the bootstrap-t
-    95.4 %: tests/test_analysis_across.py)."""
+    95.4 %: tests/unit/test_analysis_across.py)."""
     d = np.asarray(d, dtype=float)
     shape = d.shape[:-1]
     low, high = np.full(shape, np.nan), np.full(shape, np.nan)

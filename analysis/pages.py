@@ -4,7 +4,7 @@
 
 Every page and every piece of HTML (the report, its trials list and trial
 pages, compare's page, a scrolling table) is a template there, autoescaped;
-Python prepares the values, never the markup (tests/test_owners.py fails on a
+Python prepares the values, never the markup (tests/unit/test_owners.py fails on a
 tag in a Python string). Tables of numbers come from pandas' `to_html`.
 """
 

@@ -103,7 +103,7 @@ def equivalence_runs(sd_one: float, sites: int, margin: float, alpha: float,
     plus t(1 - alpha, sites - 1) SEs lies within the margin: with a true shift of 0
     that has probability about 2 Phi(bound / SE - t) - 1 (the SE's own error is
     left out, so it is a little optimistic with few sites; checked on synthetic
-    campaigns in tests/test_compare.py)."""
+    campaigns in tests/unit/test_compare.py)."""
     if not (sd_one > 0) or sites < 2 or not (margin > 0):
         return float("nan")
     quantiles = stats.t.isf(alpha, sites - 1) + stats.norm.isf((1 - power) / 2)

@@ -5,7 +5,7 @@
 
 The block between BEGIN and END in REPLICATION.md is replaced by the file `testbed
 report` wrote into the report folder (analysis.findings.markdown), so every number there
-is one the report prints; tests/test_reference.py checks that it still is.
+is one the report prints; tests/unit/test_reference.py checks that it still is.
 """
 
 from __future__ import annotations

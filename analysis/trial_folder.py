@@ -4,7 +4,7 @@ place they are spelled.
 The campaign writes the folder (testbed.campaign.commit, testbed.campaign.rows,
 testbed.measure.captures); the analysis reads it back (analysis.trialfiles, and
 through it analysis.trial_page, analysis.bbr; analysis.report links to its
-files). Both use these names, and tests/test_owners.py fails when one of them is
+files). Both use these names, and tests/unit/test_owners.py fails when one of them is
 written as a string anywhere else in testbed/, analysis/ or corpus/. The folder
 itself is named by the trial's id (analysis.schema.trial_id).
 """

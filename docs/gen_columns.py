@@ -5,7 +5,7 @@
 
 The page holds two generated blocks, each between a `<!-- columns:NAME -->`
 marker and `<!-- end columns:NAME -->` (NAME: trials, connections, stops); nothing
-else of the page is touched. `tests/test_docs_pages.py` fails when the
+else of the page is touched. `tests/unit/test_docs_pages.py` fails when the
 committed page differs from what this renders.
 """
 
