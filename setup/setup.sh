@@ -19,8 +19,9 @@
 #              pacing in nginx where the kernel has no fq (setup/tcp-pacing-preload.c)
 #   h3server   the HTTP/3 replay servers (h3server/: h3server on quiche, h3quinn on
 #              quinn) and the benchmark client h3bulk, release build
-#   geckodriver  geckodriver $GECKODRIVER_VERSION from crates.io into .tools/geckodriver
-#              (Firefox ESR itself comes from Debian in step apt)
+#   geckodriver  geckodriver $GECKODRIVER_VERSION from crates.io into .tools/geckodriver,
+#              built once per version and compiler into $SETUP_CACHE and copied from
+#              there (Firefox ESR itself comes from Debian in step apt)
 #   node       Node 22 and Browsertime (pinned) in .tools/, drivers not downloaded
 #   python     .venv with the project and its locked dependencies
 #   (h3server and geckodriver build in the background while node and python run)
@@ -185,16 +186,47 @@ step_h3server() {
     (cd "$ROOT/h3server" && "$cargo" build --release --locked -q)
 }
 
+geckodriver_is() {  # geckodriver_is BIN: BIN runs and is the pinned version
+    [ -x "$1" ] && [ "$("$1" --version 2>/dev/null | sed -n 1p)" = "geckodriver $GECKODRIVER_VERSION" ]
+}
+
 step_geckodriver() {
     local root="$TOOLS/geckodriver" bin="$TOOLS/geckodriver/bin/geckodriver"
-    if [ -x "$bin" ] && [ "$("$bin" --version 2>/dev/null | sed -n 1p)" = "geckodriver $GECKODRIVER_VERSION" ]; then
-        log "geckodriver: $GECKODRIVER_VERSION present"; return
-    fi
+    if geckodriver_is "$bin"; then log "geckodriver: $GECKODRIVER_VERSION present"; return; fi
     local cargo; cargo=$(cargo_bin)
-    log "geckodriver: cargo install geckodriver $GECKODRIVER_VERSION into $root ($("$cargo" --version))"
-    # --locked: the crate's own Cargo.lock, so the same dependencies every time
-    "$cargo" install -q --locked --force --version "$GECKODRIVER_VERSION" --root "$root" geckodriver
-    rm -f "$root/.crates.toml" "$root/.crates2.json"
+    # Built once per version and compiler into root's build cache, outside the checkout,
+    # so a fresh clone copies it instead of compiling it again (SETUP_CACHE=: always build).
+    local key; key="geckodriver-$GECKODRIVER_VERSION-$("$cargo" --version | sha256sum | cut -c1-12)"
+    local cached="$SETUP_CACHE/$key/bin/geckodriver"
+    if [ -n "$SETUP_CACHE" ] && root_cache && geckodriver_is "$cached"; then
+        log "geckodriver: $GECKODRIVER_VERSION from $SETUP_CACHE/$key"
+    else
+        local into=$root
+        [ -n "$SETUP_CACHE" ] && root_cache && into="$SETUP_CACHE/$key.new" && rm -rf "$into"
+        log "geckodriver: cargo install geckodriver $GECKODRIVER_VERSION into $into ($("$cargo" --version))"
+        # --locked: the crate's own Cargo.lock, so the same dependencies every time
+        "$cargo" install -q --locked --force --version "$GECKODRIVER_VERSION" --root "$into" geckodriver
+        rm -f "$into/.crates.toml" "$into/.crates2.json"
+        if [ "$into" = "$root" ]; then return; fi
+        rm -rf "${into%.new}" && mv "$into" "${into%.new}"
+    fi
+    mkdir -p "$root/bin"
+    install -m 0755 "$cached" "$bin.new" && mv "$bin.new" "$bin"
+}
+
+# Root's cache of builds that depend only on pinned versions (SETUP_CACHE, default
+# /var/cache/testbed/setup; empty: no cache). Used only when it is root's and no other
+# account can write it or its parents: a build root copies and runs must be root's.
+SETUP_CACHE=${SETUP_CACHE-/var/cache/testbed/setup}
+root_cache() {
+    mkdir -p -m 0755 "$SETUP_CACHE" || return 1
+    local d=$SETUP_CACHE
+    while [ "$d" != / ]; do
+        [ ! -L "$d" ] && [ "$(stat -c %u "$d")" = 0 ] && [ $(( 0$(stat -c %a "$d") & 022 )) = 0 ] \
+            || { [ "$d" != "$SETUP_CACHE" ] && [ -k "$d" ] && [ "$(stat -c %u "$d")" = 0 ]; } \
+            || { log "setup cache: $d is not root's alone; building without the cache"; return 1; }
+        d=$(dirname "$d")
+    done
 }
 
 step_perms() {
