@@ -26,3 +26,23 @@ def test_a_usage_error_is_one_line_and_exit_2(argv, expect, capsys, monkeypatch)
     assert err.count("\n") == 1, err
     assert err.startswith(expect), err
     assert "--help`" in err
+
+
+def test_a_testbed_error_is_one_line_with_its_line_breaks_as_spaces(capsys, monkeypatch):
+    """A server's death quotes its log's last lines: on the terminal they follow its
+    first line on the same line, separated by spaces, not glued to it."""
+    from testbed.errors import TestbedError
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+
+    def dies(**_):
+        raise TestbedError("replay server nginx (tcp stack) exited with status 1\n"
+                           "its log ends:\nnginx: [alert] \x1b[31mred\x1b[0m")
+
+    monkeypatch.setattr(cli.cli, "main", dies)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([])
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert err == ("testbed: error: replay server nginx (tcp stack) exited with status 1 "
+                   "its log ends: nginx: [alert] red\n")
