@@ -95,7 +95,7 @@ class FakeEnv:
 
 
 def test_servers_that_could_not_undo_a_setting_refuse_every_later_one(kernel, monkeypatch):
-    monkeypatch.setattr(servers_mod, "ReplayEnv", FakeEnv)
+    monkeypatch.setattr(apply, "ReplayEnv", FakeEnv)  # protocols.replay_env makes it
     monkeypatch.setattr(servers_mod.manifest_mod, "sysctls", lambda prefix: {})
     servers = servers_mod.Servers(recording=None, topology=kernel.topology)
     env = servers.use(server_options("tcp-plus", fq=False))
@@ -110,7 +110,7 @@ def test_servers_that_could_not_undo_a_setting_refuse_every_later_one(kernel, mo
 
 
 def test_servers_undo_the_setting_in_force_before_the_next(kernel, monkeypatch):
-    monkeypatch.setattr(servers_mod, "ReplayEnv", FakeEnv)
+    monkeypatch.setattr(apply, "ReplayEnv", FakeEnv)  # protocols.replay_env makes it
     monkeypatch.setattr(servers_mod.manifest_mod, "sysctls", lambda prefix: {})
     before = keys_snapshot(kernel.topology)
     servers = servers_mod.Servers(recording=None, topology=kernel.topology)
