@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 from support.needs import IN_CI, skip_is_failure
 
+pytest_plugins = ["support.http3"]
+"""Fixtures the HTTP/3 servers' tests share (`site`, `tls`): defined once, in the helpers
+package, and found by name like conftest's own."""
+
 
 def pytest_runtest_setup(item):
     """End-to-end tests need root: skipped without it, failed in CI (see support/needs.py)."""

@@ -17,11 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.http3 import (
-    CONN_KEYS,
-    fetch,
-    free_udp_port,
-)
+from support.http3 import CONN_KEYS, fetch, free_udp_port
 from support.needs import need
 from support.paths import ROOT
 
