@@ -75,3 +75,15 @@ def test_a_faults_test_outside_the_faults_folder_would_be_found(tmp_path):
               if any(node.startswith(p.rstrip("/") + "/") for p in paths)
               and Expression.compile(expr).evaluate(lambda name: name in marks)]
     assert chosen == []
+
+
+def test_every_test_finds_its_fixtures():
+    """`pytest --setup-plan` resolves every test's fixtures without running any: a fixture
+    a test names but no conftest, plugin or module defines fails here, not only when the
+    test's own stage runs (collection alone does not resolve them)."""
+    cp = subprocess.run([sys.executable, "-m", "pytest", "--setup-plan", "-q",
+                         "-p", "no:cacheprovider", "tests"],
+                        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    missing = sorted(set(re.findall(r"fixture '([^']+)' not found", cp.stdout)))
+    assert not missing, f"fixtures no test can find: {missing}"
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
