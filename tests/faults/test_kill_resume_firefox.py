@@ -1,4 +1,5 @@
-"""Fault suite: SIGKILL a Firefox campaign at random moments, resume each time.
+"""Fault suite: SIGKILL a Firefox campaign at each chosen moment of its work
+(support.kill_resume.MOMENTS), resume each time.
 
 Firefox brings parts of its own to a trial: geckodriver, which makes a fresh
 profile per browser in the block's temporary folder (`rust_mozprofile*` in
@@ -12,22 +13,20 @@ state folder or profile of the killed runs.
 from __future__ import annotations
 
 import os
-import random
 import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
-from support.kill_resume import kill_at_random, resume_to_the_plan, settled_leftovers
+from support.kill_resume import MOMENTS, kill_at_moments, resume_to_the_plan, settled_leftovers
 from support.needs import need_firefox
 from support.paths import TESTBED
 
 from testbed.host import runstate
 
-KILLS = 4
 PROTOCOLS = ("tcp", "quic")
-RUNS = 4
-"""8 Firefox trials in 4 blocks of 2."""
+RUNS = 2
+"""4 Firefox trials in 2 blocks of 2."""
 PROFILE = "rust_mozprofile*"
 """geckodriver's name for the profile it makes (in TMPDIR)."""
 FIREFOX_PARTS = ("firefox-esr", "geckodriver", "Xvfb")
@@ -107,16 +106,15 @@ def test_sigkill_of_a_firefox_campaign_leaves_nothing_and_resumes(tmp_path):
     planned = {f"local-news+none+{p}+{r}+firefox" for p in PROTOCOLS for r in range(RUNS)}
     processes_before = _browser_processes()
     entries_before = _user_entries()
-    rng = random.Random(20261126)
     watch = _Watch()
     watch.start()
     try:
-        kills, progress = kill_at_random(argv, out, planned, rng, (4.0, 16.0), times=KILLS)
+        kills = kill_at_moments(argv, out)
     finally:
         watch.stop.set()
         watch.join()
-    assert kills >= KILLS, f"only {kills} kills before the campaign ended: {progress}"
-    assert 0 < progress[0] < len(planned), f"the first kill did not land mid-way: {progress}"
+    assert [k[0] for k in kills] == list(MOMENTS)
+    assert 0 < kills[-1][2] < len(planned), f"nothing stored or nothing left: {kills}"
     assert watch.seen, "no Firefox profile was seen in a block's temporary folder"
 
     ids = resume_to_the_plan(argv, out, planned, timeout=600)
@@ -133,6 +131,6 @@ def test_sigkill_of_a_firefox_campaign_leaves_nothing_and_resumes(tmp_path):
     assert not [p for p in watch.seen if p.exists()], "a profile seen during the runs remains"
     left_entries = _user_entries() - entries_before
     assert not left_entries, left_entries
-    print(f"\nkills survived: {kills}; stored after each: {progress}; "
+    print(f"\nkills (moment, stored before, after): {kills}; "
           f"trials lost: {len(planned - set(ids))}; duplicated: {len(ids) - len(set(ids))}; "
           f"profiles seen during the runs: {len(watch.seen)}; leftovers: {len(found)}")

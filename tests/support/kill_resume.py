@@ -1,24 +1,29 @@
 """Kill a campaign runner with SIGKILL and resume it: the fault suite's moves and what
-it checks after them (the store, the host)."""
+it checks after them (the store, the host).
+
+    log = kill_at_moments(argv, out)    # one SIGKILL at each of MOMENTS, in turn
+    ids = resume_to_the_plan(argv, out, planned, timeout=600)
+
+A kill lands at a chosen moment of the runner's work, seen from outside (its
+descendants, its namespaces, its store), not at a random time: each kill tests a
+different moment, however fast or busy the machine.
+"""
 
 from __future__ import annotations
 
 import os
-import random
 import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
+
 from support.paths import ROOT
-
 from testbed.host.cleanup import leftovers
-
-FIRST_TRIAL_S = 600.0
-"""The longest the test waits for the first stored trial (start-up and one block take
-~10 s on an idle machine)."""
 
 
 def stored(out: Path) -> list[str]:
@@ -34,19 +39,6 @@ def stored(out: Path) -> list[str]:
         db.close()
 
 
-def wait_for_first_trial(runner: subprocess.Popen, out: Path) -> None:
-    """Until the runner has stored a trial in out (at most FIRST_TRIAL_S seconds)."""
-    deadline = time.monotonic() + FIRST_TRIAL_S
-    while not stored(out):
-        if runner.poll() is not None:
-            pytest.fail(f"the first runner exited with {runner.returncode} before it stored "
-                        f"a trial in {out / 'trials.sqlite'}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"waited {FIRST_TRIAL_S:.0f} s for the first runner to store a trial "
-                        f"in {out / 'trials.sqlite'}; none was stored")
-        time.sleep(0.1)
-
-
 def settled_leftovers() -> list[str]:
     """What testbed runs left on the host, once given up to 5 s to go (processes of
     a killed run may still be exiting)."""
@@ -57,37 +49,6 @@ def settled_leftovers() -> list[str]:
         time.sleep(0.25)
         found = leftovers()
     return found
-
-
-def kill_at_random(argv: list[str], out: Path, planned: set[str], rng: random.Random,
-                   window: tuple[float, float], times: int) -> tuple[int, list[int]]:
-    """Start the campaign and SIGKILL it (no cleanup at all) `times` times: the first
-    right after its first stored trial, so every later run resumes a partly stored
-    results folder however slow the machine, the others at a random moment in
-    `window` seconds after the start (some before the first store, most after).
-    The kills made and the trials stored after each."""
-    kills, progress = 0, []
-    for attempt in range(3 * times):
-        if kills >= times:
-            break
-        runner = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        try:
-            if attempt == 0:
-                wait_for_first_trial(runner, out)
-            else:
-                runner.wait(timeout=rng.uniform(*window))
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            if runner.poll() is None:
-                os.kill(runner.pid, signal.SIGKILL)
-                runner.wait()
-                kills += 1
-        progress.append(len(stored(out)))
-        if set(stored(out)) == planned:
-            break
-    return kills, progress
 
 
 def resume_to_the_plan(argv: list[str], out: Path, planned: set[str],
@@ -116,3 +77,96 @@ def not_ok(out: Path) -> list[tuple[str, str, str]]:
                           "WHERE status IS NOT 'ok'").fetchall()
     finally:
         db.close()
+
+
+MOMENT_S = 300.0
+"""The longest one attempt waits for its moment (start-up and a trial take ~10 s on an
+idle machine)."""
+BROWSERS = ("chromium", "chrome", "firefox-esr", "firefox")
+"""A browser's program name in a process's command line (its first word's basename)."""
+
+
+class Runner:
+    """What one runner shows from outside while it works: its descendants' command lines,
+    the network namespaces made since it started, and its results folder's store."""
+
+    def __init__(self, proc: subprocess.Popen, out: Path) -> None:
+        self.proc, self.out = proc, out
+        self.namespaces = _namespaces()
+        self.stored = len(stored(out))
+
+    def commands(self) -> list[list[str]]:
+        try:
+            children = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+        found = []
+        for child in children:
+            try:
+                found.append(child.cmdline())
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+        return found
+
+    def browsing(self) -> bool:
+        return any(c and os.path.basename(c[0]) in BROWSERS for c in self.commands())
+
+    def new_namespaces(self) -> set[str]:
+        return _namespaces() - self.namespaces
+
+    def stored_more(self) -> bool:
+        return len(stored(self.out)) > self.stored
+
+
+def _namespaces() -> set[str]:
+    """The named network namespaces (ip netns's folder, read without running ip)."""
+    try:
+        return set(os.listdir("/run/netns"))
+    except FileNotFoundError:
+        return set()
+
+
+MOMENTS: dict[str, Callable[[Runner], bool]] = {
+    # right after a trial's row was committed (the next run resumes a store with rows)
+    "row stored": Runner.stored_more,
+    # start-up: its first namespaces made, no browser yet, nothing stored
+    "start-up": lambda r: bool(r.new_namespaces()) and not r.browsing()
+    and not r.stored_more(),
+    # a page load under way: a browser runs
+    "mid-load": Runner.browsing,
+    # a load finished, its row not yet stored: the visual metrics of its video run
+    "load done, row not stored": lambda r: any(
+        any("visualmetrics" in w for w in c) for c in r.commands()) and not r.stored_more(),
+}
+"""The moments a kill lands at, each a test of what the runner's owner undoes and what
+the resume redoes, in the order kill_at_moments takes them."""
+
+
+def kill_at_moments(argv: list[str], out: Path,
+                    moments: tuple[str, ...] = tuple(MOMENTS)) -> list[tuple[str, int, int]]:
+    """Start the campaign and SIGKILL it (no cleanup at all) once at each of `moments`,
+    starting it again after each kill: (moment, trials stored before, after) per kill.
+    Fails naming the moment if the campaign ends before it or it does not come within
+    MOMENT_S seconds."""
+    log = []
+    for moment in moments:
+        reached = MOMENTS[moment]
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        runner = Runner(proc, out)
+        deadline = time.monotonic() + MOMENT_S
+        try:
+            while not reached(runner):
+                if proc.poll() is not None:
+                    pytest.fail(f"the campaign ended (exit {proc.returncode}) before the "
+                                f"moment {moment!r}; kills so far: {log}")
+                if time.monotonic() > deadline:
+                    pytest.fail(f"waited {MOMENT_S:.0f} s for the moment {moment!r}; kills "
+                                f"so far: {log}")
+                time.sleep(0.02)
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.append((moment, runner.stored, len(stored(out))))
+    return log
