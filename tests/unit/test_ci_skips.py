@@ -30,9 +30,8 @@ def test_expected_failure():
 
 def _run(pytester, monkeypatch, ci: str | None):
     shutil.copy(TESTS / "conftest.py", pytester.path)
-    (pytester.path / "support").mkdir()
-    for name in ("__init__.py", "needs.py"):
-        shutil.copy(SUPPORT / name, pytester.path / "support")
+    shutil.copytree(SUPPORT, pytester.path / "support",  # what conftest.py imports
+                    ignore=shutil.ignore_patterns("__pycache__"))
     if ci is None:
         monkeypatch.delenv("CI", raising=False)
     else:
