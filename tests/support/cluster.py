@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
 from support.paths import ROOT, TESTBED
 
 FILES = {"browsertime.json", "browsertime.har.gz", "visualmetrics.json", "trial.json"}

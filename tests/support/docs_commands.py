@@ -7,8 +7,8 @@ import re
 import shlex
 
 import click
-from support.paths import ROOT
 
+from support.paths import ROOT
 from testbed.cli import cli
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

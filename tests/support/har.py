@@ -7,6 +7,7 @@ import json
 
 import jsonschema
 from referencing import Registry, Resource
+
 from support.paths import TESTS
 
 HAR_SCHEMA = TESTS / "har_schema"

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from support.hostile_harness import Host
-
 from testbed.formats import recording
 
 BODY = b"<html>hello</html>"
