@@ -12,13 +12,11 @@ missing binary fails the test (it is built by `make setup` beside h3server).
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from support.http3 import CONN_KEYS, fetch, free_udp_port
+from support.http3 import CONN_KEYS, Server, fetch
 from support.paths import ROOT
 from support.server_sources import cargo_version
 
@@ -36,53 +34,14 @@ def built():
         pytest.fail(f"not built (make setup): {', '.join(missing)}", pytrace=False)
 
 
-class Server:
-    """h3quinn on 127.0.0.1, stopped with SIGTERM on exit."""
-
-    def __init__(self, recording: Path, tls_files, tmp: Path, *extra: str):
-        self.port = free_udp_port()
-        self.summary = tmp / "summary.json"
-        self.log = tmp / "h3quinn.log"
-        self.argv = [str(H3QUINN), "--recording", str(recording),
-                     "--listen", f"127.0.0.1:{self.port}", "--cert", str(tls_files[0]),
-                     "--key", str(tls_files[1]), "--summary", str(self.summary), *extra]
-
-    def __enter__(self) -> Server:  # noqa: PYI034
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL,
-                                     stderr=self.log.open("wb"))
-        deadline = time.monotonic() + 10
-        while not self.summary.exists():  # written once the endpoints are bound
-            assert self.proc.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, "h3quinn did not start"
-            time.sleep(0.02)
-        return self
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(10)
-
-    def __exit__(self, *exc) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def summary_when(self, what: str, done, timeout_s: float = 30) -> dict:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                summary = json.loads(self.summary.read_text())
-            except json.JSONDecodeError:  # never: rewritten by rename
-                summary = None
-            if summary is not None and done(summary):
-                return summary
-            assert time.monotonic() < deadline, \
-                f"h3quinn's summary did not show {what} within {timeout_s} s: {summary}"
-            time.sleep(0.02)
+def server(recording: Path, tls, tmp: Path, *extra: str) -> Server:
+    """h3quinn on 127.0.0.1 (support.http3.Server)."""
+    return Server(H3QUINN, recording, tls, tmp, *extra)
 
 
 def test_serves_the_recording_as_h3server_does(site, tls, tmp_path):
     qlogs = tmp_path / "qlog"
-    with Server(site, tls, tmp_path, "--qlog-dir", str(qlogs)) as srv:
+    with server(site, tls, tmp_path, "--qlog-dir", str(qlogs)) as srv:
         before = json.loads(srv.summary.read_text())
         got = fetch(srv.port, [("GET", "/"), ("GET", "/app.js?v=2"), ("GET", "/app.js?v=9"),
                                ("GET", "/big.bin"), ("GET", "/nope"), ("POST", "/")])
@@ -119,7 +78,7 @@ def test_serves_the_recording_as_h3server_does(site, tls, tmp_path):
 
 
 def test_quiche_client_fetches_from_it_with_the_summarys_figures(site, tls, tmp_path):
-    with Server(site, tls, tmp_path, "--initial-cwnd-packets", "20", "--cc", "reno") as srv:
+    with server(site, tls, tmp_path, "--initial-cwnd-packets", "20", "--cc", "reno") as srv:
         cp = subprocess.run([str(H3BULK), "--connect", f"127.0.0.1:{srv.port}",
                              "--host", "a.test", "--path", "/big.bin", "--count", "3",
                              "--timeout", "60"],
@@ -165,7 +124,7 @@ def test_lost_client_datagrams_do_not_stall_the_connection(site, tls, tmp_path, 
     from testbed.host.netns import NetNS
     with NetNS("lossrun") as ns:
         ns.sysctl("net.netfilter.nf_conntrack_acct", 1)
-        srv = Server(site, tls, tmp_path)
+        srv = server(site, tls, tmp_path)
         proc.run(ns.exec(["nft", "-f", "-"]), input=(
             "table inet lossrun {\n chain inp {\n"
             "  type filter hook input priority 0; policy accept;\n"
@@ -265,7 +224,7 @@ def test_more_urgent_responses_go_first(site, tls, tmp_path):
     # Asked in one flight: the 1 MiB body first, then two small ones. quinn's
     # default (round-robin) would end the small ones first; by urgency, the
     # urgent small one ends first and the least urgent one after the big body.
-    with Server(site, tls, tmp_path) as srv:
+    with server(site, tls, tmp_path) as srv:
         order = finish_order(srv.port, [("/big.bin", "u=1"), ("/app.js?v=1", "u=7"),
                                         ("/app.js?v=2", "u=0")])
         assert srv.stop() == 0

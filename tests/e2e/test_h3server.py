@@ -11,13 +11,11 @@ SIGTERM. The pacing acceptance test
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from support.http3 import CONN_KEYS, fetch, free_udp_port
+from support.http3 import CONN_KEYS, Server, fetch
 from support.needs import need
 from support.paths import ROOT
 
@@ -31,56 +29,13 @@ def built():
     need(None if H3SERVER.exists() else f"{H3SERVER} not built (make setup)")
 
 
-class Server:
-    """h3server on 127.0.0.1, stopped with SIGTERM on exit."""
-
-    def __init__(self, recording: Path, tls, tmp: Path, *extra: str):
-        self.port = free_udp_port()
-        self.summary = tmp / "summary.json"
-        self.log = tmp / "h3server.log"
-        self.argv = [str(H3SERVER), "--recording", str(recording),
-                     "--listen", f"127.0.0.1:{self.port}", "--cert", str(tls[0]),
-                     "--key", str(tls[1]), "--summary", str(self.summary), *extra]
-
-    def __enter__(self) -> Server:  # noqa: PYI034
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL,
-                                     stderr=self.log.open("wb"))
-        deadline = time.monotonic() + 10
-        while not self.summary.exists():  # written once the recording is in memory
-            assert self.proc.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, "h3server did not start"
-            time.sleep(0.02)
-        return self
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(10)
-
-    def __exit__(self, *exc) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def read_summary(self) -> dict:
-        return json.loads(self.summary.read_text())
-
-    def summary_when(self, what: str, done, timeout_s: float = 30) -> dict:
-        """The summary once done(summary) holds (it is rewritten after each change)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                summary = self.read_summary()
-            except json.JSONDecodeError:  # caught mid-rewrite
-                summary = None
-            if summary is not None and done(summary):
-                return summary
-            assert time.monotonic() < deadline, \
-                f"h3server's summary did not show {what} within {timeout_s} s: {summary}"
-            time.sleep(0.02)
+def server(recording: Path, tls, tmp: Path, *extra: str) -> Server:
+    """h3server on 127.0.0.1 (support.http3.Server)."""
+    return Server(H3SERVER, recording, tls, tmp, *extra)
 
 
 def test_serves_hits_and_counts_misses(site, tls, tmp_path):
-    with Server(site, tls, tmp_path) as srv:
+    with server(site, tls, tmp_path) as srv:
         before = srv.read_summary()
         got = fetch(srv.port, [("GET", "/"), ("GET", "/app.js?v=2"), ("GET", "/app.js?v=9"),
                                ("GET", "/big.bin"), ("GET", "/nope"), ("POST", "/")])
@@ -103,7 +58,7 @@ def test_serves_hits_and_counts_misses(site, tls, tmp_path):
 
 
 def test_alt_svc_off_announces_nothing(site, tls, tmp_path):
-    with Server(site, tls, tmp_path, "--alt-svc", "off") as srv:
+    with server(site, tls, tmp_path, "--alt-svc", "off") as srv:
         got = fetch(srv.port, [("GET", "/"), ("GET", "/nope")])
         assert srv.stop() == 0
     assert [h[":status"] for h, _ in got] == ["200", "404"]
@@ -112,7 +67,7 @@ def test_alt_svc_off_announces_nothing(site, tls, tmp_path):
 
 @pytest.mark.parametrize("cc,quiche_cc", [("bbr2", "bbr2_gcongestion"), ("bbr", "bbr")])
 def test_sigterm_exits_cleanly_with_a_final_summary(site, tls, tmp_path, cc, quiche_cc):
-    with Server(site, tls, tmp_path, "--pacing", "off", "--gso", "on", "--cc", cc) as srv:
+    with server(site, tls, tmp_path, "--pacing", "off", "--gso", "on", "--cc", cc) as srv:
         fetch(srv.port, [("GET", "/app.js?v=1")])
         assert srv.stop() == 0
         s = srv.read_summary()
@@ -123,7 +78,7 @@ def test_sigterm_exits_cleanly_with_a_final_summary(site, tls, tmp_path, cc, qui
 
 def test_summary_has_each_connections_figures_and_qlog(site, tls, tmp_path):
     qlogs = tmp_path / "qlog"
-    with Server(site, tls, tmp_path, "--initial-cwnd-packets", "20",
+    with server(site, tls, tmp_path, "--initial-cwnd-packets", "20",
                 "--qlog-dir", str(qlogs)) as srv:
         fetch(srv.port, [("GET", "/big.bin"), ("GET", "/app.js?v=1")])  # then the client closes
         s = srv.summary_when("a closed connection",
@@ -160,7 +115,7 @@ def test_a_settings_quic_knobs_reach_the_transport_parameters(site, tls, tmp_pat
                  'pacing = false\nmax_udp_payload = 1200\ngso = true\nmax_ack_delay_ms = 5\n'
                  'ack_delay_exponent = 10\n')
     qlogs = tmp_path / "qlog"
-    with Server(site, tls, tmp_path, *server_options(str(f)).h3server_args,
+    with server(site, tls, tmp_path, *server_options(str(f)).h3server_args,
                 "--qlog-dir", str(qlogs)) as srv:
         fetch(srv.port, [("GET", "/big.bin")])
         assert srv.stop() == 0

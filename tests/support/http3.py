@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
 import ssl
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +134,60 @@ CONN_KEYS = {"id", "peer", "local", "closed", "cc", "handshake_ms", "duration_ms
              "min_rtt_ms", "rttvar_ms", "cwnd_initial_bytes", "cwnd_bytes", "max_datagram_size",
              "sent_packets", "recv_packets", "lost_packets", "retrans_packets", "sent_bytes",
              "recv_bytes", "lost_bytes", "stream_retrans_bytes", "delivery_rate_bps", "requests"}
+
+
+START_S = 60.0
+"""The longest a server may take to write its first summary: a bound on the wait (it takes
+well under a second), not a measure of speed."""
+
+
+class Server:
+    """An HTTP/3 replay server (`binary`: h3server or h3quinn) on 127.0.0.1 serving
+    `recording` with the `tls` fixture's certificate; stopped with SIGTERM by stop(),
+    killed on exit if still running."""
+
+    def __init__(self, binary: Path, recording: Path, tls, tmp: Path, *extra: str):
+        self.name = binary.name
+        self.port = free_udp_port()
+        self.summary = tmp / "summary.json"
+        self.log = tmp / f"{self.name}.log"
+        self.argv = [str(binary), "--recording", str(recording),
+                     "--listen", f"127.0.0.1:{self.port}", "--cert", str(tls[0]),
+                     "--key", str(tls[1]), "--summary", str(self.summary), *extra]
+
+    def __enter__(self) -> Server:  # noqa: PYI034
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL,
+                                     stderr=self.log.open("wb"))
+        deadline = time.monotonic() + START_S
+        while not self.summary.exists():  # written once the recording is loaded and bound
+            assert self.proc.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, f"{self.name} wrote no summary in {START_S} s"
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def read_summary(self) -> dict:
+        return json.loads(self.summary.read_text())
+
+    def summary_when(self, what: str, done, timeout_s: float = 30) -> dict:
+        """The summary once done(summary) holds (it is rewritten, by rename, after each
+        change)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                summary = self.read_summary()
+            except json.JSONDecodeError:  # caught mid-rewrite
+                summary = None
+            if summary is not None and done(summary):
+                return summary
+            assert time.monotonic() < deadline, \
+                f"{self.name}'s summary did not show {what} within {timeout_s} s: {summary}"
+            time.sleep(0.02)
