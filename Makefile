@@ -25,10 +25,10 @@ setup:
 
 test: lint docs unit e2e faults
 
-# ruff over all Python; mypy over testbed/ and analysis/ (its scope and strictness:
+# ruff over all Python; mypy over testbed/, analysis/ and results_contract/ (its scope and strictness:
 # [tool.mypy] in pyproject.toml); rustfmt and clippy over h3server/.
 lint:
-	$(VENV)/bin/ruff check testbed analysis tests bench recordings corpus
+	$(VENV)/bin/ruff check testbed analysis results_contract tests bench recordings corpus
 	$(VENV)/bin/mypy
 ifneq ($(RUST_LINT),no)
 	cd h3server && $(CARGO) fmt --all --check
@@ -93,7 +93,7 @@ reference-checkpoint:
 	$(TESTBED) checkpoint $(REFERENCE_RESULTS) --out $(REFERENCE)
 
 replication: reference-report
-	$(PY) -m analysis.replication reports/reference/findings.md REPLICATION.md
+	$(PY) -m analysis.campaign.replication reports/reference/findings.md REPLICATION.md
 
 faults:
 	$(PY) -m pytest -q -s --durations=10 -m "faults" $(JUNIT) tests/faults

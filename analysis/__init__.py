@@ -10,42 +10,41 @@ a laptop with Jupyter. Typical use:
     a.summary, a.relative, a.win_tie_loss, a.design, a.health
     write_report(a, "reports/paper")
 
-The names below are imported when first used, so that `analysis.schema` (the
-results contract, which the campaign store is built from) is read without
-pandas, SciPy or matplotlib.
+The results it reads are the contract of the package `results_contract` (beside this
+one, imported by the testbed too). The packages, each importing only those before it:
+
+- `analysis.statistics`: statistics of trials and connections, one question a module;
+- `analysis.campaign`: one campaign's whole analysis (its model, `analyse`), the
+  paper's findings, two campaigns' agreement, REPLICATION.md's block;
+- `analysis.figures`: the figures (matplotlib);
+- `analysis.report`: the report folder, the trial and compare pages (Jinja2).
+
+`synthetic` (synthetic campaigns for tests, benchmarks and fixtures) is the one loose
+module.
 """
 
-from types import ModuleType
-from typing import Any
-
-from analysis.load import ResultsError, load, load_connections, ok_trials
+from analysis.campaign.analyse import analyse
+from analysis.campaign.model import Analysis, Config
+from analysis.figures.plots import cdf_figure
+from analysis.report.report import write_report
+from analysis.statistics.cdf import ecdf, relative_cdfs
+from analysis.statistics.design import design_impact, single_origin_sites
+from analysis.statistics.health import failures_by_reason, trial_health
+from analysis.statistics.stats import (
+    compare,
+    default_pairs,
+    effect_sizes,
+    measurements,
+    relative_difference,
+    relative_summary,
+    summarize,
+    win_tie_loss,
+)
+from results_contract.load import ResultsError, load, load_connections, ok_trials
 
 __all__ = [
     "Analysis", "Config", "ResultsError", "analyse", "cdf_figure", "compare", "default_pairs",
-    "design_impact", "ecdf", "effect_sizes", "failures_by_reason", "load", "load_connections", "measurements", "ok_trials",
-    "relative_cdfs", "relative_difference", "relative_summary", "single_origin_sites",
-    "summarize", "trial_health", "win_tie_loss", "write_report",
+    "design_impact", "ecdf", "effect_sizes", "failures_by_reason", "load", "load_connections",
+    "measurements", "ok_trials", "relative_cdfs", "relative_difference", "relative_summary",
+    "single_origin_sites", "summarize", "trial_health", "win_tie_loss", "write_report",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module 'analysis' has no attribute {name!r}")
-    module: ModuleType
-    if name in ("ecdf", "relative_cdfs"):
-        from analysis import cdf as module
-    elif name in ("design_impact", "single_origin_sites"):
-        from analysis import design as module
-    elif name in ("failures_by_reason", "trial_health"):
-        from analysis import health as module
-    elif name == "cdf_figure":
-        from analysis import plots as module
-    elif name in ("Analysis", "Config", "analyse", "write_report"):
-        from analysis import report as module
-    else:
-        from analysis import stats as module
-    return getattr(module, name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

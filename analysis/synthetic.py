@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.load import normalise
-from analysis.schema import (
+from results_contract.load import normalise
+from results_contract.schema import (
     ADDED,
     COLUMNS,
     SETTING_LABELS,
@@ -219,12 +219,12 @@ def write_sqlite(trials: pd.DataFrame, path: str | Path, without: Sequence[str] 
 
 
 def write_connections(conns: pd.DataFrame, path: str | Path) -> None:
-    """Add table `connections` (analysis.connections.COLUMNS) holding `conns` to the
+    """Add table `connections` (analysis.statistics.connections.COLUMNS) holding `conns` to the
     store at `path`."""
     import sqlite3
 
-    from analysis.connections import COLUMNS as CONNECTION_COLUMNS
-    from analysis.connections import TEXT_COLUMNS
+    from analysis.statistics.connections import COLUMNS as CONNECTION_COLUMNS
+    from analysis.statistics.connections import TEXT_COLUMNS
 
     declared = ", ".join(f"{c} {'TEXT' if c in TEXT_COLUMNS else 'REAL'}"
                          for c in CONNECTION_COLUMNS)
@@ -257,13 +257,13 @@ def write_folder(trials: pd.DataFrame, folder: str | Path, manifest: dict[str, A
 
 
 def connections(trials: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """Table `connections` for the ok trials of `trials` (analysis.connections.COLUMNS),
+    """Table `connections` for the ok trials of `trials` (analysis.statistics.connections.COLUMNS),
     from a model as simple as the trials': each trial's bytes spread over a few
     connections (one per origin, at most six) of log-normal sizes; the delivery
     rate a share of the link's, which BBR raises for large objects on lossy paths
     and lowers for small objects on loss-free ones (roughly what a CDN reported);
     retransmissions from the path's loss. Deterministic for a seed."""
-    from analysis.connections import COLUMNS as CONNECTION_COLUMNS
+    from analysis.statistics.connections import COLUMNS as CONNECTION_COLUMNS
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -396,7 +396,7 @@ def blocked(campaigns: int, sites: int = 20, runs: int = 10, effects: Sequence[f
 
 def blocked_measurements(values: np.ndarray, settings: Sequence[str] = ("tcp-plus", "tcp"),
                          network: str = "dsl", metric: str = "plt") -> pd.DataFrame:
-    """One campaign of `blocked` (sites, settings, runs) as analysis.stats.measurements
+    """One campaign of `blocked` (sites, settings, runs) as analysis.statistics.stats.measurements
     rows: site, network, protocol, run, metric, value."""
     sites, k, runs = values.shape
     s, p, r = (a.ravel() for a in np.meshgrid(np.arange(sites), np.arange(k), np.arange(runs),

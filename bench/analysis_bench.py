@@ -24,7 +24,8 @@ def main() -> None:
     args = parser.parse_args()
 
     t = time.perf_counter()
-    from analysis import analyse, load, synthetic, write_report
+    from analysis import analyse, synthetic, write_report
+    from results_contract.load import load
     import_s = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -63,7 +63,7 @@ def tost(one: np.ndarray, many: np.ndarray, margin: float = 0.02, alpha: float =
     """Two one-sided Welch t tests (TOST) of mean(many) - mean(one) on the log scale:
     "equivalent" when its (1 - 2 alpha) interval lies within ±log(1 + margin)
     (p_tost < alpha); otherwise "different" when the two-sided Welch test rejects 0 at
-    alpha; otherwise "inconclusive" (as analysis.across.equivalence). shift and its
+    alpha; otherwise "inconclusive" (as analysis.statistics.across.equivalence). shift and its
     interval as ratios - 1."""
     one, many = np.asarray(one, float), np.asarray(many, float)
     n1, n2 = len(one), len(many)

@@ -1,6 +1,6 @@
 """The mixed model's error rate and coverage on many seeded synthetic campaigns.
 
-analysis.across.mixed_fit (statsmodels MixedLM on log values: setting fixed, site
+analysis.statistics.across.mixed_fit (statsmodels MixedLM on log values: setting fixed, site
 random in intercept and slope, run block within site as a variance component) is
 fitted to --campaigns campaigns of analysis.synthetic.blocked (20 sites x 10 runs,
 site-level effects spread around the truth with SD 2 %, a 3 % block shock, 5 % run
@@ -29,8 +29,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
 
-    from analysis import across, synthetic
-
+    from analysis import synthetic
+    from analysis.statistics import across
     started = time.perf_counter()
     print(f"{args.campaigns} campaigns per truth, {args.sites} sites x {args.runs} runs "
           f"(analysis.synthetic.blocked)")

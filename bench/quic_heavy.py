@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.load import load, load_connections, ok_trials
+from results_contract.load import load, load_connections, ok_trials
 
 ROOT = Path(__file__).resolve().parent.parent
 DEEP = ROOT / "bench" / "dsl-deep.toml"

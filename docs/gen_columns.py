@@ -1,4 +1,4 @@
-"""Render the results columns of docs/results.md from the one schema, analysis/schema.py.
+"""Render the results columns of docs/results.md from the one schema, results_contract/schema.py.
 
     .venv/bin/python docs/gen_columns.py           # rewrite the tables in docs/results.md
     .venv/bin/python docs/gen_columns.py --check   # exit 1 if the page is out of date
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "results.md"
 sys.path.insert(0, str(ROOT))
 
-from analysis import schema
+from results_contract import schema
 
 TABLES = {"trials": schema.TRIALS, "connections": schema.CONNECTIONS,
           "stops": schema.STOPS}

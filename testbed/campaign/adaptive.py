@@ -20,7 +20,7 @@ not, docs/statistics.md). So a resumed campaign reaches the same decisions: the 
 of runs before r are stored before run r's block is asked about (on a cluster the
 coordinator holds a group's next block until its earlier blocks are stored).
 
-Each decision is kept in the store's table `stops` (analysis.schema.STOPS): per site
+Each decision is kept in the store's table `stops` (results_contract.schema.STOPS): per site
 and network the runs done and why the group stopped: `precision` (met after `runs`
 runs) or `max` (all runs done; `precise` says whether the last interval met it).
 """
@@ -30,11 +30,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
-from analysis.precision import Precision, half_width, meets
-from analysis.schema import STOPS_TABLE
+from results_contract.schema import STOPS_TABLE
+
+if TYPE_CHECKING:
+    from analysis.statistics.precision import Precision
+
+# analysis.statistics.precision is imported where a precision is used: importing the
+# analysis loads pandas, SciPy and matplotlib (~1 s), which a campaign without
+# adaptive runs never needs.
 
 
 class AdaptiveRuns(BaseModel):
@@ -55,6 +62,8 @@ class AdaptiveRuns(BaseModel):
     @field_validator("precision")
     @classmethod
     def _parses(cls, v: str) -> str:
+        from analysis.statistics.precision import Precision
+
         Precision.parse(v)
         return v
 
@@ -69,6 +78,8 @@ class AdaptiveRuns(BaseModel):
 
     @property
     def bound(self) -> Precision:
+        from analysis.statistics.precision import Precision
+
         return Precision.parse(self.precision)
 
     def __str__(self) -> str:
@@ -97,6 +108,8 @@ def judge(site: str, network: str, runs: int, reason: str,
           plts: Mapping[str, Sequence[float]], settings: Iterable[str],
           precision: Precision) -> Stop:
     """The Stop of a group from its settings' ok PLTs."""
+    from analysis.statistics.precision import half_width, meets
+
     settings = list(settings)
     widths = [(half_width(plts.get(s, ())), plts.get(s, ())) for s in settings]
     finite = [(w, v) for w, v in widths if math.isfinite(w)]
@@ -115,6 +128,8 @@ def decide(plts: Mapping[str, Sequence[float]], settings: Iterable[str], run: in
         return "max"
     if run < runs.min:
         return None
+    from analysis.statistics.precision import meets
+
     bound = runs.bound
     return "precision" if all(meets(plts.get(s, ()), bound) for s in settings) else None
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from analysis.schema import DEFAULT_CLIENT
+from results_contract.schema import DEFAULT_CLIENT
 from testbed.campaign import commit, rows
 from testbed.campaign import plan as plan_mod
 from testbed.campaign.config import Campaign

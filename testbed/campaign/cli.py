@@ -358,8 +358,8 @@ def export(source: Path, csv_out: str | None, parquet_out: str | None,
     SOURCE is what `testbed report` takes: a campaign results folder (with
     trials.sqlite), its store (.sqlite) or an export (.csv, .csv.gz, .parquet).
     """
-    from analysis import schema
-    from analysis.load import ResultsError, load, load_connections
+    from results_contract import schema
+    from results_contract.load import ResultsError, load, load_connections
 
     if (csv_out is None) == (parquet_out is None):
         raise InputError("give exactly one of --csv FILE or --parquet FILE")
@@ -376,7 +376,7 @@ def export(source: Path, csv_out: str | None, parquet_out: str | None,
         if c.kind == schema.INTEGER_KIND:
             df[c.name] = df[c.name].astype("Int64")
     if csv_out is not None:
-        from analysis.cells import spreadsheet_safe
+        from results_contract.cells import spreadsheet_safe
 
         text = spreadsheet_safe(df).to_csv(index=False)  # a spreadsheet runs no cell
         if csv_out == "-":

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from analysis import trial_folder as tf
+from results_contract import trial_folder as tf
 from testbed.campaign import outdir
 from testbed.campaign.store import Row, Store
 from testbed.measure.session import Outcome

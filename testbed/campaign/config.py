@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from analysis import schema
+from results_contract import schema
 from testbed.campaign.adaptive import AdaptiveRuns
 from testbed.campaign.lanes import AUTO, MAX_LANES
 from testbed.errors import InputError
@@ -390,7 +390,7 @@ def _places() -> str:
 
 
 def _check_label(c: Campaign, key: str, listed: str, label: str) -> None:
-    """A label names trial folders (analysis.schema.trial_id): it must be safe there."""
+    """A label names trial folders (results_contract.schema.trial_id): it must be safe there."""
     problem = schema.label_problem(label)
     if problem:
         raise InputError(f"{c.source}: key {key}: {tomlfile.toml_repr(listed)} is named "

@@ -193,12 +193,12 @@ def expected_runs(cv: float, settings: int, low: int, high: int, percent: float 
 
 def measured_cv(rows: list[dict]) -> dict[str, float]:
     """Per network, the pooled within-group SD of log PLT of stored ok trials (about the
-    CV; analysis.planner.pilot_spread) where groups have 3 runs or more."""
+    CV; analysis.statistics.planner.pilot_spread) where groups have 3 runs or more."""
     if not rows:
         return {}
     import pandas as pd
 
-    from analysis.planner import pilot_spread
+    from analysis.statistics.planner import pilot_spread
 
     df = pd.DataFrame(rows)
     df = df[(df["status"] == "ok") & (df["plt_ms"].astype(float) > 0)]

@@ -29,7 +29,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from analysis.schema import DEFAULT_CLIENT, trial_id
+from results_contract.schema import DEFAULT_CLIENT, trial_id
 
 
 @dataclass(frozen=True, order=True)
@@ -43,7 +43,7 @@ class Trial:
     @property
     def id(self) -> str:
         """The store's trial_id and the trial's folder name: `<site>+<network>+<protocol>+<run>`,
-        `+<client>` after it for a client other than Chromium (analysis.schema.trial_id)."""
+        `+<client>` after it for a client other than Chromium (results_contract.schema.trial_id)."""
         return trial_id(self.site, self.network, self.protocol, self.run, self.client)
 
 

@@ -74,7 +74,7 @@ def _rebuilt(source: Path, target: Path) -> Iterator[list[str]]:
 
 def _manifest(folder: Path) -> dict | None:
     """The folder's manifest by the results loader (no symlink, a manifest's shape)."""
-    from analysis.load import ResultsError, load_manifest
+    from results_contract.load import ResultsError, load_manifest
 
     try:
         return load_manifest(folder)

@@ -14,7 +14,7 @@ import json
 import time
 from dataclasses import dataclass
 
-from analysis import trial_folder as tf
+from results_contract import trial_folder as tf
 from testbed.campaign import plan as plan_mod
 from testbed.campaign.config import Campaign
 from testbed.campaign.store import Row

@@ -29,8 +29,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
-from analysis import trial_folder
-from analysis.schema import DEFAULT_CLIENT
+from results_contract import trial_folder
+from results_contract.schema import DEFAULT_CLIENT
 from testbed.campaign import adaptive, commit, outdir, rows
 from testbed.campaign import block as block_mod
 from testbed.campaign import config as config_mod
@@ -269,7 +269,7 @@ class Runner:
         db = folder / "trials.sqlite"
         if db.is_file():
             self._check_visits(db)
-        from analysis.load import ResultsError, load_manifest
+        from results_contract.load import ResultsError, load_manifest
 
         try:  # never through a symlink, never a FIFO
             sessions = (load_manifest(folder) or {}).get("sessions", [])

@@ -4,7 +4,7 @@
         store.finished()               # trials already stored (resume skips them);
                                        # their folders are trials/<trial_id>/
         store.add(row)                 # one transaction: the whole row or nothing
-        with store.adding(row, conns): ...  # ... its connections (analysis.schema.CONNECTIONS)
+        with store.adding(row, conns): ...  # ... its connections (schema.CONNECTIONS)
                                        # and what the block does (the trial's files)
 
 WAL journal, so a reader (the analysis, `testbed export`) never blocks the
@@ -12,9 +12,9 @@ runner and a killed runner never leaves a half-written row. The trial id is
 the primary key: a trial is stored once.
 
 A store from elsewhere (a results folder resumed or checkpointed, a checkpoint resumed
-from) is data, never code: it is read only through analysis.sqlite_fd (bounded, no
+from) is data, never code: it is read only through results_contract.sqlite_fd (bounded, no
 symlink, trusted_schema off) after its schema was checked (reading(): only the tables
-of analysis.schema and the store's own indexes; a trigger, a view or any other object
+of results_contract.schema and the store's own indexes; a trigger, a view or any other object
 is refused), and a copy of it is a store made here holding its rows (rebuild()).
 """
 
@@ -28,10 +28,10 @@ from dataclasses import asdict, field, make_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
-from analysis import schema
-from analysis.results_io import ResultsError
-from analysis.schema import ADDED, COLUMNS, CONNECTION_COLUMNS, STOPS, TRIALS
-from analysis.sqlite_fd import Reader
+from results_contract import schema
+from results_contract.results_io import ResultsError
+from results_contract.schema import ADDED, COLUMNS, CONNECTION_COLUMNS, STOPS, TRIALS
+from results_contract.sqlite_fd import Reader
 from testbed.errors import InputError
 
 INDEX = "connections_trial"
@@ -47,7 +47,7 @@ INDEXES = {f"sqlite_autoindex_{schema.TABLE}_1": (schema.TABLE, ("trial_id",)),
 """The indexes a store may hold: name -> (table, columns); SQLite makes the first two for
 the primary keys."""
 EXPECTED = (f"expected only tables {', '.join(REQUIRED)} and their indexes (a campaign store; "
-            "see analysis/schema.py)")
+            "see results_contract/schema.py)")
 
 
 def _json(counts: dict[str, int] | None) -> str | None:
@@ -73,7 +73,7 @@ else:
         namespace={"protocols_json": staticmethod(_json), "in_flight_json": staticmethod(_json)})
     Row.__module__ = __name__
     Row.__doc__ = """One finished trial, as stored: a field per column of the results contract
-(analysis.schema.TRIALS), in its order; protocols and max_in_flight are JSON objects
+(results_contract.schema.TRIALS), in its order; protocols and max_in_flight are JSON objects
 (Row.protocols_json, Row.in_flight_json)."""
 
 
@@ -201,7 +201,7 @@ def _create(db: sqlite3.Connection) -> None:
 
 @contextmanager
 def reading(path: Path, contract: bool = True) -> Iterator[Reader]:
-    """The store at `path` (a file, not a symlink), read-only through analysis.sqlite_fd,
+    """The store at `path` (a file, not a symlink), read-only through results_contract.sqlite_fd,
     once its schema holds only the known tables and indexes (INDEXES, REQUIRED) and, if
     `contract`, its tables have the contract's columns; InputError naming the file and
     what was expected otherwise, or if a read fails (never a silent "no rows")."""
@@ -231,7 +231,7 @@ def _check(db: Reader, contract: bool) -> None:
         lacking = [c for c in REQUIRED[table] if c not in have]
         if lacking:
             raise InputError(f"{db.path}: table {table}: no column {', '.join(lacking)}; "
-                             "expected a campaign store (see analysis/schema.py)")
+                             "expected a campaign store (see results_contract/schema.py)")
 
 
 def _select(db: Reader, table: str, columns: Sequence[str]) -> str:
@@ -264,7 +264,7 @@ def rebuild(source: Path, new: Path) -> list[str]:
                         made.execute(insert, row)
                     except sqlite3.IntegrityError as e:
                         raise InputError(f"{source}: table {table}: row {row[0]!r}: {e}; "
-                                         "expected a campaign store (see analysis/schema.py)"
+                                         "expected a campaign store (see results_contract/schema.py)"
                                          ) from None
         made.execute("COMMIT")
         return [r[0] for r in made.execute(f"SELECT trial_id FROM {schema.TABLE}")]
@@ -290,7 +290,7 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def read_connections(path: Path) -> list[dict]:
-    """Every stored connection as a dict of analysis.schema.CONNECTIONS, ordered by
+    """Every stored connection as a dict of results_contract.schema.CONNECTIONS, ordered by
     trial, transport, server and client; [] for a store made before the table."""
     with reading(path) as db:
         if schema.CONNECTIONS_TABLE not in db.tables():

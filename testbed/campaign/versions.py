@@ -65,7 +65,7 @@ def _sessions(folder: Path) -> list[tuple[dt.datetime, int, dict]]:
     measured: (start, index in `sessions`, versions), oldest first; none without a
     manifest. InputError naming the file if it is not a manifest (read as the results
     loader reads it: never through a symlink, never a FIFO, in a manifest's shape)."""
-    from analysis.load import ResultsError, load_manifest
+    from results_contract.load import ResultsError, load_manifest
 
     try:
         doc = load_manifest(folder)

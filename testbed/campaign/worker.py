@@ -29,7 +29,7 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from analysis import trial_folder
+from results_contract import trial_folder
 from testbed.campaign import block as block_mod
 from testbed.campaign import commit
 from testbed.campaign import manifest as manifest_mod

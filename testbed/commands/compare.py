@@ -1,4 +1,4 @@
-"""`testbed compare A B`: do two campaigns reach the same verdicts? (analysis.agreement)"""
+"""`testbed compare A B`: do two campaigns reach the same verdicts? (analysis.campaign.agreement)"""
 
 from __future__ import annotations
 
@@ -47,9 +47,9 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
     first, then per pair, network and metric how many sites get the same verdict
     (win / tie / loss) in both, the median difference of relative differences, and
     the overall agreement score. Runs without root."""
-    from analysis.agreement import agreement_of
-    from analysis.load import ResultsError
-    from analysis.schema import label
+    from analysis.campaign.agreement import agreement_of
+    from results_contract.load import ResultsError
+    from results_contract.schema import label
 
     if out is not None:  # root may write there: checked before anything is read
         out = safefs.check_out_dir(out, "--out")
@@ -94,8 +94,8 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
 
 def _out_files(result, a: Path, b: Path) -> dict[str, bytes]:
     """What --out holds: every table as CSV, index.html and its figures."""
-    from analysis.agreement import csv_files
-    from analysis.compare_page import files
+    from analysis.campaign.agreement import csv_files
+    from analysis.report.compare_page import files
 
     tables = csv_files(result)
     return {**tables, **files(result, str(a), str(b), list(tables))}
@@ -121,7 +121,7 @@ def json_doc(result, a: Path, b: Path, written) -> dict:
 
 def _echo_equivalence(result) -> None:
     """Per pair, network and metric: the TOST verdict on the campaigns' effects."""
-    from analysis.schema import label
+    from results_contract.schema import label
 
     eq = result.equivalence
     if eq is None or eq.empty:
@@ -143,10 +143,10 @@ def _echo_equivalence(result) -> None:
                                      ("equivalent", "different", "inconclusive"))
          + f" of {len(eq)} cells")
     if counts.get("inconclusive", 0):
-        from analysis.agreement import EQUIVALENCE_POWER
+        from analysis.campaign.agreement import EQUIVALENCE_POWER
 
         echo(f"  runs: per setting and site in each campaign for {EQUIVALENCE_POWER:.0%} power "
-             "to show equivalence if both measure the same thing (analysis.planner)")
+             "to show equivalence if both measure the same thing (analysis.statistics.planner)")
 
 
 def _short(value: str, width: int = 60) -> str:

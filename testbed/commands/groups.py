@@ -52,7 +52,7 @@ class LazyGroup(Group):
 
 def is_extra_missing(e: ModuleNotFoundError) -> bool:
     """Whether the missing module is a third-party one (not the project's own)."""
-    return (e.name or "").partition(".")[0] not in ("testbed", "analysis")
+    return (e.name or "").partition(".")[0] not in ("testbed", "analysis", "results_contract")
 
 
 def not_installed(missing: str | None) -> str:

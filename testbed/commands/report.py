@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from analysis.clients import of_client
-from analysis.clients import present as clients_present
-from analysis.schema import CLIENTS
+from analysis.statistics.clients import of_client
+from analysis.statistics.clients import present as clients_present
+from results_contract.schema import CLIENTS
 from testbed import jsonout
 from testbed.console import echo
 from testbed.errors import InputError
@@ -67,10 +67,11 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     folder holds index.html (open it from the file system), plots/ (PNG and
     SVG) and tables/ (CSV).
     """
-    from analysis import Config, ResultsError, analyse, load, write_report
-    from analysis.bbr import largest_objects
-    from analysis.connections import connections_of
-    from analysis.schema import PLOTTED_METRICS
+    from analysis import Config, ResultsError, analyse, write_report
+    from analysis.statistics.bbr import largest_objects
+    from analysis.statistics.connections import connections_of
+    from results_contract.load import load
+    from results_contract.schema import PLOTTED_METRICS
 
     if out is not None:  # root may write the report: checked before anything is read
         out = safefs.check_out_dir(out, "--out")
@@ -164,7 +165,7 @@ def summary(result, index: Path) -> dict:
 
 def findings_counts(result) -> dict[str, int]:
     """Verdict -> how many rows of the paper's findings have it ({} without the table)."""
-    from analysis.findings import VERDICTS
+    from analysis.campaign.findings import VERDICTS
 
     f = result.findings
     if f is None or f.empty:
@@ -175,7 +176,7 @@ def findings_counts(result) -> dict[str, int]:
 def _manifest(folder: Path) -> dict | None:
     """The results folder's manifest (None if none) by the results loader: never through
     a symlink, only in a manifest's shape."""
-    from analysis.load import ResultsError, load_manifest
+    from results_contract.load import ResultsError, load_manifest
 
     try:
         return load_manifest(folder)

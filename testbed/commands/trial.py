@@ -30,8 +30,7 @@ def trials(source: Path, as_json: bool):
     SOURCE is what `testbed report` takes: a campaign results folder (with
     trials.sqlite), its store (.sqlite) or an export (.csv, .csv.gz, .parquet).
     """
-    from analysis import ResultsError, load
-
+    from results_contract.load import ResultsError, load
     try:
         df = load(source)
     except ResultsError as e:
@@ -75,9 +74,9 @@ def trial(results: Path, trial_id: str, output: Path | None, no_filmstrip: bool,
     (when the store has per-connection figures) and, when the video was kept, a
     filmstrip.
     """
-    from analysis import ResultsError
-    from analysis.trial_page import page_name, render, trial_view
-    from analysis.trialfiles import folder_name_problem
+    from analysis.report.trial_page import page_name, render, trial_view
+    from results_contract.load import ResultsError
+    from results_contract.trialfiles import folder_name_problem
 
     problem = folder_name_problem(trial_id)
     if problem:
@@ -107,7 +106,7 @@ def trial(results: Path, trial_id: str, output: Path | None, no_filmstrip: bool,
 def _unprivileged(argv: list[str], pass_fds: tuple[int, ...], timeout: float
                   ) -> subprocess.CompletedProcess[bytes]:
     """Run ffmpeg on someone else's video: as the testbed user when root, with a bare
-    environment (analysis.trial_page.Runner)."""
+    environment (analysis.report.trial_page.Runner)."""
     drop: dict[str, Any] = {}
     if os.geteuid() == 0:
         pw = paths.user()

@@ -38,7 +38,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Self
 
-from analysis import trial_folder
+from results_contract import trial_folder
 from testbed.errors import TestbedError
 from testbed.host import safefs
 from testbed.measure.tcpdump import Tcpdump

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import click
 
-from analysis.schema import CLIENTS, DEFAULT_CLIENT
+from results_contract.schema import CLIENTS, DEFAULT_CLIENT
 from testbed.emulate.shells import ShellChain
 from testbed.errors import InputError, TestbedError
 from testbed.formats import recording as rec

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from analysis.schema import CLIENTS, DEFAULT_CLIENT
+from results_contract.schema import CLIENTS, DEFAULT_CLIENT
 from testbed.commands.groups import Group
 from testbed.validate import firefox as firefox_proof
 from testbed.validate import network as network_check

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from analysis import trial_folder
+from results_contract import trial_folder
 from testbed.measure import trial_har
 from testbed.validate import evidence
 from testbed.validate.verdict import Row

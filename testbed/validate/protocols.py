@@ -664,7 +664,7 @@ def validate_firefox(settings: Sequence[str], network: str, keep: Path | None,
     """`--client firefox`: a one-run Firefox campaign of the settings on the bundled
     site, keeping Firefox's HTTP log and the packets, then every origin of every trial
     judged (testbed.validate.firefox)."""
-    from analysis.sqlite_fd import Reader
+    from results_contract.sqlite_fd import Reader
     from testbed.host.paths import VENV_BIN
     from testbed.replay.matching import normalise_host
 

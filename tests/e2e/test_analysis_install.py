@@ -38,7 +38,7 @@ def _source_copy(dest: Path) -> Path:
     dest.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, dest / name)
-    for package in ("testbed", "analysis"):
+    for package in ("testbed", "analysis", "results_contract"):
         shutil.copytree(ROOT / package, dest / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     return dest

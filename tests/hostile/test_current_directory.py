@@ -106,9 +106,9 @@ def _python_argv_by_hand(path: Path) -> list[int]:
 
 def test_every_python_child_is_started_by_the_one_helper():
     """One way to start the testbed's Python (testbed.host.proc.python): no module of
-    testbed/, analysis/ or bench/ builds its own interpreter command line."""
+    testbed/, analysis/, results_contract/ or bench/ builds its own interpreter command line."""
     found = {}
-    for top in ("testbed", "analysis", "bench"):
+    for top in ("testbed", "analysis", "results_contract", "bench"):
         for path in sorted((ROOT / top).rglob("*.py")):
             if path == ROOT / "testbed/host/proc.py":
                 continue

@@ -1,6 +1,6 @@
 """Stores from someone else are data, never code: `testbed checkpoint`, `testbed run
 --resume-from` and the version check read a results folder's trials.sqlite through the
-one bounded opener (analysis.sqlite_fd) and rebuild the known tables from its rows. A
+one bounded opener (results_contract.sqlite_fd) and rebuild the known tables from its rows. A
 trigger, a view, an unknown table or a table without the contract's columns is refused
 in one line naming the file, exit 2, nothing written; a query on such a store stops
 after its step budget or on SIGTERM; a folder named with `#` or `?` is read like any
@@ -107,7 +107,7 @@ def test_a_checkpoint_keeps_rows_and_nothing_else(tmp_path):
 SIGTERMED = """
 import signal, sys
 from pathlib import Path
-from analysis import sqlite_fd
+from results_contract import sqlite_fd
 from testbed.cli import _terminate
 
 signal.signal(signal.SIGTERM, _terminate)
@@ -146,9 +146,9 @@ def test_sigterm_stops_an_endless_query_at_once(tmp_path):
 @pytest.mark.timeout(120)
 def test_an_endless_query_stops_at_its_budget(tmp_path):
     """Whatever a store holds, a query on it stops after the store's step budget
-    (analysis.sqlite_fd.steps: about a second for a small file), one line naming it."""
-    from analysis.results_io import ResultsError
-    from analysis.sqlite_fd import Reader
+    (results_contract.sqlite_fd.steps: about a second for a small file), one line naming it."""
+    from results_contract.results_io import ResultsError
+    from results_contract.sqlite_fd import Reader
 
     store_with("DROP TABLE trials", ENDLESS)(tmp_path)
     began = time.monotonic()

@@ -1,5 +1,5 @@
 """Hostile results folders and exports read by `testbed report`, `compare`, `trial` and
-`export` (analysis.load, the one results loader): a manifest that is a symlink to a host
+`export` (results_contract.load, the one results loader): a manifest that is a symlink to a host
 file or of the wrong shape, JSON nested thousands deep, stores with duplicated ids,
 infinite, negative or huge numbers, unknown statuses, ids no file can be named, text in
 an integer column, a file that is no database, kept HAR and visual-metrics files of the

@@ -1,4 +1,4 @@
-"""Estimates across sites (analysis.across), checked on many seeded synthetic campaigns
+"""Estimates across sites (analysis.statistics.across), checked on many seeded synthetic campaigns
 with a known truth (analysis.synthetic.blocked): the test's error rate, the interval's
 coverage, the mixed model."""
 
@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from support.paths import FIXTURES
 
-from analysis import across, synthetic
+from analysis import synthetic
+from analysis.statistics import across
 
 CAMPAIGNS = 1000
 """Seeded campaigns per check: the binomial SD of a 95 % coverage is then 0.7 points."""
@@ -132,8 +133,7 @@ def test_a_true_3_percent_effect_is_found_as_often_as_the_planner_predicts():
     the planner, not of one pilot's luck: 20 sites estimate an SD within about ±16 %),
     against the share of 1,000 other campaigns whose across-site test finds a true 3 %
     effect: within 5 points."""
-    from analysis import planner
-
+    from analysis.statistics import planner
     truth = 0.03
     pilots = site_effects(truth, seed=21)
     sd = float(np.sqrt(np.mean(np.var(pilots, axis=1, ddof=1))))
@@ -150,8 +150,7 @@ def test_the_runs_the_across_site_planner_asks_for_find_3_percent_as_often_as_pr
     5 % run noise, more runs help only up to the sites' own spread: the planner's runs
     for 80 % power with 20 sites, checked on 1,000 campaigns; with 10 sites no number
     of runs reaches 80 %."""
-    from analysis import planner
-
+    from analysis.statistics import planner
     truth, between, within = np.log(1.03), 0.02 * np.sqrt(2), 0.05
     runs = planner.across_runs_needed(20, truth, between, within, ALPHA)
     assert 5 <= runs <= 40, runs
@@ -177,8 +176,9 @@ def test_every_mixed_model_fit_on_the_fixture_lies_within_its_sites_differences(
     """Powell's optimum strayed on one cell of the 4-site fixture (effect -8 on the log
     scale, 'converged'); such a fit is refitted by L-BFGS."""
 
-    from analysis import default_pairs, load
-    from analysis.stats import measurements
+    from analysis import default_pairs
+    from analysis.statistics.stats import measurements
+    from results_contract.load import load
 
     trials = load(FIXTURES / "results")
     meas = measurements(trials, ["plt"])

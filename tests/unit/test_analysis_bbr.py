@@ -1,5 +1,5 @@
-"""Where BBR beats CUBIC (analysis.bbr), the transport figures (analysis.connections)
-and their report sections, from hand-made trials, the fixture and old stores."""
+"""Where BBR beats CUBIC (analysis.statistics.bbr), the transport figures
+(analysis.statistics.connections) and their report sections, from hand-made trials, the fixture and old stores."""
 
 from __future__ import annotations
 
@@ -14,13 +14,16 @@ import pytest
 from click.testing import CliRunner
 from support.paths import FIXTURES
 
-from analysis import ResultsError, across, bbr, load, schema, synthetic
-from analysis.connections import (
+from analysis import ResultsError, synthetic
+from analysis.statistics import across, bbr
+from analysis.statistics.connections import (
     COLUMNS,
     connections_of,
     normalise,
     transport_summary,
 )
+from results_contract import schema
+from results_contract.load import load
 from testbed.cli import cli
 
 FIXTURE = FIXTURES / "results"
@@ -176,8 +179,7 @@ def test_zero_effect_across_sites_gives_helped_or_hurt_at_most_alpha_plus_two_po
     assert (shifted["verdict"] == "helped").mean() > 0.9
     # BBR truly 3 % faster across sites: "helped" as often as the planner predicts from
     # the spread of the sites' log ratios in other (pilot) campaigns, within 5 points
-    from analysis import planner
-
+    from analysis.statistics import planner
     pilots = synthetic.blocked(campaigns, sites=sites, runs=10, seed=22)
     sd = float(np.sqrt(np.mean(np.var(across.site_log_ratio(pilots[:, :, 1], pilots[:, :, 0]),
                                       axis=1, ddof=1))))
@@ -286,7 +288,7 @@ def test_a_broken_connections_table_is_one_error(tmp_path):
 
 def test_the_columns_are_the_contracts():
     """The connections table's columns as the results contract names them (once
-    analysis.schema defines CONNECTIONS, these must be its names in its order)."""
+    results_contract.schema defines CONNECTIONS, these must be its names in its order)."""
     contract = getattr(schema, "CONNECTIONS", None)
     if contract is not None:
         assert tuple(c.name for c in contract) == COLUMNS

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis import clients
+from analysis.statistics import clients
 
 
 def frame(rows: list[tuple[str | None, str, str, float, str]]) -> pd.DataFrame:

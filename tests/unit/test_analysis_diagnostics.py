@@ -1,5 +1,5 @@
-"""Diagnostics beside the effects (analysis.diagnostics), the planner (analysis.planner)
-and the 1-RTT table's intervals (analysis.design.with_intervals), on synthetic
+"""Diagnostics beside the effects (analysis.statistics.diagnostics), the planner
+(analysis.statistics.planner) and the 1-RTT table's intervals (analysis.statistics.design.with_intervals), on synthetic
 campaigns with a known truth."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis import planner, synthetic
-from analysis.design import with_intervals
-from analysis.diagnostics import group_checks, position_checks, variance_checks
-from analysis.stats import compare, summarize
+from analysis import synthetic
+from analysis.statistics import planner
+from analysis.statistics.design import with_intervals
+from analysis.statistics.diagnostics import group_checks, position_checks, variance_checks
+from analysis.statistics.stats import compare, summarize
 
 
 def small(seed=0, **kw):

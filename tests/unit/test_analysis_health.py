@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from analysis import failures_by_reason, synthetic, trial_health
-from analysis.health import protocol_mismatch, reason_kind
+from analysis.statistics.health import protocol_mismatch, reason_kind
 
 
 def test_health_counts_by_hand():

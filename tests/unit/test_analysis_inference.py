@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from analysis import compare, effect_sizes, measurements, synthetic, win_tie_loss
-from analysis.inference import adjust, hedges_g, pvalues
+from analysis.statistics.inference import adjust, hedges_g, pvalues
 
 RUNS = 31
 

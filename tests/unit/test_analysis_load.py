@@ -7,10 +7,11 @@ import sys
 
 import pandas as pd
 import pytest
-from support.paths import FIXTURES
+from support.paths import FIXTURES, ROOT
 
-from analysis import ResultsError, load, ok_trials, synthetic
-from analysis.schema import COLUMNS
+from analysis import ResultsError, ok_trials, synthetic
+from results_contract.load import load
+from results_contract.schema import COLUMNS
 
 FIXTURE = FIXTURES / "results"
 
@@ -90,11 +91,24 @@ def test_non_numeric_metric_is_an_input_error(tmp_path, fixture_trials):
 
 
 def test_package_imports_without_the_testbed():
-    code = ("import sys, analysis, analysis.report; "
+    code = ("import sys, analysis, analysis.report.report; "
             "bad = [m for m in ('testbed', 'click', 'pydantic', 'mitmproxy', 'rich') "
             "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_results_contract_imports_without_pandas_or_the_analysis():
+    """The measuring side imports the contract (the store's schema, the trial folder's
+    names): every module of it imports without pandas, NumPy or the analysis."""
+    modules = ", ".join(sorted(f"results_contract.{p.stem}" for p in
+                               (ROOT / "results_contract").glob("*.py") if p.stem != "__init__"))
+    code = (f"import sys, results_contract; import {modules}; "
+            "bad = [m for m in ('pandas', 'numpy', 'scipy', 'matplotlib', 'analysis', 'testbed') "
+            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

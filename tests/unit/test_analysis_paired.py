@@ -1,4 +1,4 @@
-"""Tests that use the design (analysis.paired): runs paired as blocks, Welch beside the
+"""Tests that use the design (analysis.statistics.paired): runs paired as blocks, Welch beside the
 paper's ANOVA, each test's direction from its own estimate."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import inference, synthetic
-from analysis.paired import paired_counts, paired_tests, walsh_median
-from analysis.stats import compare
+from analysis import synthetic
+from analysis.statistics import inference
+from analysis.statistics.paired import paired_counts, paired_tests, walsh_median
+from analysis.statistics.stats import compare
 
 ALPHA = 0.01
 
@@ -68,7 +69,7 @@ def test_counts_per_test():
 
 
 def test_rank_tests_count_a_timeout_as_the_worst_value_instead_of_dropping_it():
-    from analysis.stats import measurements, rank_input, timeouts
+    from analysis.statistics.stats import measurements, rank_input, timeouts
 
     rows = []
     for run in range(12):

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from PIL import Image
 from support.paths import FIXTURES
 
-from analysis import Config, analyse, load, synthetic, write_report
+from analysis import Config, analyse, synthetic, write_report
+from results_contract.load import load
 from testbed.cli import cli, main
 
 FIXTURE = FIXTURES / "results"
@@ -269,7 +270,7 @@ def test_two_clients_get_a_report_each_compared_within_the_client(tmp_path):
 
 
 def test_sessions_with_other_versions_of_what_measures_get_a_banner():
-    from analysis.report import mixed_versions
+    from analysis.campaign.model import mixed_versions
 
     def session(testbed=None, chromium="Chromium 156", **more):
         versions = {"chromium": chromium, "python": "3.11.2", **more}

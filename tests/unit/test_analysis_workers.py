@@ -1,4 +1,4 @@
-"""Results per worker (`testbed report --by-worker`, analysis.workers)."""
+"""Results per worker (`testbed report --by-worker`, analysis.statistics.workers)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from analysis import Config, analyse, synthetic, write_report
-from analysis.workers import by_worker, calibrations, worker_shifts, worker_tests
+from analysis.statistics.workers import by_worker, calibrations, worker_shifts, worker_tests
 from testbed.cli import cli
 
 

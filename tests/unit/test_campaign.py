@@ -9,8 +9,8 @@ from collections import Counter, defaultdict
 import pytest
 from support.paths import ROOT
 
-from analysis import schema
-from analysis.schema import COLUMNS as NAMES
+from results_contract import schema
+from results_contract.schema import COLUMNS as NAMES
 from testbed.campaign import config, plan
 from testbed.campaign.store import Row, Store, read_rows
 from testbed.errors import InputError

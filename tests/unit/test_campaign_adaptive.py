@@ -21,8 +21,9 @@ from support.paths import ROOT
 from support.scripted_campaign import ScriptedRunner, outcome, varied_plt
 from support.scripted_results import SCRIPTED
 
-from analysis import precision, schema
-from analysis.precision import Precision
+from analysis.statistics import precision
+from analysis.statistics.precision import Precision
+from results_contract import schema
 from testbed.campaign import adaptive, config, plan
 from testbed.campaign.adaptive import AdaptiveRuns, Decider
 from testbed.campaign.store import Store

@@ -114,7 +114,7 @@ def test_dry_run_says_how_far_the_estimate_was_off(tmp_path, monkeypatch, bundle
     the expected runs with the noise's source (here measured from the store)."""
     import datetime as dt
 
-    from analysis import schema
+    from results_contract import schema
     from testbed.campaign import config
     from testbed.campaign.store import Store
 

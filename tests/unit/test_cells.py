@@ -1,8 +1,8 @@
-"""analysis.cells: text a spreadsheet would run as a formula is neutralised; numbers kept."""
+"""results_contract.cells: text a spreadsheet would run as a formula is neutralised; numbers kept."""
 
 import pandas as pd
 
-from analysis.cells import spreadsheet_safe
+from results_contract.cells import spreadsheet_safe
 
 
 def test_text_cells_that_start_a_formula_get_a_quote():

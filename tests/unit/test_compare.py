@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from analysis import across, planner, synthetic
-from analysis.agreement import agreement, agreement_of, flatten, manifest_diff
+from analysis import synthetic
+from analysis.campaign.agreement import agreement, agreement_of, flatten, manifest_diff
+from analysis.statistics import across, planner
 from testbed.cli import cli
 
 PAINT = ("fp_ms", "fcp_ms", "lcp_ms", "dcl_ms")
@@ -178,7 +179,7 @@ def test_a_wider_margin_is_stated_and_used(tmp_path, halves):
 
 
 def test_csv_files_are_bytes_with_formulas_neutralised(folder, tmp_path):
-    from analysis.agreement import csv_files
+    from analysis.campaign.agreement import csv_files
 
     other = tmp_path / "other"
     synthetic.write_folder(synthetic.campaign(sites=4, networks=["dsl", "lte"], runs=10, seed=6),

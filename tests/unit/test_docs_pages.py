@@ -1,6 +1,6 @@
 """The documentation stays a guide plus reference pages that agree with the code:
 the README and each page within their size, every page in MkDocs' nav, the results
-columns generated from analysis/schema.py, every campaign key in the campaign page."""
+columns generated from results_contract/schema.py, every campaign key in the campaign page."""
 
 from __future__ import annotations
 

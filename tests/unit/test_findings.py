@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis import analyse, synthetic, write_report
-from analysis.findings import (
+from analysis.campaign.findings import (
     TABLE,
     VERDICTS,
     FindingsError,
@@ -19,7 +19,7 @@ from analysis.findings import (
     load_findings,
     markdown,
 )
-from analysis.report import Config
+from analysis.campaign.model import Config
 
 FAST = Config(resamples=200, mixed_metrics=())
 """Fewer bootstrap resamples and no mixed model: the verdicts come from the t tests."""
@@ -207,8 +207,8 @@ def test_one_rtt_lead_under_or_over_one_rtt(lead_ms, verdict):
 
 
 def test_busiest_connection_evidence_from_table_connections():
-    from analysis.connections import normalise as connections_frame
-    from analysis.findings import EVIDENCE_TEXT, busiest_connection
+    from analysis.campaign.findings import EVIDENCE_TEXT, busiest_connection
+    from analysis.statistics.connections import normalise as connections_frame
 
     t = synthetic.campaign(sites=3, networks=["dsl"], settings=["tcp-plus", "quic"], runs=2,
                            seed=1, failure_rate=0.0)
@@ -237,7 +237,7 @@ def test_busiest_connection_evidence_from_table_connections():
 
 
 def test_every_kind_says_how_it_is_computed():
-    from analysis.findings import HOW, KINDS
+    from analysis.campaign.findings import HOW, KINDS
 
     assert set(HOW) == set(KINDS) and all(len(HOW[k]) > 30 for k in KINDS)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import schema
+from results_contract import schema
 from testbed.campaign import plan
 from testbed.host import enter, firefox
 from testbed.host.paths import ROOT

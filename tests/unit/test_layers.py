@@ -1,11 +1,11 @@
 """The layers of ARCHITECTURE.md, checked: who may import whom.
 
-Every `import` in testbed/ and analysis/ is read with `ast` (function-local
-imports too, since a late import is still a dependency), each module is put
-in its layer, and an import that runs up, across to a sibling it must not
-reach, or round in a cycle fails this test with the file, the line and the
-rule. Changing the layering means changing LAYERS below and ARCHITECTURE.md
-together.
+Every `import` in testbed/, analysis/ and results_contract/ is read with `ast`
+(function-local imports too, since a late import is still a dependency), each
+module is put in its layer, and an import that runs up, across to a sibling it
+must not reach, or round in a cycle fails this test with the file, the line and
+the rule. Changing the layering means changing LAYERS or ANALYSIS_LAYERS below
+and ARCHITECTURE.md together.
 """
 
 from __future__ import annotations
@@ -35,6 +35,25 @@ CLI_RANK = 14
 LAZY_TABLES = {"testbed.cli": "COMMANDS"}
 """Modules whose "module:attribute" table of commands is imported on use;
 its targets count as imports of that module."""
+TOPS = ("testbed", "analysis", "results_contract")
+CONTRACT = "results_contract"
+"""The results contract: the bottom of both testbed and analysis, importing neither."""
+ANALYSIS_LAYERS = {
+    "analysis.statistics": 1,
+    "analysis.campaign": 2,
+    "analysis.figures": 3,
+    "analysis.report": 4,
+    "analysis.synthetic": 5,
+    "analysis": 6,
+}
+"""Rank of each part of `analysis` (a package, a loose module, or the package's own
+__init__); a module may import only parts of a lower rank, its own part, or the
+results contract. Loose modules not named here are rank 0."""
+ANALYSIS_USERS = 11
+"""Layers of testbed from this rank up (the campaign, the commands) may use analysis;
+every layer may use the results contract."""
+TOP_LEVEL_ANALYSIS_MODULES = 8
+"""At most this many loose modules at the top of analysis/ (its __init__ included)."""
 IMPORTLIB_ALLOWED = {"testbed.commands.groups", "testbed.measure.firefox_launcher"}
 """The lazy command group; and the Firefox launcher, a `python -I` script that loads
 the Chromium launcher beside it by path (no folder of its own is on sys.path)."""
@@ -56,11 +75,21 @@ def module_name(path: Path, root: Path) -> str:
 
 
 def part_of(module: str) -> str:
-    """The layer key of a testbed module: its stage package, or itself."""
+    """The layer key of a module: the contract, its package of testbed or analysis, or
+    itself."""
     pieces = module.split(".")
+    if pieces[0] == CONTRACT:
+        return CONTRACT
+    if pieces[0] == "analysis":
+        key = ".".join(pieces[:2])
+        return key if key in ANALYSIS_LAYERS else module
     if len(pieces) >= 2 and f"testbed.{pieces[1]}" in LAYERS:
         return f"testbed.{pieces[1]}"
     return module
+
+
+def analysis_rank(module: str) -> int:
+    return ANALYSIS_LAYERS.get(part_of(module), 0)
 
 
 def rank(module: str) -> int:
@@ -79,7 +108,8 @@ def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
 
 
 def imports(path: Path, root: Path) -> list[Edge]:
-    """Every module of testbed/analysis that the file imports, with its line."""
+    """Every module of testbed, analysis or the contract that the file imports, with its
+    line."""
     module = module_name(path, root)
     tree = ast.parse(path.read_text(), filename=str(path))
     edges = []
@@ -98,12 +128,12 @@ def imports(path: Path, root: Path) -> list[Edge]:
               and isinstance(node.value, ast.Dict)):
             edges += [Edge(module, v.value.split(":")[0], path, v.lineno) for v in node.value.values
                       if isinstance(v, ast.Constant) and isinstance(v.value, str)]
-    return [e for e in edges if e.target.split(".")[0] in ("testbed", "analysis", "importlib")]
+    return [e for e in edges if e.target.split(".")[0] in (*TOPS, "importlib")]
 
 
 def all_edges(root: Path) -> list[Edge]:
     edges = []
-    for top in ("testbed", "analysis"):
+    for top in TOPS:
         for path in sorted((root / top).rglob("*.py")):
             edges += imports(path, root)
     return edges
@@ -120,13 +150,30 @@ def violations(root: Path) -> list[str]:
             if e.source not in IMPORTLIB_ALLOWED:
                 out.append(f"{where}: {e.source} uses importlib (import what you need by name)")
             continue
+        if e.source.startswith(f"{e.target}."):
+            continue  # a module's own package (its __init__) is not a dependency
+        graph.setdefault(e.source, set()).add(e.target)
+        if src_top == CONTRACT:
+            if dst_top != CONTRACT:
+                out.append(f"{where}: {CONTRACT} imports {e.target} (the contract is the "
+                           "bottom: it imports neither testbed nor analysis)")
+            continue
+        if dst_top == CONTRACT:
+            continue  # every layer may use the contract
         if src_top == "analysis":
             if dst_top == "testbed":
                 out.append(f"{where}: analysis imports {e.target} (analysis stands alone)")
+            elif (part_of(e.source) != part_of(e.target)
+                  and not analysis_rank(e.source) == analysis_rank(e.target) == 0
+                  and analysis_rank(e.target) >= analysis_rank(e.source)):
+                out.append(f"{where}: {e.source} (layer {analysis_rank(e.source)}) imports "
+                           f"{e.target} (layer {analysis_rank(e.target)}): imports run down only")
             continue
-        if dst_top != "testbed" or e.source.startswith(f"{e.target}."):
-            continue  # a module's own package (its __init__) is not a dependency
-        graph.setdefault(e.source, set()).add(e.target)
+        if dst_top == "analysis":
+            if rank(e.source) < ANALYSIS_USERS:
+                out.append(f"{where}: {e.source} (layer {rank(e.source)}) imports {e.target}: "
+                           f"only layers from {ANALYSIS_USERS} (campaign, commands) use analysis")
+            continue
         same_part = part_of(e.source) == part_of(e.target) and part_of(e.source) in LAYERS
         # within the bottom layer and within the command line any order goes
         # (the cycle check still applies)
@@ -184,7 +231,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         p = tmp_path / name
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
-    for d in ("testbed", "analysis"):
+    for d in TOPS:
         (tmp_path / d).mkdir(exist_ok=True)
         (tmp_path / d / "__init__.py").touch()
     return tmp_path
@@ -201,6 +248,23 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
      "uses importlib"),
     ({"analysis/load.py": "from testbed.host import safefs\n", "testbed/host/safefs.py": ""},
      "analysis stands alone"),
+    ({"results_contract/schema.py": "from analysis.statistics import stats\n",
+      "analysis/statistics/__init__.py": "", "analysis/statistics/stats.py": ""},
+     "results_contract imports analysis.statistics"),
+    ({"results_contract/load.py": "from testbed import errors\n", "testbed/errors.py": ""},
+     "results_contract imports testbed"),
+    ({"analysis/statistics/__init__.py": "",
+      "analysis/statistics/bbr.py": "from analysis.figures import plots\n",
+      "analysis/figures/__init__.py": "", "analysis/figures/plots.py": ""},
+     "analysis.statistics.bbr (layer 1) imports analysis.figures"),
+    ({"analysis/report/__init__.py": "",
+      "analysis/report/report.py": "from analysis.report import sections\n",
+      "analysis/report/sections.py": "def f():\n    from analysis.report import report\n"},
+     "import cycle: analysis.report.report -> analysis.report.sections -> analysis.report.report"),
+    ({"testbed/measure/__init__.py": "",
+      "testbed/measure/x.py": "from analysis.statistics import stats\n",
+      "analysis/statistics/__init__.py": "", "analysis/statistics/stats.py": ""},
+     "testbed.measure.x (layer 7) imports analysis.statistics"),
     ({"testbed/a.py": "from testbed import b\n", "testbed/b.py": "from testbed import a\n"},
      "import cycle: testbed.a -> testbed.b -> testbed.a"),
     ({"testbed/replay/__init__.py": "", "testbed/replay/env.py": "from ..protocols import apply\n",
@@ -226,7 +290,12 @@ def test_allowed_imports_pass(tmp_path):
         "testbed/commands/groups.py": "import importlib\n",
         "testbed/cli.py": 'COMMANDS = {"run": "testbed.campaign.cli:run"}\n',
         "testbed/campaign/__init__.py": "", "testbed/campaign/cli.py": "",
-        "analysis/stats.py": "from analysis import schema\n", "analysis/schema.py": ""})
+        "testbed/host/x.py": "from results_contract import schema\n",
+        "results_contract/schema.py": "", "results_contract/load.py": "from . import schema\n",
+        "testbed/campaign/plan.py": "from analysis.statistics import stats\n",
+        "analysis/statistics/__init__.py": "", "analysis/report/__init__.py": "",
+        "analysis/statistics/stats.py": "from results_contract import load\n",
+        "analysis/report/report.py": "from analysis.statistics.stats import f\n"})
     assert violations(root) == []
 
 
@@ -250,3 +319,24 @@ def test_every_package_has_a_rank_and_says_what_it_owns():
 def test_few_loose_modules_at_the_top():
     loose = sorted(p.name for p in (ROOT / "testbed").glob("*.py"))
     assert len(loose) <= TOP_LEVEL_MODULES, loose
+
+
+def test_analysis_packages_are_ranked_and_few_modules_are_loose():
+    packages = sorted(p.parent.name for p in (ROOT / "analysis").glob("*/__init__.py"))
+    assert packages
+    unranked = [p for p in packages if f"analysis.{p}" not in ANALYSIS_LAYERS]
+    assert not unranked, f"packages of analysis/ without a layer in ANALYSIS_LAYERS: {unranked}"
+    loose = sorted(p.name for p in (ROOT / "analysis").glob("*.py"))
+    assert len(loose) <= TOP_LEVEL_ANALYSIS_MODULES, loose
+
+
+@pytest.mark.parametrize("package", [
+    *sorted(f"analysis/{p.parent.name}" for p in (ROOT / "analysis").glob("*/__init__.py")),
+    CONTRACT])
+def test_each_package_docstring_names_its_modules(package):
+    """A newcomer finds every module of a package in its docstring, by name."""
+    folder = ROOT / package
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    missing = [m for m in modules if f"`{m}`" not in doc]
+    assert not missing, f"{package}/__init__.py: its docstring does not name {missing}"

@@ -1,6 +1,6 @@
 """Facts with one owner, checked by reading the source with `ast`: the names in a
-trial's folder are spelled only in analysis/trial_folder.py, HTML is written
-only in the Jinja templates (analysis/templates/), and subprocesses run through
+trial's folder are spelled only in results_contract/trial_folder.py, HTML is written
+only in the Jinja templates (analysis/report/templates/), and subprocesses run through
 testbed/host/proc.py (SUBPROCESS_USERS: the few that need what it does not offer).
 Commands are declared one way: click is imported only by the command modules
 (`testbed/cli.py`, a package's `cli.py`, `testbed/commands/`) and, for
@@ -8,7 +8,7 @@ Commands are declared one way: click is imported only by the command modules
 
 A string literal (an f-string's literal parts too; docstrings are prose, not
 code) that spells a trial file's name, or holds an HTML tag, anywhere else in
-testbed/, analysis/ or corpus/ fails with the file and the line; the HTML rule
+testbed/, analysis/, results_contract/ or corpus/ fails with the file and the line; the HTML rule
 leaves out the pages that are the workload (WORKLOAD_PAGES).
 """
 
@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from support.paths import ROOT
 
-from analysis import trial_folder
+from results_contract import trial_folder
 
-PACKAGES = ("testbed", "analysis", "corpus")
-TRIAL_FOLDER_OWNER = Path("analysis/trial_folder.py")
+PACKAGES = ("testbed", "analysis", "results_contract", "corpus")
+TRIAL_FOLDER_OWNER = Path("results_contract/trial_folder.py")
 HTML_TAG = re.compile(r"<\s*/?\s*(html|head|body|div|span|table|thead|tbody|tr|td|th|p|a|"
                       r"img|ul|ol|li|h[1-6]|style|script|svg|figure|section|details|summary|"
                       r"pre|code|br|em|strong|b|i|small)(\s*/?>|\s[^<>]*?[\w-]+=)",
@@ -70,7 +70,7 @@ def trial_file_names(root: Path, names=trial_folder.KEPT) -> list[str]:
         if rel == TRIAL_FOLDER_OWNER:
             continue
         for line, text in literals(path):
-            out += [f"{rel}:{line}: {name!r} (use analysis.trial_folder)"
+            out += [f"{rel}:{line}: {name!r} (use results_contract.trial_folder)"
                     for name in names if name in text]
     return out
 
@@ -95,7 +95,7 @@ def html_outside_templates(root: Path) -> list[str]:
             tag = HTML_TAG.search(text)
             if tag:
                 out.append(f"{rel}:{line}: {tag.group(0)!r} "
-                           "(HTML belongs in analysis/templates/)")
+                           "(HTML belongs in analysis/report/templates/)")
     return out
 
 
@@ -132,13 +132,13 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 def test_a_trial_file_name_outside_its_owner_fails(tmp_path, source, line, name):
     root = _tree(tmp_path, {"testbed/campaign/commit.py": source})
     assert trial_file_names(root) == [
-        f"testbed/campaign/commit.py:{line}: {name!r} (use analysis.trial_folder)"]
+        f"testbed/campaign/commit.py:{line}: {name!r} (use results_contract.trial_folder)"]
 
 
 def test_trial_file_names_in_the_owner_and_in_docstrings_pass(tmp_path):
     root = _tree(tmp_path, {
-        "analysis/trial_folder.py": 'HAR = "browsertime.har.gz"\n',
-        "analysis/trialfiles.py": '"""Reads browsertime.har.gz."""\n'
+        "results_contract/trial_folder.py": 'HAR = "browsertime.har.gz"\n',
+        "results_contract/trialfiles.py": '"""Reads browsertime.har.gz."""\n'
                                   'def f():\n    """video.mp4 if kept."""\n'
                                   'X = 1\n"""trial.json: the row."""\n'})
     assert trial_file_names(root) == []
@@ -158,9 +158,10 @@ def test_html_outside_the_templates_fails(tmp_path, source, line, tag):
 
 
 def test_comparisons_and_prose_are_not_html(tmp_path):
-    root = _tree(tmp_path, {"analysis/stats.py": 'A = "p < 0.05 and a <b"\n'
-                                                 '"""Renders a <table> in the template."""\n'
-                                                 'B = "x <= y; <3"\n'})
+    root = _tree(tmp_path, {"analysis/statistics/stats.py": (
+        'A = "p < 0.05 and a <b"\n'
+        '"""Renders a <table> in the template."""\n'
+        'B = "x <= y; <3"\n')})
     assert html_outside_templates(root) == []
 
 
@@ -181,7 +182,7 @@ SUBPROCESS_USERS = {
                                      "runner's stop of that group takes it along",
     Path("testbed/measure/firefox_launcher.py"): "a standalone script (python -I, standard "
                                                  "library only) run as the testbed user: certutil",
-    Path("testbed/commands/trial.py"): "ffmpeg as the testbed user, as analysis.trial_page's "
+    Path("testbed/commands/trial.py"): "ffmpeg as the testbed user, as analysis.report.trial_page's "
                                       "Runner (a CompletedProcess of bytes)",
 }
 """Who may import subprocess in testbed/: proc, and what proc does not offer."""
@@ -264,7 +265,7 @@ def test_click_outside_the_command_modules_is_found(tmp_path):
     root = _tree(tmp_path, {
         "testbed/validate/network.py": "import click\n",
         "testbed/host/cleanup.py": "from click import command\n",
-        "analysis/report.py": "import click.testing\n",
+        "analysis/report/report.py": "import click.testing\n",
         "testbed/console.py": "import click\nclick.echo('x')\nclick.style('x')\n",
         "testbed/jsonout.py": "import click\nclick.echo('{}')\n",
         "testbed/validate/cli.py": "import click\n",
@@ -273,7 +274,7 @@ def test_click_outside_the_command_modules_is_found(tmp_path):
         "corpus/site.py": "CLICK = 'click'\n"})
     why = "imports click (declare commands in a cli.py or testbed/commands/)"
     assert click_users(root) == [
-        f"analysis/report.py:1: {why}",
+        f"analysis/report/report.py:1: {why}",
         "testbed/console.py:3: click.style (only click.echo here)",
         f"testbed/host/cleanup.py:1: {why}",
         f"testbed/validate/network.py:1: {why}"]

@@ -1,11 +1,11 @@
-"""analysis.plots: names from someone's results are drawn as written, never as mathtext."""
+"""analysis.figures.plots: names from someone's results are drawn as written, never as mathtext."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from analysis.bbr import effects_figure
-from analysis.plots import cdf_row_figure, plot_label, save
+from analysis.figures.bbr import effects_figure
+from analysis.figures.plots import cdf_row_figure, plot_label, save
 
 NAMES = ["$x^2$", "a$b", "$\\frac$", "cost $5 and $6"]
 

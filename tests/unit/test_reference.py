@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 from support.paths import ROOT
 
-from analysis.findings import VERDICTS, load_findings
-from analysis.replication import block, splice
+from analysis.campaign.findings import VERDICTS, load_findings
+from analysis.campaign.replication import block, splice
 from testbed.cli import cli
 
 REFERENCE = ROOT / "reference"
@@ -38,7 +38,7 @@ def test_the_checkpoint_was_measured_with_one_set_of_parts():
     """Every stored trial was measured with the versions of the latest session
     (testbed.campaign.versions: the check a resume makes), h3server 0.1.1 among them
     (its quiche's BBR starts pacing as Linux's does: docs/quic-bbr-start.md)."""
-    from analysis.load import load_manifest
+    from results_contract.load import load_manifest
     from testbed.campaign import versions
 
     latest = load_manifest(REFERENCE)["versions"]

@@ -15,12 +15,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from scipy import stats
 from support.paths import FIXTURES
 
-from analysis import analyse, load, synthetic, write_report
-from analysis.load import load_manifest
-from analysis.plots import cdf_row_figure, distribution_figure
-from analysis.setup import networks_table, settings_table
-from analysis.stats import measurements
-from analysis.trial_page import examples
+from analysis import analyse, synthetic, write_report
+from analysis.campaign.analyse import examples
+from analysis.figures.plots import cdf_row_figure, distribution_figure
+from analysis.report.setup import networks_table, settings_table
+from analysis.statistics.stats import measurements
+from results_contract.load import load, load_manifest
 
 FIXTURE = FIXTURES / "results"
 
@@ -210,8 +210,8 @@ def test_adaptive_runs_table_per_site_and_network(tmp_path):
     """A synthetic campaign whose groups got different runs (the manifest's `runs` a
     table): the report says per site and network how many runs and why it stopped, with
     the widest interval recomputed; a campaign with a fixed number of runs has no table."""
-    from analysis.precision import Precision, half_width, meets
-    from analysis.setup import runs_table
+    from analysis.report.setup import runs_table
+    from analysis.statistics.precision import Precision, half_width, meets
 
     trials = synthetic.campaign(sites=2, networks=["dsl", "mss"], settings=["tcp", "quic"],
                                 runs=12, seed=3)

@@ -1,5 +1,5 @@
-"""The results loader on hostile folders and exports (analysis.results_io, analysis.load,
-analysis.checks, analysis.shapes): never through a symlink, capped, every value checked,
+"""The results loader on hostile folders and exports (results_contract.results_io,
+.load, .checks, .shapes): never through a symlink, capped, every value checked,
 one ResultsError naming the file, the column or key, and the first bad trial."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import sys
 import pandas as pd
 import pytest
 
-from analysis import ResultsError, load, synthetic
-from analysis.load import load_manifest
-from analysis.results_io import MAX_DEPTH, Folder, depth
-from analysis.trialfiles import TrialFiles
+from analysis import ResultsError, synthetic
+from results_contract.load import load, load_manifest
+from results_contract.results_io import MAX_DEPTH, Folder, depth
+from results_contract.trialfiles import TrialFiles
 
 TRIALS = synthetic.campaign(sites=2, networks=["dsl"], settings=["tcp", "quic"], runs=3,
                             seed=1, failure_rate=0.0)
-LOAD = sys.modules["analysis.load"]  # the module (the package's `load` is the function)
+LOAD = sys.modules["results_contract.load"]  # the module (the package's `load` is the function)
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
@@ -218,8 +218,7 @@ def test_connection_rows_are_checked_as_the_trials(tmp_path):
 def test_a_store_swapped_after_it_was_opened_is_refused(tmp_path, monkeypatch):
     """SQLite opens the file's path again: if that is no longer the file opened without
     following a symlink (swapped for a link meanwhile), nothing is read."""
-    from analysis import sqlite_fd
-
+    from results_contract import sqlite_fd
     synthetic.write_folder(TRIALS, tmp_path / "r")
     synthetic.write_folder(TRIALS.head(2), tmp_path / "elsewhere")
     monkeypatch.setattr(sqlite_fd, "_uri", lambda fd, path: (

@@ -1,4 +1,4 @@
-"""The store and the analysis agree: one results schema (analysis.schema.TRIALS).
+"""The store and the analysis agree: one results schema (results_contract.schema.TRIALS).
 
 Rows are written through the real campaign Store and read back by the
 analysis's loader, straight from trials.sqlite and through `testbed export`.
@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from analysis import load, schema, synthetic
+from analysis import synthetic
+from results_contract import schema
+from results_contract.load import load
 from testbed.campaign.cli import export
 from testbed.campaign.store import Row, Store
 

@@ -17,8 +17,9 @@ import pytest
 from click.testing import CliRunner
 from support.paths import FIXTURES
 
-from analysis import load_connections, schema
-from analysis.load import ResultsError
+from analysis import load_connections
+from results_contract import schema
+from results_contract.load import ResultsError
 from testbed.campaign.cli import export
 from testbed.campaign.store import Row, Store, read_connections
 from testbed.host import tcpdiag

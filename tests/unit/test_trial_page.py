@@ -1,5 +1,5 @@
-"""One trial's page (analysis.trial_page) and its safe reading of a results folder
-(analysis.trialfiles), from synthetic results folders: no testbed, no browser."""
+"""One trial's page (analysis.report.trial_page) and its safe reading of a results folder
+(results_contract.trialfiles), from synthetic results folders: no testbed, no browser."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from click.testing import CliRunner
 from support.paths import FIXTURES
 
 from analysis import ResultsError, synthetic
-from analysis.connections import connections_of
-from analysis.trial_page import examples, frame_times, render, trial_view, waterfall
-from analysis.trialfiles import MAX_JSON, TrialFiles
+from analysis.campaign.analyse import examples
+from analysis.report.trial_page import frame_times, render, trial_view, waterfall
+from analysis.statistics.connections import connections_of
+from results_contract.trialfiles import MAX_JSON, TrialFiles
 from testbed.cli import cli
 
 FIXTURE = FIXTURES / "results"
@@ -113,7 +114,7 @@ def test_a_gzip_bomb_is_not_inflated_past_the_cap(folder, monkeypatch):
     out, _, trial_id, _ = folder
     har = out / "trials" / trial_id / "browsertime.har.gz"
     har.write_bytes(gzip.compress(b" " * (MAX_JSON // 64 + 10)))
-    monkeypatch.setattr("analysis.results_io.MAX_JSON", MAX_JSON // 64)
+    monkeypatch.setattr("results_contract.results_io.MAX_JSON", MAX_JSON // 64)
     with pytest.raises(ResultsError, match="inflates to more than"), \
             TrialFiles(out, trial_id) as f:
         f.json("browsertime.har.gz")

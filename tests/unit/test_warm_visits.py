@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import visits as visits_mod
+from analysis.statistics import visits as visits_mod
 from testbed.campaign import block, config, rows
 from testbed.errors import InputError
 from testbed.formats import recording as rec

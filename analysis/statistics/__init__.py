@@ -1,0 +1,20 @@
+"""Statistics of a campaign's trials and connections, one question a module. The
+bottom of `analysis`: may import `results_contract` and its own modules only.
+
+- `stats`: per-group summaries, relative differences, the per-site tests;
+- `inference`: tests, multiple-test correction, effect sizes and power;
+- `across`: effects on sites in general (across-site estimates, equivalence);
+- `paired`: tests that use the back-to-back design;
+- `diagnostics`: checks of the tests' assumptions;
+- `planner`: how many runs a campaign needs;
+- `precision`: the precision of a mean (the adaptive campaigns' stopping rule);
+- `design`: the protocol design impact (the 1-RTT handshake's share);
+- `cdf`: empirical CDFs of the relative difference over sites;
+- `health`: what did not enter the statistics, and why;
+- `connections`: per-connection transport figures (table `connections`);
+- `bbr`: where BBR beats CUBIC;
+- `visits`: first and warm visits, and the proof that warm visits resumed;
+- `workers`: results per worker;
+- `clients`: the browsers of a campaign;
+- `report_stats`: the reviewer's tables (across sites, paired, diagnostics, planner).
+"""
