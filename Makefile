@@ -28,7 +28,7 @@ test: lint docs unit e2e faults
 # ruff over all Python; mypy over testbed/, analysis/ and results_contract/ (its scope and strictness:
 # [tool.mypy] in pyproject.toml); rustfmt and clippy over h3server/.
 lint:
-	$(VENV)/bin/ruff check testbed analysis results_contract tests bench recordings corpus
+	$(VENV)/bin/ruff check --no-cache testbed analysis results_contract tests bench recordings corpus
 	$(VENV)/bin/mypy
 ifneq ($(RUST_LINT),no)
 	cd h3server && $(CARGO) fmt --all --check
