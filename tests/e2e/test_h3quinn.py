@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.http3 import CONN_KEYS, Server, fetch
+from support.http3 import CONN_KEYS, Server, client_connect, fetch
 from support.paths import ROOT
 from support.server_sources import cargo_version
 
@@ -174,13 +174,10 @@ def finish_order(port: int, requests: list[tuple[str, str]]) -> list[str]:
     """GET every (path, priority header) at once on one connection (one flight),
     with aioquic; the paths in the order their responses ended."""
     import asyncio
-    import ssl
 
-    from aioquic.asyncio import connect
     from aioquic.asyncio.protocol import QuicConnectionProtocol
-    from aioquic.h3.connection import H3_ALPN, H3Connection
+    from aioquic.h3.connection import H3Connection
     from aioquic.h3.events import DataReceived, HeadersReceived
-    from aioquic.quic.configuration import QuicConfiguration
 
     ended: list[str] = []
 
@@ -209,11 +206,7 @@ def finish_order(port: int, requests: list[tuple[str, str]]) -> list[str]:
             await self.done
 
     async def run():
-        cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
-                                verify_mode=ssl.CERT_NONE, server_name="a.test",
-                                max_data=16 << 20, max_stream_data=16 << 20)
-        async with connect("127.0.0.1", port, configuration=cfg,
-                           create_protocol=Client) as client:
+        async with client_connect(port, Client) as client:
             await client.get_all()
 
     asyncio.run(asyncio.wait_for(run(), 30))

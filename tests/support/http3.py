@@ -81,13 +81,25 @@ def free_udp_port() -> int:
         return s.getsockname()[1]
 
 
+def client_connect(port: int, protocol):
+    """aioquic's connect to 127.0.0.1:port as an HTTP/3 client of a.test (no certificate
+    check, 16 MiB flow-control windows), `protocol` the connection's class: an async
+    context manager yielding it."""
+    from aioquic.asyncio import connect
+    from aioquic.h3.connection import H3_ALPN
+    from aioquic.quic.configuration import QuicConfiguration
+
+    cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
+                            verify_mode=ssl.CERT_NONE, server_name="a.test",
+                            max_data=16 << 20, max_stream_data=16 << 20)
+    return connect("127.0.0.1", port, configuration=cfg, create_protocol=protocol)
+
+
 def fetch(port: int, requests: list[tuple[str, str]]) -> list[tuple[dict, bytes]]:
     """HTTP/3 requests (method, path) to 127.0.0.1:port with aioquic; (headers, body) each."""
-    from aioquic.asyncio import connect
     from aioquic.asyncio.protocol import QuicConnectionProtocol
-    from aioquic.h3.connection import H3_ALPN, H3Connection
+    from aioquic.h3.connection import H3Connection
     from aioquic.h3.events import DataReceived, HeadersReceived
-    from aioquic.quic.configuration import QuicConfiguration
 
     class Client(QuicConnectionProtocol):
         def __init__(self, *a, **kw):
@@ -120,11 +132,7 @@ def fetch(port: int, requests: list[tuple[str, str]]) -> list[tuple[dict, bytes]
             return headers, bytes(body)
 
     async def run():
-        cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
-                                verify_mode=ssl.CERT_NONE, server_name="a.test",
-                                max_data=16 << 20, max_stream_data=16 << 20)
-        async with connect("127.0.0.1", port, configuration=cfg,
-                           create_protocol=Client) as client:
+        async with client_connect(port, Client) as client:
             return [await client.get(m, p) for m, p in requests]
 
     return asyncio.run(asyncio.wait_for(run(), 30))
