@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
-import sqlite3
 
 import pytest
+from support.campaigns import rows as stored_rows
 from support.cluster import FILES, running_campaign, two_setting_campaign
 from support.kill_resume import settled_leftovers
 from support.needs import needs_parts
@@ -24,15 +24,6 @@ pytestmark = pytest.mark.e2e
 RUNS = 4
 
 
-def _rows(out) -> list[dict]:
-    con = sqlite3.connect(out / "trials.sqlite")
-    con.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in con.execute("SELECT * FROM trials")]
-    finally:
-        con.close()
-
-
 def _span(rows: list[dict]) -> tuple[float, float]:
     starts = [dt.datetime.fromisoformat(r["started_at"]).timestamp() for r in rows]
     return min(starts), max(s + r["wall_s"] for s, r in zip(starts, rows))
@@ -40,7 +31,7 @@ def _span(rows: list[dict]) -> tuple[float, float]:
 
 def _check(tmp_path, lanes_per_worker: int, workers: int) -> list[dict]:
     out = tmp_path / "out"
-    rows = _rows(out)
+    rows = stored_rows(out)
     planned = {f"local-news+none+{p}+{r}" for p in ("tcp", "quic") for r in range(RUNS)}
     ids = [r["trial_id"] for r in rows]
     assert len(ids) == len(set(ids)) and set(ids) == planned, ids
