@@ -18,7 +18,7 @@ CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo 
 JUNIT_DIR ?=
 JUNIT = $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$@.xml)
 
-.PHONY: setup test lint docs unit e2e analysis-install-test notebook corpus experiment report faults doctor bench clean image image-test reference-report reference-checkpoint replication
+.PHONY: setup test test-long lint docs unit e2e analysis-install-test notebook corpus experiment report faults doctor bench clean image image-test reference-report reference-checkpoint replication
 
 setup:
 	bash setup/setup.sh
@@ -46,11 +46,11 @@ docs:
 # Unit tests in two worker processes (pytest-xdist; they share no state: each uses its
 # own tmp_path), the slowest ten named so a slow-down shows in CI's log.
 unit:
-	$(PY) -m pytest -q -n 2 --durations=10 -m "not e2e" $(JUNIT) tests
+	$(PY) -m pytest -q -n 2 --durations=10 -m "not e2e and not long" $(JUNIT) tests
 	cd h3server && $(CARGO) test --release --locked -q
 
 e2e:
-	$(PY) -m pytest -q --durations=15 -m "e2e and not faults" $(JUNIT) tests
+	$(PY) -m pytest -q --durations=15 -m "e2e and not faults and not long" $(JUNIT) tests
 
 # `pip install .[analysis]` in a fresh venv, then `testbed report` and the notebook over
 # the fixture from it (part of `make e2e`; ~1-2 min with a warm pip cache).
@@ -96,7 +96,14 @@ replication: reference-report
 	$(PY) -m analysis.campaign.replication reports/reference/findings.md REPLICATION.md
 
 faults:
-	$(PY) -m pytest -q -s --durations=10 -m "faults" $(JUNIT) tests/faults
+	$(PY) -m pytest -q -s --durations=10 -m "faults and not long" $(JUNIT) tests/faults
+
+# The second tier: tests that repeat a property a `make test` test proves, at a larger
+# size (more kills, more raced replays, slower networks). Each names, in its
+# `long(strengthens=...)` mark, the fast test it strengthens (tests/unit/test_collection.py
+# checks that the named test exists and runs in `make test`). Not part of `make test`.
+test-long:
+	$(PY) -m pytest -q -s --durations=10 -m "long" $(JUNIT) tests
 
 bench:
 	@for b in bench/*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done

@@ -1,5 +1,6 @@
-"""`make unit`, `make e2e` and `make faults` together select every test exactly once: a
-test no target selects never runs in CI, and one two targets select runs twice."""
+"""`make unit`, `make e2e`, `make faults` and `make test-long` together select every test
+exactly once: a test no target selects never runs, and one two targets select runs twice.
+A `make test-long` test names the `make test` test it strengthens, which must exist."""
 
 from __future__ import annotations
 
@@ -10,17 +11,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from _pytest.mark.expression import Expression
 from support.paths import ROOT
 
-TARGETS = ("unit", "e2e", "faults")
+TARGETS = ("unit", "e2e", "faults", "test-long")
+FAST = ("unit", "e2e", "faults")
+"""The targets `make test` runs."""
 
 PLUGIN = '''
 import json, os
 
 def pytest_collection_modifyitems(items):
     with open(os.environ["COLLECTED"], "w") as f:
-        json.dump([[i.nodeid, sorted({m.name for m in i.iter_markers()})] for i in items], f)
+        json.dump([[i.nodeid, sorted({m.name for m in i.iter_markers()}),
+                   [m.kwargs.get("strengthens") for m in i.iter_markers("long")]]
+                  for i in items], f)
 '''
 
 
@@ -38,8 +44,9 @@ def selections() -> dict[str, tuple[str, list[str]]]:
     return found
 
 
-def collected(tmp_path: Path) -> list[tuple[str, set[str]]]:
-    """Every test under tests/ with its markers, as pytest collects them."""
+def collected(tmp_path: Path) -> list[tuple[str, set[str], list[str | None]]]:
+    """Every test under tests/ with its markers and the tests its `long` marks strengthen,
+    as pytest collects them."""
     (tmp_path / "collect_markers.py").write_text(PLUGIN)
     out = tmp_path / "collected.json"
     env = {**os.environ, "COLLECTED": str(out),
@@ -49,32 +56,61 @@ def collected(tmp_path: Path) -> list[tuple[str, set[str]]]:
                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
                         check=False)
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
-    return [(node, set(marks)) for node, marks in json.loads(out.read_text())]
+    return [(node, set(marks), strengthens)
+            for node, marks, strengthens in json.loads(out.read_text())]
 
 
-def test_the_make_targets_select_every_test_exactly_once(tmp_path):
+@pytest.fixture(scope="module")
+def items(tmp_path_factory) -> list[tuple[str, set[str], list[str | None]]]:
+    """One collection of the whole tree for this module's tests."""
+    return collected(tmp_path_factory.mktemp("collect"))
+
+
+def chosen_by(targets: dict[str, tuple[str, list[str]]], node: str, marks: set[str]) -> list[str]:
+    """The targets whose paths hold `node` and whose marker expression selects `marks`."""
+    return [t for t, (expr, paths) in targets.items()
+            if any(node == p or node.startswith(p.rstrip("/") + "/") for p in paths)
+            and Expression.compile(expr).evaluate(lambda name, m=marks: name in m)]
+
+
+def test_the_make_targets_select_every_test_exactly_once(items):
     targets = selections()
-    items = collected(tmp_path)
     assert len(items) > 1000, len(items)
     wrong = {}
-    for node, marks in items:
-        chosen = [t for t, (expr, paths) in targets.items()
-                  if any(node == p or node.startswith(p.rstrip("/") + "/") for p in paths)
-                  and Expression.compile(expr).evaluate(lambda name, m=marks: name in m)]
+    for node, marks, _ in items:
+        chosen = chosen_by(targets, node, marks)
         if len(chosen) != 1:
             wrong[node] = chosen
     assert not wrong, f"tests not selected exactly once by {TARGETS}: {wrong}"
+
+
+def test_each_long_test_strengthens_a_test_make_test_runs(items):
+    """The second tier only by rule: a `make test-long` test names (mark `long`,
+    `strengthens=`) the test of `make test` that proves the same property at its smallest
+    size; that test exists and one of make test's targets selects it."""
+    targets = selections()
+    marks_of = {node: marks for node, marks, _ in items}
+    long_tests = [(node, strengthens) for node, marks, strengthens in items if "long" in marks]
+    assert long_tests, "no make test-long test found"
+    bad = {}
+    for node, strengthens in long_tests:
+        named = [s for s in strengthens if s]
+        if len(named) != 1:
+            bad[node] = "expected one long(strengthens=\"tests/...::test_name\")"
+        elif named[0] not in marks_of:
+            bad[node] = f"strengthens {named[0]}, which is not a test"
+        elif not set(chosen_by(targets, named[0], marks_of[named[0]])) & set(FAST):
+            bad[node] = f"strengthens {named[0]}, which make test does not run"
+    assert not bad, bad
 
 
 def test_a_faults_test_outside_the_faults_folder_would_be_found(tmp_path):
     """The check itself: a test marked e2e and faults outside tests/faults is selected by
     no target (e2e leaves out faults; faults collects tests/faults alone)."""
     targets = selections()
-    node, marks = "tests/test_x.py::test_y", {"e2e", "faults"}
-    chosen = [t for t, (expr, paths) in targets.items()
-              if any(node.startswith(p.rstrip("/") + "/") for p in paths)
-              and Expression.compile(expr).evaluate(lambda name: name in marks)]
-    assert chosen == []
+    assert chosen_by(targets, "tests/test_x.py::test_y", {"e2e", "faults"}) == []
+    # and a long test is make test-long's alone, wherever it lives
+    assert chosen_by(targets, "tests/e2e/test_x.py::test_y", {"e2e", "long"}) == ["test-long"]
 
 
 def test_every_test_finds_its_fixtures():
