@@ -11,6 +11,12 @@ REPORT_OUT ?= reports/$(notdir $(RESULTS))
 # RUST_LINT=no leaves rustfmt and clippy out of `make lint`: the image's toolchain
 # (Debian's rustc-web) ships neither; the sources are linted where the image is built.
 RUST_LINT ?= yes
+# The Rust build tree `make setup` used (its cache outside the checkout, see setup.sh),
+# so that clippy and the Rust tests reuse what the setup compiled.
+CARGO_TARGET_CACHE := $(shell cat h3server/target/cargo-target-dir 2>/dev/null)
+ifneq ($(CARGO_TARGET_CACHE),)
+export CARGO_TARGET_DIR := $(CARGO_TARGET_CACHE)
+endif
 CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
 # JUNIT_DIR=DIR: each pytest stage also writes DIR/STAGE.xml (JUnit XML, every test's

@@ -182,8 +182,30 @@ cargo_bin() {
 step_h3server() {
     [ -f "$ROOT/h3server/Cargo.toml" ] || { log "h3server: no crate yet, skipped"; return; }
     local cargo; cargo=$(cargo_bin)
-    log "h3server: cargo build --release ($("$cargo" --version))"
-    (cd "$ROOT/h3server" && "$cargo" build --release --locked -q)
+    local own="$ROOT/h3server/target" target="$ROOT/h3server/target"
+    # The build tree in root's build cache, keyed on the toolchain and Cargo.lock: the
+    # dependencies (BoringSSL, quinn, tokio...) compile once per key, and a fresh clone
+    # compiles only its own crates (cargo tells them apart by path). The binaries are
+    # copied to h3server/target/release/, where the testbed runs them; the Makefile's
+    # clippy and tests use the same tree (h3server/target/cargo-target-dir names it).
+    if [ -n "$SETUP_CACHE" ] && root_cache; then
+        local key; key="cargo-target-$({ "$cargo" --version; "${cargo%cargo}rustc" -vV
+                                        cat "$ROOT/h3server/Cargo.lock"; } | sha256sum | cut -c1-16)"
+        target="$SETUP_CACHE/$key"
+    fi
+    log "h3server: cargo build --release into $target ($("$cargo" --version))"
+    (cd "$ROOT/h3server" && CARGO_TARGET_DIR="$target" "$cargo" build --release --locked -q)
+    mkdir -p "$own/release"
+    if [ "$target" != "$own" ]; then
+        local b
+        for b in h3server h3quinn h3bulk; do
+            install -m 0755 "$target/release/$b" "$own/release/$b.new"
+            mv "$own/release/$b.new" "$own/release/$b"
+        done
+        echo "$target" > "$own/cargo-target-dir"
+    else
+        rm -f "$own/cargo-target-dir"
+    fi
 }
 
 geckodriver_is() {  # geckodriver_is BIN: BIN runs and is the pinned version
