@@ -9,18 +9,18 @@ and fails when the sources changed without a new version.
 
     python tests/support/server_sources.py      # the lines of the sources as they are now
 
-A server's sources: h3server: its Cargo.toml, src/ and the vendored quiche; h3quinn:
-h3quinn/ and the modules of the library it shares (src/lib.rs's `pub mod`s); both:
-the recording format's schema, which the shared loader compiles in (its limits on
-body sizes are the servers'). Both add the registry packages Cargo.lock pins (name,
-version, checksum), not the workspace's own entries, so that one server's version
-does not move the other's.
+A server's sources: its crate's folder (h3server/h3server/ or h3server/h3quinn/),
+the shared library's (h3server/h3replay/), the workspace manifest
+(h3server/Cargo.toml: dependency features, the release profile, the quiche patch)
+and the recording format's schema, which the shared loader compiles in (its limits
+on body sizes are the servers'); h3server's also the vendored quiche. Both add the
+registry packages Cargo.lock pins (name, version, checksum), not the workspace's own
+entries, so that one server's version does not move the other's.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import sys
 import tomllib
 from pathlib import Path
@@ -29,18 +29,17 @@ ROOT = Path(__file__).resolve().parents[2]  # run as a script too: no support.pa
 H3 = ROOT / "h3server"
 VERSIONS = H3 / "VERSIONS"
 SCHEMA = ROOT / "schemas/recording.schema.json"
-"""Compiled into both servers (h3server/src/recording.rs: include_str!)."""
+"""Compiled into both servers (h3server/h3replay/src/recording.rs: include_str!)."""
+SHARED = "h3replay"
+"""The workspace's library crate both servers build on (a folder of h3server/)."""
 
 
 def _files(package: str) -> list[Path]:
-    if package == "h3server":
-        roots = [H3 / "Cargo.toml", H3 / "src", *sorted((H3 / "vendor").iterdir())]
-    elif package == "h3quinn":
-        mods = re.findall(r"^pub mod (\w+);", (H3 / "src/lib.rs").read_text(), re.MULTILINE)
-        roots = [H3 / "h3quinn/Cargo.toml", H3 / "h3quinn/src", H3 / "src/lib.rs",
-                 *(H3 / "src" / f"{m}.rs" for m in mods)]
-    else:
+    if package not in ("h3server", "h3quinn"):
         raise ValueError(package)
+    roots = [H3 / "Cargo.toml", H3 / package, H3 / SHARED]
+    if package == "h3server":
+        roots += sorted((H3 / "vendor").iterdir())
     out: list[Path] = []
     for r in roots:
         out += sorted(p for p in r.rglob("*") if p.is_file()) if r.is_dir() else [r]
@@ -69,7 +68,7 @@ def digest(package: str) -> str:
 
 
 def cargo_version(package: str) -> str:
-    toml = H3 / ("Cargo.toml" if package == "h3server" else f"{package}/Cargo.toml")
+    toml = H3 / package / "Cargo.toml"
     return tomllib.loads(toml.read_text())["package"]["version"]
 
 

@@ -1,6 +1,6 @@
 //! The QUIC configuration every connection is accepted with: TLS 1.3 over
 //! rustls (ring), HTTP/3's ALPN, and the transport settings of h3server's
-//! defaults (h3server/src/config.rs) where quinn lets them be set.
+//! defaults (h3server/h3server/src/config.rs) where quinn lets them be set.
 //!
 //! Parity with h3server, and what differs:
 //! - idle timeout 30 s; 128 bidirectional and 16 unidirectional streams the
@@ -26,7 +26,7 @@ use quinn::crypto::rustls::QuicServerConfig;
 use quinn::{IdleTimeout, TransportConfig, VarInt};
 
 use crate::args::Cc;
-use crate::Fatal;
+use h3replay::Fatal;
 
 /// Idle timeout advertised to clients (h3server: IDLE_TIMEOUT_MS).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,15 +1,15 @@
 //! h3quinn: the testbed's second HTTP/3 replay server, on quinn + h3
 //! (rustls, ring), so that a verdict about QUIC can be checked against a
 //! second, independent QUIC stack. It serves one recording from memory as
-//! h3server does, sharing h3server's library for everything that is not
-//! transport: the recording, matching, response headers, priorities and
-//! the summary.
+//! h3server does, sharing the workspace's library h3replay with it for
+//! everything that is not transport: the recording, matching, response
+//! headers, priorities, the summary, the shared options and the error type.
 //!
 //! Wiring only: arguments (args.rs), TLS and transport settings
 //! (config.rs), one quinn endpoint per --listen address, each accepted
 //! connection served by serve.rs, counts and the summary in state.rs, the
 //! summary's connection figures from quinn's (stats.rs), h3's QUIC traits
-//! with request priorities (transport.rs). Exit status: 0
+//! with request priorities (transport.rs). Exit status (h3replay::fatal): 0
 //! after SIGINT/SIGTERM, 2 for bad input (recording, certificate, key), 1
 //! for anything else.
 
@@ -28,7 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use h3server::summary::{hex, Summary, Writer};
+use h3replay::summary::{hex, Summary, Writer};
+use h3replay::Fatal;
 use log::{debug, info, warn};
 
 use crate::state::State;
@@ -51,19 +52,10 @@ const H3_NO_ERROR: u32 = 0x100;
 /// Longest wait at exit for the closing connections' last packets.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
-/// Why the server stopped.
-#[derive(Debug)]
-pub enum Fatal {
-    /// Bad input: a file, a key, a value. Exit 2.
-    Input(String),
-    /// Anything else. Exit 1.
-    Runtime(String),
-}
-
 fn main() -> ExitCode {
     let args = args::Args::parse();
     env_logger::Builder::new()
-        .parse_filters(&args.log_level)
+        .parse_filters(&args.common.log_level)
         .format(|buf, r| writeln!(buf, "{} {}", r.level(), r.args()))
         .init();
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -72,23 +64,12 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("h3quinn: runtime: {e}");
-            return ExitCode::from(1);
+            return h3replay::fatal::exit("h3quinn", Err(Fatal::Runtime(format!("runtime: {e}"))))
         }
     };
     let result = rt.block_on(run(&args));
     rt.shutdown_timeout(Duration::from_secs(1));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Fatal::Input(msg)) => {
-            eprintln!("h3quinn: {msg}");
-            ExitCode::from(2)
-        }
-        Err(Fatal::Runtime(msg)) => {
-            eprintln!("h3quinn: {msg}");
-            ExitCode::from(1)
-        }
-    }
+    h3replay::fatal::exit("h3quinn", result)
 }
 
 /// What accepting a connection needs.
@@ -99,16 +80,10 @@ struct Accept {
 }
 
 async fn run(args: &args::Args) -> Result<(), Fatal> {
-    let tls = config::tls(&args.cert, &args.key)?;
-    let rec = h3server::recording::load(&args.recording).map_err(|e| Fatal::Input(e.0))?;
-    if let Some(dir) = &args.qlog_dir {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Fatal::Input(format!(
-                "{}: --qlog-dir cannot be created: {e}",
-                dir.display()
-            ))
-        })?;
-    }
+    let a = &args.common;
+    let tls = config::tls(&a.cert, &a.key)?;
+    let rec = h3replay::recording::load(&a.recording).map_err(|e| Fatal::Input(e.0))?;
+    a.create_qlog_dir()?;
     info!(
         "server recording {} ({}): {} exchanges, {} body bytes in memory",
         rec.name,
@@ -116,11 +91,15 @@ async fn run(args: &args::Args) -> Result<(), Fatal> {
         rec.exchanges.len(),
         rec.body_bytes
     );
-    let transport = config::transport(args.cc, args.initial_cwnd_packets, args.max_udp_payload);
+    let transport = config::transport(
+        args.cc,
+        args.common.initial_cwnd_packets,
+        args.common.max_udp_payload,
+    );
     let mut server_config = quinn::ServerConfig::with_crypto(Arc::new(tls));
     server_config.transport_config(Arc::new(transport));
     let mut endpoints = Vec::new();
-    for addr in &args.listen {
+    for addr in &args.common.listen {
         let ep = endpoint(&server_config, *addr)
             .map_err(|e| Fatal::Runtime(format!("{addr}: cannot serve on it: {e}")))?;
         let local = ep
@@ -130,11 +109,11 @@ async fn run(args: &args::Args) -> Result<(), Fatal> {
     }
     let state = Arc::new(Mutex::new(State {
         recording: Arc::new(rec),
-        not_found: Arc::from(h3server::response::NOT_FOUND),
-        alt_svc: args.alt_svc.on(),
+        not_found: Arc::from(h3replay::response::NOT_FOUND),
+        alt_svc: args.common.alt_svc.on(),
         cc: args.cc.name(),
         summary: Summary::new("h3quinn", VERSION, args.cc.name()),
-        writer: Writer::new(args.summary.clone()),
+        writer: Writer::new(args.common.summary.clone()),
         tracks: Vec::new(),
         conns: Vec::new(),
         figures: Vec::new(),
@@ -164,8 +143,8 @@ async fn run(args: &args::Args) -> Result<(), Fatal> {
             .collect::<Vec<_>>()
             .join(", "),
         args.cc.name(),
-        args.initial_cwnd_packets,
-        args.max_udp_payload
+        args.common.initial_cwnd_packets,
+        args.common.max_udp_payload
     );
     wait_for_signal().await?;
     info!("server stopping: closing connections");
@@ -197,11 +176,11 @@ async fn run(args: &args::Args) -> Result<(), Fatal> {
 }
 
 /// A quinn endpoint on `addr` whose socket has h3server's buffers
-/// (h3server::socket): with the default a busy server drops its clients'
+/// (h3replay::socket): with the default a busy server drops its clients'
 /// ACKs in bursts.
 fn endpoint(config: &quinn::ServerConfig, addr: SocketAddr) -> std::io::Result<quinn::Endpoint> {
     let sock = std::net::UdpSocket::bind(addr)?;
-    h3server::socket::enlarge_buffers(&sock);
+    h3replay::socket::enlarge_buffers(&sock);
     quinn::Endpoint::new(
         quinn::EndpointConfig::default(),
         Some(config.clone()),
@@ -238,8 +217,8 @@ fn with_qlog(
         .start_time(at);
     let mut t = config::transport(
         a.args.cc,
-        a.args.initial_cwnd_packets,
-        a.args.max_udp_payload,
+        a.args.common.initial_cwnd_packets,
+        a.args.common.max_udp_payload,
     );
     t.qlog_stream(q.into_stream());
     let mut sc = (*a.base).clone();
@@ -251,7 +230,7 @@ fn with_qlog(
 async fn connection(incoming: quinn::Incoming, local: SocketAddr, a: Arc<Accept>) {
     let at = Instant::now();
     let odcid = hex(&incoming.orig_dst_cid());
-    let config = match &a.args.qlog_dir {
+    let config = match &a.args.common.qlog_dir {
         Some(dir) => match with_qlog(&a, dir, &odcid, at) {
             Ok(c) => Arc::new(c),
             Err(e) => {
@@ -268,7 +247,10 @@ async fn connection(incoming: quinn::Incoming, local: SocketAddr, a: Arc<Accept>
             return;
         }
     };
-    let window = config::initial_window(a.args.initial_cwnd_packets, a.args.max_udp_payload);
+    let window = config::initial_window(
+        a.args.common.initial_cwnd_packets,
+        a.args.common.max_udp_payload,
+    );
     let slot = a
         .state
         .lock()

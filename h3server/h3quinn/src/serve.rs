@@ -1,5 +1,5 @@
 //! HTTP/3 over one quinn connection: every request matched to the recording
-//! (the shared library: a recorded exchange, or a 404 counted as a miss),
+//! (the shared library h3replay: a recorded exchange, or a 404 counted as a miss),
 //! its headers (the library's response.rs, plus `alt-svc` when announced)
 //! and body sent; requests, misses, bytes and connections counted in the
 //! shared state.
@@ -16,9 +16,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use h3server::matching;
-use h3server::priority::Priority;
-use h3server::response::{self, Field};
+use h3replay::matching;
+use h3replay::priority::Priority;
+use h3replay::response::{self, Field};
 use log::{debug, info, warn};
 
 use crate::state::State;
@@ -45,7 +45,7 @@ pub struct Asked<'a> {
 
 /// The response to a request: the recording's, or a 404 (a miss).
 pub fn answer(
-    rec: &h3server::recording::Recording,
+    rec: &h3replay::recording::Recording,
     not_found: &Arc<[u8]>,
     alt_svc_port: Option<u16>,
     asked: &Asked,
@@ -210,8 +210,8 @@ pub async fn connection(
 mod tests {
     use super::*;
 
-    fn recording() -> h3server::recording::Recording {
-        let x = |target: &str, status: u16, body: &[u8]| h3server::recording::Exchange {
+    fn recording() -> h3replay::recording::Recording {
+        let x = |target: &str, status: u16, body: &[u8]| h3replay::recording::Exchange {
             key: matching::Key {
                 scheme: "https".into(),
                 host: "a.test".into(),
@@ -228,7 +228,7 @@ mod tests {
         };
         let exchanges = vec![x("/?v=1", 200, b"hello"), x("/nm", 304, b"")];
         let index = matching::Index::new(exchanges.iter().map(|x| &x.key));
-        h3server::recording::Recording {
+        h3replay::recording::Recording {
             path: "r".into(),
             name: "t".into(),
             exchanges,

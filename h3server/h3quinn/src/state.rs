@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use h3server::recording::Recording;
-use h3server::summary::{Summary, Writer};
+use h3replay::recording::Recording;
+use h3replay::summary::{Summary, Writer};
 use log::error;
 use tokio::sync::Notify;
 
@@ -128,7 +128,7 @@ fn figures(c: &quinn::Connection) -> Figures {
 }
 
 /// Keep the summary file current: written when a change is due (at most
-/// every 50 ms, h3server::summary::MAX_DELAY).
+/// every 50 ms, h3replay::summary::MAX_DELAY).
 pub async fn keep_written(state: Arc<Mutex<State>>) {
     let notify = state.lock().unwrap().changed.clone();
     loop {

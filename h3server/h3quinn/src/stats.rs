@@ -18,7 +18,7 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use h3server::summary::{ms, ConnStats};
+use h3replay::summary::{ms, ConnStats};
 
 /// What the server notes about a connection beside quinn's figures.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ use std::task::{ready, Context, Poll};
 
 use bytes::{Buf, Bytes};
 use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
-use h3server::priority::Priority;
+use h3replay::priority::Priority;
 
 /// The quinn send priority of a response of RFC 9218 urgency `u` (0, most
 /// urgent, to 7): -1 - u. quinn sends higher values first; HTTP/3's control

@@ -20,11 +20,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 
 use crate::matching;
 
 /// The format's single definition, shared with the Python side.
-pub const SCHEMA: &str = include_str!("../../schemas/recording.schema.json");
+pub const SCHEMA: &str = include_str!("../../../schemas/recording.schema.json");
 
 /// A bad recording: one line naming the file and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,7 +184,7 @@ pub fn load(dir: &Path) -> Result<Recording, LoadError> {
                     }
                     let data = read_exactly(&mut file, size)
                         .map_err(|why| LoadError(format!("{key} {why}")))?;
-                    if hex(&boring::sha::sha256(&data)) != *sha {
+                    if hex(&Sha256::digest(&data)) != *sha {
                         return Err(LoadError(format!(
                             "{key} does not hash to its name (expected the SHA-256 of its bytes)"
                         )));

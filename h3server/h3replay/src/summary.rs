@@ -59,7 +59,7 @@ impl Summary {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ConnStats {
     /// The server's source connection ID, hex (h3server: also the connection's
-    /// trace id; h3quinn: the connection's handshake DCID, see h3quinn/src/stats.rs).
+    /// trace id; h3quinn: the connection's handshake DCID, see h3server/h3quinn/src/stats.rs).
     pub id: String,
     /// The client's address, "ip:port".
     pub peer: String,

@@ -1,9 +1,10 @@
 //! h3server: serves one testbed recording from memory over HTTP/3 (quiche).
 //!
 //! Wiring only: arguments (args.rs), the settings and QUIC configuration
-//! made of them (config.rs), the recording (the library's recording.rs), the event loop
-//! (server.rs), which hands requests to http.rs. Exit status: 0 after SIGINT/SIGTERM, 2 for bad
-//! input (arguments, recording, certificate), 1 for anything else.
+//! made of them (config.rs), the recording (h3replay's recording.rs), the
+//! event loop (server.rs), which hands requests to http.rs and datagrams to
+//! outbox.rs. Exit status (h3replay::fatal): 0 after SIGINT/SIGTERM, 2 for
+//! bad input (arguments, recording, certificate), 1 for anything else.
 
 mod args;
 mod coalesced;
@@ -13,13 +14,14 @@ mod h3fields;
 mod h3priority;
 mod http;
 mod logging;
+mod outbox;
 mod pacer;
 mod server;
 mod udp;
 
-// Shared with h3quinn (src/lib.rs): the recording, matching, response
-// headers, priorities and the summary.
-use h3server::{matching, priority, recording, response, summary};
+// Shared with h3quinn (the h3replay crate): the recording, matching, response
+// headers, priorities, the summary and the error type.
+use h3replay::{matching, priority, recording, response, summary, Fatal};
 
 use std::process::ExitCode;
 
@@ -31,35 +33,16 @@ pub const QUICHE_VERSION: &str = "0.24.6";
 /// This server's version and quiche's, as shown by --version and the summary.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (quiche ", "0.24.6", ")");
 
-/// Why the server stopped.
-#[derive(Debug)]
-pub enum Fatal {
-    /// Bad input: a file, a key, a value. Exit 2.
-    Input(String),
-    /// Anything else. Exit 1.
-    Runtime(String),
-}
-
 fn main() -> ExitCode {
     let args = args::Args::parse();
-    logging::init(&args.log_level);
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Fatal::Input(msg)) => {
-            eprintln!("h3server: {msg}");
-            ExitCode::from(2)
-        }
-        Err(Fatal::Runtime(msg)) => {
-            eprintln!("h3server: {msg}");
-            ExitCode::from(1)
-        }
-    }
+    logging::init(&args.common.log_level);
+    h3replay::fatal::exit("h3server", run(&args))
 }
 
 fn run(args: &args::Args) -> Result<(), Fatal> {
     let settings = config::Settings::from_args(args)?;
-    let config = config::quic_config(&settings, &args.cert, &args.key)?;
-    let rec = recording::load(&args.recording).map_err(|e| Fatal::Input(e.0))?;
+    let config = config::quic_config(&settings, &args.common.cert, &args.common.key)?;
+    let rec = recording::load(&args.common.recording).map_err(|e| Fatal::Input(e.0))?;
     info!(
         "{} recording {} ({}): {} exchanges, {} body bytes in memory",
         logging::SERVER,
@@ -75,9 +58,9 @@ fn run(args: &args::Args) -> Result<(), Fatal> {
         VERSION,
         srv.local_addrs().iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "),
         args.cc,
-        args.initial_cwnd_packets,
+        args.common.initial_cwnd_packets,
         args.pacing,
-        args.max_udp_payload,
+        args.common.max_udp_payload,
         args.gso,
         args.max_ack_delay_ms,
         args.ack_delay_exponent
@@ -89,7 +72,7 @@ fn run(args: &args::Args) -> Result<(), Fatal> {
 mod tests {
     #[test]
     fn quiche_version_matches_the_lock_file() {
-        let lock = include_str!("../Cargo.lock");
+        let lock = include_str!("../../Cargo.lock");
         let pinned = format!("name = \"quiche\"\nversion = \"{}\"", super::QUICHE_VERSION);
         assert!(
             lock.contains(&pinned),

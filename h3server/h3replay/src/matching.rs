@@ -109,7 +109,7 @@ mod tests {
     use super::*;
     use serde::Deserialize;
 
-    const VECTORS: &str = include_str!("../../tests/vectors/matching.json");
+    const VECTORS: &str = include_str!("../../../tests/vectors/matching.json");
 
     #[derive(Deserialize)]
     struct Vectors {

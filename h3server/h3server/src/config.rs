@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use crate::args::{Args, Cc};
-use crate::Fatal;
+use h3replay::Fatal;
 
 /// Idle timeout advertised to clients, ms.
 const IDLE_TIMEOUT_MS: u64 = 30_000;
@@ -81,28 +81,21 @@ impl Settings {
                 )?),
                 None => None,
             };
-        if let Some(dir) = &args.qlog_dir {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                Fatal::Input(format!(
-                    "{}: --qlog-dir cannot be created: {e}",
-                    dir.display()
-                ))
-            })?;
-        }
+        args.common.create_qlog_dir()?;
         Ok(Settings {
-            listen: args.listen.clone(),
+            listen: args.common.listen.clone(),
             cc: args.cc,
-            initial_cwnd_packets: args.initial_cwnd_packets as usize,
+            initial_cwnd_packets: args.common.initial_cwnd_packets as usize,
             pacing: args.pacing.on(),
             gso: args.gso.on(),
-            max_udp_payload: args.max_udp_payload as usize,
+            max_udp_payload: args.common.max_udp_payload as usize,
             max_ack_delay_ms: args.max_ack_delay_ms,
             ack_delay_exponent: args.ack_delay_exponent,
-            alt_svc: args.alt_svc.on(),
+            alt_svc: args.common.alt_svc.on(),
             early_data: args.early_data.on(),
-            qlog_dir: args.qlog_dir.clone(),
+            qlog_dir: args.common.qlog_dir.clone(),
             keylog,
-            summary: args.summary.clone(),
+            summary: args.common.summary.clone(),
         })
     }
 }
@@ -164,22 +157,11 @@ mod tests {
     use clap::Parser;
 
     fn args(extra: &[&str]) -> Args {
-        let mut argv = vec![
-            "h3server",
-            "--recording",
-            "r",
-            "--listen",
-            "127.0.0.1:4433",
-            "--cert",
-            "c.pem",
-            "--key",
-            "k.pem",
-        ];
-        argv.extend_from_slice(extra);
+        let argv = h3replay::cli::with_required("h3server", extra);
         let mut a = Args::try_parse_from(argv).unwrap();
         // Whatever the environment running the tests says.
         a.keylog_file = None;
-        a.qlog_dir = None;
+        a.common.qlog_dir = None;
         a
     }
 
@@ -243,13 +225,13 @@ mod tests {
         let file = std::env::temp_dir().join(format!("h3server-config-{}", std::process::id()));
         std::fs::write(&file, b"").unwrap();
         let mut a = args(&[]);
-        a.qlog_dir = Some(file.join("qlog"));
+        a.common.qlog_dir = Some(file.join("qlog"));
         let e = Settings::from_args(&a).err().unwrap();
         assert!(
             matches!(&e, Fatal::Input(m) if m.contains("--qlog-dir cannot be created")),
             "{e:?}"
         );
-        a.qlog_dir = None;
+        a.common.qlog_dir = None;
         a.keylog_file = Some(file.join("keys"));
         let e = Settings::from_args(&a).err().unwrap();
         assert!(

@@ -10,9 +10,10 @@
 //! written, and `run` returns.
 //!
 //! Must not decide anything about HTTP: requests and responses are http.rs's,
-//! settings config.rs's, release times pacer.rs's.
+//! settings config.rs's, which datagram leaves when and in which sendmsg
+//! outbox.rs's (release times pacer.rs's).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::net::SocketAddr;
@@ -34,12 +35,12 @@ use crate::connstats::{ConnStats, Track};
 use crate::h3fields;
 use crate::http::{Responder, Streams};
 use crate::logging::{self, SERVER};
-use crate::pacer::{Pacer, PathView};
+use crate::outbox::{Outbox, Release, QUIC_INTERNAL_ERROR};
 use crate::recording::Recording;
 use crate::response;
 use crate::summary::{self, Summary};
 use crate::udp;
-use crate::Fatal;
+use h3replay::Fatal;
 
 const TIMER: Token = Token(usize::MAX - 1);
 const SIGNALS: Token = Token(usize::MAX - 2);
@@ -51,22 +52,12 @@ const CID_LEN: usize = quiche::MAX_CONN_ID_LEN;
 const RECV_BUF: usize = 65_535;
 /// H3_NO_ERROR, for closing connections at exit.
 const H3_NO_ERROR: u64 = 0x100;
-/// QUIC's INTERNAL_ERROR transport error (RFC 9000, 20.1), for closing a connection
-/// this server cannot go on serving.
-const QUIC_INTERNAL_ERROR: u64 = 0x1;
 
 struct Socket {
     io: mio::net::UdpSocket,
     local: SocketAddr,
     /// The last send would block: wait for a WRITABLE event.
     blocked: bool,
-}
-
-struct Datagram {
-    data: Vec<u8>,
-    to: SocketAddr,
-    /// Release time.
-    at: Instant,
 }
 
 struct Client {
@@ -77,8 +68,8 @@ struct Client {
     cids: Vec<Vec<u8>>,
     /// Requests and responses in progress (http.rs).
     streams: Streams,
-    pacer: Pacer,
-    out: VecDeque<Datagram>,
+    /// Datagrams waiting for their release time, and the pacer (outbox.rs).
+    out: Outbox,
     /// What the summary shows beside quiche's figures (handshake time, ...).
     track: Track,
 }
@@ -250,7 +241,7 @@ impl Server {
             let release = if self.sockets[c.socket].blocked {
                 None
             } else {
-                c.out.front().map(|d| d.at)
+                c.out.next_release()
             };
             for t in [quic, release].into_iter().flatten() {
                 next = Some(next.map_or(t, |n: Instant| n.min(t)));
@@ -399,8 +390,7 @@ impl Server {
                 socket: sock,
                 cids,
                 streams: Streams::default(),
-                pacer: Pacer::new(),
-                out: VecDeque::new(),
+                out: Outbox::new(),
                 track,
             },
         );
@@ -462,7 +452,7 @@ impl Server {
     }
 
     /// Send what is due: everything when pacing is off (or `now_all`),
-    /// otherwise each datagram at its release time.
+    /// otherwise each datagram at its release time (outbox.rs decides).
     fn flush(&mut self, id: u64, now_all: bool) {
         let Some(c) = self.clients.get_mut(&id) else {
             return;
@@ -473,74 +463,17 @@ impl Server {
             return;
         }
         let s = &self.settings;
-        let paced = s.pacing && !now_all;
-        loop {
-            while c.out.len() < udp::GSO_MAX_SEGMENTS
-                && c.out.back().is_none_or(|d| d.at <= Instant::now())
-            {
-                let mut data = vec![0u8; s.max_udp_payload];
-                match c.conn.send(&mut data) {
-                    Ok((len, info)) => {
-                        data.truncate(len);
-                        let now = Instant::now();
-                        let at = if !paced {
-                            now
-                        } else if s.cc.paced_by_quiche() {
-                            info.at
-                        } else {
-                            match PathView::of(&c.conn) {
-                                Some(v) => c.pacer.release_time(now, len, &v),
-                                None => now,
-                            }
-                        };
-                        c.out.push_back(Datagram {
-                            data,
-                            to: info.to,
-                            at,
-                        });
-                    }
-                    Err(quiche::Error::Done) => break,
-                    Err(e) => {
-                        error!("{} send failed: {e}", c.conn.trace_id());
-                        let _ = c.conn.close(false, QUIC_INTERNAL_ERROR, b"send failed");
-                        break;
-                    }
-                }
-            }
-            let now = Instant::now();
-            let mut due = c.out.iter().take_while(|d| d.at <= now).count();
-            if due == 0 {
-                return;
-            }
-            while due > 0 {
-                let n = if s.gso {
-                    let items: Vec<(usize, SocketAddr)> = c
-                        .out
-                        .iter()
-                        .take(due)
-                        .map(|d| (d.data.len(), d.to))
-                        .collect();
-                    udp::gso_batch_len(&items)
-                } else {
-                    1
-                };
-                let to = c.out[0].to;
-                let segment = c.out[0].data.len();
-                let bufs: Vec<&[u8]> = c.out.iter().take(n).map(|d| d.data.as_slice()).collect();
-                match udp::send(&sock.io, &bufs, to, segment) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        sock.blocked = true;
-                        return;
-                    }
-                    Err(e) => {
-                        // Dropped: quiche will find it lost and send again.
-                        warn!("{} send to {to} failed: {e}", c.conn.trace_id());
-                    }
-                }
-                c.out.drain(..n);
-                due -= n;
-            }
+        let release = Release::of(s.pacing, s.cc, now_all);
+        let io = &sock.io;
+        let sent = c.out.flush(
+            &mut c.conn,
+            release,
+            s.max_udp_payload,
+            s.gso,
+            |bufs, to, segment| udp::send(io, bufs, to, segment),
+        );
+        if !sent {
+            sock.blocked = true;
         }
     }
 

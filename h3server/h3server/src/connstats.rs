@@ -8,8 +8,8 @@
 
 use std::time::Instant;
 
-pub use h3server::summary::ConnStats;
-use h3server::summary::{hex, ms};
+pub use h3replay::summary::ConnStats;
+use h3replay::summary::{hex, ms};
 
 /// What the server notes about a connection beside quiche's figures.
 #[derive(Debug, Clone)]

@@ -1,10 +1,10 @@
-//! Request priorities (h3server's library, priority.rs) applied to quiche.
+//! Request priorities (h3replay's priority.rs) applied to quiche.
 //!
 //! quiche parses a priority field only into an opaque `h3::Priority`, which
 //! serves for the response headers; a PRIORITY_UPDATE that arrives after them
 //! must be applied to the transport stream directly.
 
-use h3server::priority::Priority;
+use h3replay::priority::Priority;
 
 /// quiche's h3 layer shifts urgencies by this much before handing them to
 /// the transport (`PRIORITY_URGENCY_OFFSET` in quiche's h3/mod.rs, version

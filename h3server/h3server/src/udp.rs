@@ -17,7 +17,7 @@ pub fn bind(addr: SocketAddr) -> io::Result<mio::net::UdpSocket> {
     let sock = std::net::UdpSocket::bind(addr)?;
     sock.set_nonblocking(true)?;
     // Best effort: larger buffers absorb bursts (pacing off, a busy sender).
-    h3server::socket::enlarge_buffers(&sock);
+    h3replay::socket::enlarge_buffers(&sock);
     Ok(mio::net::UdpSocket::from_std(sock))
 }
 
