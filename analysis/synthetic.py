@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 
 from results_contract.load import normalise
+from results_contract.manifest import parse
 from results_contract.schema import (
     ADDED,
     COLUMNS,
-    SETTING_LABELS,
     TRIALS,
     create_table,
     sql_declaration,
@@ -44,6 +44,9 @@ class NetworkModel:
     loss_percent: float = 0.0
     """Loss each way (the profile's)."""
 
+
+SETTINGS = ("tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr")
+"""The settings the model has figures for (the paper's; tcp is the reference, 1.0)."""
 
 NETWORKS = {
     "dsl": NetworkModel(24, 1.0, 0.05, {"tcp-plus": 0.94, "tcp-plus-bbr": 0.94,
@@ -71,7 +74,7 @@ def site_names(count: int, single_origin: int) -> list[str]:
 
 
 def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", "mss"),
-             settings: Sequence[str] = tuple(SETTING_LABELS), runs: int = 31,
+             settings: Sequence[str] = SETTINGS, runs: int = 31,
              single_origin: int = 2, failure_rate: float = 0.01, seed: int = 0,
              name: str = "synthetic") -> pd.DataFrame:
     """A whole campaign's trials (sites x networks x settings x runs rows), normalised."""
@@ -240,8 +243,10 @@ def write_connections(conns: pd.DataFrame, path: str | Path) -> None:
 def write_folder(trials: pd.DataFrame, folder: str | Path, manifest: dict[str, Any] | None = None,
                  without: Sequence[str] = (), connections: pd.DataFrame | None = None) -> None:
     """A results folder as `testbed run` leaves it (trials.sqlite, manifest.json) holding
-    `trials`; its manifest says synthetic, so reports flag it. `folder` must not hold a
-    store yet; `without` as in write_sqlite; `connections`: table connections too."""
+    `trials`; its manifest says synthetic, so reports flag it. `manifest`: its top-level
+    keys (networks, protocols, ...; results_contract.manifest, checked; no sessions).
+    `folder` must not hold a store yet; `without` as in write_sqlite; `connections`:
+    table connections too."""
     from pathlib import Path
 
     folder = Path(folder)
@@ -250,9 +255,9 @@ def write_folder(trials: pd.DataFrame, folder: str | Path, manifest: dict[str, A
     if connections is not None:
         write_connections(connections, folder / "trials.sqlite")
     names = sorted(set(trials["campaign"].dropna()))
-    info = {"campaign": names[0] if names else "synthetic", "synthetic": True,
+    info = {"campaign": {"name": names[0] if names else "synthetic"}, "synthetic": True,
             "generator": "analysis.synthetic", **(manifest or {})}
-    (folder / "manifest.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n",
+    (folder / "manifest.json").write_text(parse(info, folder / "manifest.json").text(),
                                           encoding="utf-8")
 
 

@@ -9,7 +9,9 @@ modules load pandas, when they need it, inside the functions that use it.
 - `results_io`: the one place a results folder's files, which may be hostile, are
   opened;
 - `sqlite_fd`: a SQLite store someone else wrote, read through the fd it was opened by;
-- `shapes`: the shapes a results folder's JSON files must have;
+- `manifest`: the campaign manifest (manifest.json) as a typed, versioned model, its
+  sessions and the rule its top level is derived by;
+- `shapes`: the shapes a results folder's other JSON files must have;
 - `checks`: the ranges every value of a loaded table must be in;
 - `trialfiles`: a trial's kept files, read from such a folder;
 - `load`: the one safe loader (a store, a folder or an export, to one DataFrame);

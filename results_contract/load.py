@@ -18,7 +18,7 @@ import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from results_contract import checks
 from results_contract.results_io import (
@@ -43,6 +43,8 @@ from results_contract.schema import (
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from results_contract.manifest import Manifest
 # pandas is imported where it is used: `import analysis` (and with it the results
 # contract, results_contract.schema) stays light for the campaign store.
 
@@ -88,13 +90,14 @@ def load_connections(source: str | Path) -> pd.DataFrame:
                           kind="stable", ignore_index=True)
 
 
-def load_manifest(folder: str | Path) -> dict[str, Any] | None:
+def load_manifest(folder: str | Path) -> Manifest | None:
     """The results folder's manifest.json (None when there is none), read never through
-    a symlink and only in a manifest's shape (results_contract.shapes.manifest)."""
-    from results_contract import shapes
+    a symlink, upgraded to the current version and checked by its model
+    (results_contract.manifest: ManifestError, a ResultsError, naming the key)."""
+    from results_contract.manifest import parse
     with Folder(Path(folder)) as f:
         data = f.json("manifest.json")
-    return None if data is None else shapes.manifest(data, Path(folder) / "manifest.json")
+    return None if data is None else parse(data, Path(folder) / "manifest.json")
 
 
 def resolve(path: Path, names: tuple[str, ...] = STORE_NAMES) -> Path:

@@ -1,14 +1,11 @@
 """The shapes a results folder's JSON files must have before anything reads them.
 
-A manifest, a HAR or a visual-metrics file of someone else's folder may hold
+A HAR or a visual-metrics file of someone else's folder may hold
 anything JSON can; the analysis reads only the keys below, so these are checked
 on load (results_contract.results_io reads the file) and a wrong one is a ResultsError
-naming the file, the key and what was expected:
+naming the file, the key and what was expected (a manifest.json is a typed model:
+results_contract.manifest):
 
-    manifest.json       an object; sessions: a list of objects; workers: an object
-                        of objects, each's calibration an object; networks,
-                        calibration: objects; calibration_differs: a list of text;
-                        synthetic: true or false
     browsertime.har.gz  an object; log: an object; log.pages, log.entries: lists of
                         objects; each entry's request, response, timings: objects
     visualmetrics.json  an object; VisualProgress: text; videoRecordingStart: a
@@ -46,23 +43,6 @@ def _top(data: Any, path: Path, what: str) -> None:
     if not isinstance(data, dict):
         raise ResultsError(f"{path}: (top level): expected a JSON object ({what}), "
                            f"got {type(data).__name__}")
-
-
-def manifest(data: Any, path: Path) -> dict[str, Any]:
-    """`data` if it has a campaign manifest's shape (see the module)."""
-    _top(data, path, "a campaign manifest")
-    _expect(data.get("sessions"), list, path, "sessions", dict)
-    _expect(data.get("workers"), dict, path, "workers", dict)
-    for name, info in (data.get("workers") or {}).items():
-        _expect(info.get("calibration"), dict, path, f"workers.{name}.calibration")
-    for key in ("networks", "calibration"):
-        _expect(data.get(key), dict, path, key)
-    for i, session in enumerate(data.get("sessions") or ()):
-        _expect(session.get("networks"), dict, path, f"sessions.{i}.networks")
-    _expect(data.get("calibration_differs"), list, path, "calibration_differs", str)
-    _expect(data.get("synthetic"), bool, path, "synthetic")
-    result: dict[str, Any] = data
-    return result
 
 
 def har(data: Any, path: Path) -> dict[str, Any]:

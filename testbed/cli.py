@@ -25,6 +25,7 @@ COMMANDS = {  # in pipeline order: `testbed --help` lists them so
     "trial": "testbed.commands.trial:trial",
     "export": "testbed.campaign.cli:export",
     "checkpoint": "testbed.campaign.cli:checkpoint",
+    "upgrade-manifest": "testbed.campaign.cli:upgrade_manifest",
     "report": "testbed.commands.report:report",
     "compare": "testbed.commands.compare:compare",
     "doctor": "testbed.commands.doctor:doctor",

@@ -26,6 +26,7 @@ from analysis.statistics.across import DEFAULT_MARGIN, equivalence_table, site_t
 from analysis.statistics.stats import DEFAULT_ALPHA, measurements, sort_pairs, summarize
 from results_contract.cells import spreadsheet_safe
 from results_contract.load import load, load_manifest
+from results_contract.manifest import Manifest
 
 KEYS = ["a", "b", "network", "metric", "site"]
 
@@ -67,10 +68,15 @@ class Agreement:
                 **extra}
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """The folder's manifest.json ({} when there is none), by the results loader (never
-    through a symlink, only in a manifest's shape)."""
-    return load_manifest(folder) or {}
+def read_manifest(folder: Path) -> Manifest | None:
+    """The folder's manifest.json (None when there is none), by the results loader (never
+    through a symlink, checked and upgraded by its model)."""
+    return load_manifest(folder)
+
+
+def _document(manifest: Manifest | None) -> dict[str, Any]:
+    """The manifest as its file would hold it now ({} for none)."""
+    return manifest.document() if manifest is not None else {}
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, object]:
@@ -105,8 +111,8 @@ def _text(value: object) -> str:
 
 
 def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame,
-              manifest_a: dict[str, Any] | None = None,
-              manifest_b: dict[str, Any] | None = None, baseline: str | None = None,
+              manifest_a: Manifest | None = None,
+              manifest_b: Manifest | None = None, baseline: str | None = None,
               pairs: Sequence[tuple[str, str]] | None = None, alpha: float = DEFAULT_ALPHA,
               test: str = "anova", correction: str = "none",
               metrics: Sequence[str] | None = None, resamples: int = 2000,
@@ -155,7 +161,7 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame,
     tested_total = int(sites["agree"].notna().sum())
     score = float(sites["agree"].sum()) / tested_total if tested_total else float("nan")
     return Agreement(sites=sites, summary=summary,
-                     manifest_diff=manifest_diff(manifest_a or {}, manifest_b or {}),
+                     manifest_diff=manifest_diff(_document(manifest_a), _document(manifest_b)),
                      score=score, baseline=baseline, pairs=pairs,
                      equivalence=cell_equivalence(logs[0], logs[1], pairs, margin,
                                                   equivalence_alpha),
@@ -198,8 +204,8 @@ def cell_equivalence(logs_a: pd.DataFrame, logs_b: pd.DataFrame,
 def agreement_of(folder_a: Path, folder_b: Path, **options: Any) -> Agreement:
     """agreement() of two results folders (or exports), with their manifests."""
     ta, tb = load(folder_a), load(folder_b)
-    ma = read_manifest(folder_a) if Path(folder_a).is_dir() else {}
-    mb = read_manifest(folder_b) if Path(folder_b).is_dir() else {}
+    ma = read_manifest(folder_a) if Path(folder_a).is_dir() else None
+    mb = read_manifest(folder_b) if Path(folder_b).is_dir() else None
     return agreement(ta, tb, ma, mb, **options)
 
 

@@ -7,7 +7,6 @@ and returns the `Analysis` (analysis.campaign.model) the report is written from.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import pandas as pd
 
@@ -42,6 +41,7 @@ from analysis.statistics.stats import (
 )
 from analysis.statistics.visits import has_warm, resumption, visit_means
 from analysis.statistics.workers import by_worker, calibrations, worker_tests
+from results_contract.manifest import Manifest
 from results_contract.schema import METRICS, label
 
 DEFAULT = Config()
@@ -49,7 +49,7 @@ DEFAULT = Config()
 
 
 def analyse(trials: pd.DataFrame, config: Config = DEFAULT,
-            connections: pd.DataFrame | None = None, manifest: dict[str, Any] | None = None,
+            connections: pd.DataFrame | None = None, manifest: Manifest | None = None,
             largest: dict[str, float] | None = None) -> Analysis:
     """Run every statistic on `trials` (from results_contract.load); only ok trials enter them.
     `connections` (analysis.statistics.connections.connections_of; None: none), the campaign's
@@ -100,7 +100,8 @@ def analyse(trials: pd.DataFrame, config: Config = DEFAULT,
         resumption=resumption(trials) if has_warm(trials) else resumption(trials.iloc[:0]),
         baseline=baseline, baseline_why=why, notes=tuple(notes),
         warnings=tuple(caution(summary, health) + mixed_versions(manifest)),
-        bbr=analyse_bbr(trials, conns, manifest, largest, config.alpha),
+        bbr=analyse_bbr(trials, conns, None if manifest is None else manifest.document(),
+                        largest, config.alpha),
         transport=transport_summary(conns, trials), connections=len(conns),
         examples=examples(trials), distribution=distribution(meas),
         reviewer=report_stats.compute(trials, meas, pairs, config.alpha, config.resamples,

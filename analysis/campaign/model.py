@@ -24,6 +24,7 @@ from analysis.statistics.stats import (
     sort_table,
     win_tie_loss,
 )
+from results_contract.manifest import Manifest
 from results_contract.schema import ANALYSED_METRICS, PLOTTED_METRICS, label, settings_in
 
 
@@ -193,18 +194,17 @@ VERSIONED = ("testbed", "chromium", "firefox", "browsertime", "h3server", "h3qui
 should share: what measured them."""
 
 
-def mixed_versions(manifest: dict[str, Any] | None) -> list[str]:
+def mixed_versions(manifest: Manifest | None) -> list[str]:
     """A banner line when the campaign's sessions (each `testbed run`, a resume
     included) ran with more than one version of what measures: the testbed's own
     commit, a browser, Browsertime, a server or the kernel; the trials of different
     runs may then differ by more than chance."""
-    sessions = (manifest or {}).get("sessions") or []
+    sessions = manifest.sessions if manifest is not None else []
     seen: dict[str, set[str]] = {}
     for s in sessions:
-        versions = s.get("versions") if isinstance(s, dict) else None
         for key in VERSIONED:
-            value = versions.get(key) if isinstance(versions, dict) else None
-            if isinstance(value, str) and value:
+            value = s.versions.get(key)
+            if value:
                 seen.setdefault(key, set()).add(value)
     mixed = {k: v for k, v in seen.items() if len(v) > 1}
     if not mixed:

@@ -41,6 +41,7 @@ from analysis.statistics.stats import sort_table
 from analysis.statistics.visits import visit_pivot
 from results_contract import trial_folder
 from results_contract.cells import spreadsheet_safe
+from results_contract.manifest import Manifest
 from results_contract.schema import (
     METRIC_NAMES,
     OK,
@@ -154,7 +155,7 @@ EFFECT_HEADERS = {"a": "setting", "b": "vs", "rel": "relative difference",
                   "hedges_g": "Hedges' g", "detectable": "detectable (80 % power)"}
 
 
-def write_report(a: Analysis, out: Path, source: str = "", manifest: dict[str, Any] | None = None,
+def write_report(a: Analysis, out: Path, source: str = "", manifest: Manifest | None = None,
                  results_dir: Path | None = None) -> Path:
     """Write the report folder `out` (plots/, tables/, index.html, and trials.html with
     links to each trial's HAR and video when `results_dir` holds trial folders);
@@ -176,7 +177,7 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict[str, A
         figures.append({"title": full_name(metric),
                         **{fmt: f"plots/{name}" for fmt, name in files.items()}})
 
-    synthetic = bool((manifest or {}).get("synthetic")) or bool(a.trials.attrs.get("synthetic"))
+    synthetic = (manifest is not None and manifest.synthetic) or bool(a.trials.attrs.get("synthetic"))
     distributions = distribution_figures(a, out)
     drift = drift_figures(a, out)
     env = pages.environment()
@@ -187,7 +188,7 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict[str, A
         distributions=distributions, drift=drift,
         distribution_table=_table_or_none(a.distribution),
         site_tests=site_tests(a, _table_or_none),
-        setup=setup_tables(a, manifest if isinstance(manifest, dict) else None, _table_or_none),
+        setup=setup_tables(a, manifest, _table_or_none),
         tables=list(a.tables()), synthetic=synthetic, trial_page=trial_page,
         metric_names=[(label(m), METRIC_NAMES[m]) for m in a.config.metrics
                       if m in METRIC_NAMES],
@@ -220,8 +221,8 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: dict[str, A
         worker_tests=_table_or_none(a.worker_tests) if a.worker_tests is not None else None,
         worker_calibrations=(_table_or_none(a.worker_calibrations)
                              if a.worker_calibrations is not None else None),
-        calibration_differs=(manifest or {}).get("calibration_differs") or []
-        if a.workers is not None else [])
+        calibration_differs=manifest.calibration_differs
+        if manifest is not None and a.workers is not None else [])
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
     if len(a.findings):  # what REPLICATION.md quotes (analysis.campaign.replication)

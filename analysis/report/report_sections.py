@@ -16,6 +16,7 @@ from markupsafe import Markup
 from analysis.figures.plots import distribution_figure, drift_figure, save
 from analysis.report.setup import adaptive_runs, networks_table, runs_table, settings_table
 from analysis.statistics.stats import measurements
+from results_contract.manifest import Manifest
 from results_contract.schema import full_name, label, networks_in, ordered
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def site_tests(a: Analysis, table: Callable[..., Markup | None]) -> list[dict[st
     return out
 
 
-def setup_tables(a: Analysis, manifest: dict[str, Any] | None,
+def setup_tables(a: Analysis, manifest: Manifest | None,
                  table: Callable[..., Markup | None]) -> dict[str, Any]:
     """{networks, settings, runs}: the setup as run (analysis.report.setup), each HTML or None
     (runs: adaptive runs only)."""

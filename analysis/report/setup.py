@@ -3,8 +3,8 @@ networks with their rates, RTT, buffer, loss, calibration and video frame rate; 
 their stack, congestion control, initial window and pacing; with adaptive runs, the runs
 each site x network got and why it stopped.
 
-A manifest comes from someone's results folder: every value is checked for its type
-and anything else is shown as missing, never trusted."""
+A manifest comes from someone's results folder: it is read through its model
+(results_contract.manifest), which checked every value's type on load."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.statistics.precision import Precision, half_width, meets
+from results_contract.manifest import AdaptiveRuns, Manifest
 from results_contract.schema import OK, networks_in, settings_in
 
 NETWORK_COLUMNS = {
@@ -37,56 +38,55 @@ SETTING_COLUMNS = {"stack": "stack", "congestion_control": "congestion control",
 """Protocol setting key -> column of the settings table."""
 
 
-def _entries(manifest: dict[str, Any] | None, key: str) -> dict[str, Any]:
-    value = (manifest or {}).get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _value(d: Any, key: str) -> Any:
-    """d[key] when it is a plain number, text or flag; None otherwise."""
-    v = d.get(key) if isinstance(d, dict) else None
+def _value(v: Any) -> Any:
+    """v when it is a plain number, text or flag (a flag as yes/no); None otherwise."""
     if isinstance(v, bool):
         return "yes" if v else "no"
     return v if isinstance(v, (int, float, str)) else None
 
 
-def networks_table(manifest: dict[str, Any] | None, networks: Iterable[str] = ()) -> pd.DataFrame:
+def networks_table(manifest: Manifest | None, networks: Iterable[str] = ()) -> pd.DataFrame:
     """One row per network (of the manifest, and of `networks`, e.g. the trials'): the
     profile's rates, minimum RTT, buffer and loss; the calibrated RTTs when the
-    manifest has them. A trace-driven link shows its trace's name as its rate."""
-    listed, calibration = _entries(manifest, "networks"), _entries(manifest, "calibration")
+    manifest has them. A trace-driven link shows its trace's name as its rate. Each
+    network's figures are those of the latest session that ran it (the manifest's top
+    level: results_contract.manifest)."""
+    listed = manifest.networks if manifest is not None else {}
+    calibration = manifest.calibration if manifest is not None else {}
     rows = []
-    for name in networks_in({*map(str, listed), *map(str, networks)}):
+    for name in networks_in({*listed, *map(str, networks)}):
         entry = listed.get(name)
-        profile = entry.get("profile") if isinstance(entry, dict) else None
+        profile = entry.profile if entry is not None else None
         row: dict[str, Any] = {"network": name}
         for key, column in NETWORK_COLUMNS.items():
-            row[column] = _value(profile, key)
+            row[column] = _value(getattr(profile, key, None))
         for side in ("downlink", "uplink"):
-            trace = _value(profile, f"{side}_trace")
+            trace = _value(getattr(profile, f"{side}_trace", None))
             if row[NETWORK_COLUMNS[f"{side}_mbit"]] is None and trace is not None:
                 row[NETWORK_COLUMNS[f"{side}_mbit"]] = f"trace {trace}"
+        cal = calibration.get(name)
         for key, column in CALIBRATION_COLUMNS.items():
-            row[column] = _value(calibration.get(name), key)
-        fps = _value(entry, "video_fps")
-        row[VIDEO_COLUMN] = fps if isinstance(fps, int) and not isinstance(fps, bool) else None
+            row[column] = _value(getattr(cal, key, None))
+        row[VIDEO_COLUMN] = entry.video_fps if entry is not None else None
         rows.append(row)
     columns = ["network", *NETWORK_COLUMNS.values(), *CALIBRATION_COLUMNS.values(),
                VIDEO_COLUMN]
     return _drop_empty(pd.DataFrame(rows, columns=columns, dtype=object))
 
 
-def settings_table(manifest: dict[str, Any] | None, settings: Iterable[str] = ()) -> pd.DataFrame:
+def settings_table(manifest: Manifest | None, settings: Iterable[str] = ()) -> pd.DataFrame:
     """One row per protocol setting (of the manifest, and `settings`): stack, congestion
     control, initial window, pacing, session tickets and early data as run."""
-    listed = _entries(manifest, "protocols")
+    listed = manifest.protocols if manifest is not None else {}
     rows = []
-    for name in settings_in({*map(str, listed), *map(str, settings)}):
-        entry: dict[str, Any] = e if isinstance(e := listed.get(name), dict) else {}
-        profile: dict[str, Any] = p if isinstance(p := entry.get("profile"), dict) else {}
+    for name in settings_in({*listed, *map(str, settings)}):
+        entry = listed.get(name)
         row: dict[str, Any] = {"setting": name}
         for key, column in SETTING_COLUMNS.items():
-            row[column] = _value(profile, key) if key in profile else _value(entry, key)
+            value = getattr(entry.profile, key) if entry is not None else None
+            if value is None and key == "stack" and entry is not None:
+                value = entry.stack
+            row[column] = _value(value)
         rows.append(row)
     columns = ["setting", *SETTING_COLUMNS.values()]
     return _drop_empty(pd.DataFrame(rows, columns=columns, dtype=object))
@@ -98,25 +98,20 @@ def _drop_empty(df: pd.DataFrame) -> pd.DataFrame:
     return df[keep]
 
 
-def adaptive_runs(manifest: dict[str, Any] | None) -> tuple[int, int, Precision] | None:
+def adaptive_runs(manifest: Manifest | None) -> tuple[int, int, Precision] | None:
     """(min, max, precision) of the campaign's adaptive `runs` as the manifest records
-    it; None for a fixed number of runs or anything not in that shape."""
-    campaign = _entries(manifest, "campaign")
-    settings: dict[str, Any] = s if isinstance(s := campaign.get("settings"), dict) else {}
-    runs = settings.get("runs")
-    if not isinstance(runs, dict):
-        return None
-    low, high, text = runs.get("min"), runs.get("max"), runs.get("precision")
-    if not (isinstance(low, int) and isinstance(high, int) and isinstance(text, str)) or \
-            isinstance(low, bool) or isinstance(high, bool) or not 1 <= low <= high:
+    it; None for a fixed number of runs or a precision that does not parse."""
+    campaign = manifest.campaign if manifest is not None else None
+    runs = campaign.settings.runs if campaign is not None else None
+    if not isinstance(runs, AdaptiveRuns) or not 1 <= runs.min <= runs.max:
         return None
     try:
-        return low, high, Precision.parse(text)
+        return runs.min, runs.max, Precision.parse(runs.precision)
     except ValueError:
         return None
 
 
-def runs_table(trials: pd.DataFrame, manifest: dict[str, Any] | None) -> pd.DataFrame:
+def runs_table(trials: pd.DataFrame, manifest: Manifest | None) -> pd.DataFrame:
     """Adaptive runs: per site and network, the runs it got, why it stopped (precision met
     before the maximum, or the maximum reached) and, recomputed from its ok trials, the
     widest 95 % interval half-width of a setting's PLT mean and whether every setting's

@@ -13,13 +13,12 @@ CPU), the same setting can look faster on one of them; `testbed report
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 from analysis.statistics.across import DEFAULT_MARGIN, EQUIVALENCE_COLUMNS, equivalence
 from analysis.statistics.stats import DEFAULT_ALPHA
+from results_contract.manifest import Manifest
 from results_contract.schema import OK, networks_in, settings_in
 
 METRIC = "plt_ms"
@@ -129,16 +128,16 @@ def worker_tests(trials: pd.DataFrame, alpha: float = DEFAULT_ALPHA,
     return _sorted(pd.DataFrame(rows))[cols]
 
 
-def calibrations(manifest: dict[str, Any] | None) -> pd.DataFrame:
+def calibrations(manifest: Manifest | None) -> pd.DataFrame:
     """The manifest's calibrated minimum RTT per worker and network (ms)."""
     cols = ["worker", "network", "min_rtt_ms"]
     rows = []
-    for worker, info in sorted(((manifest or {}).get("workers") or {}).items()):
-        cals = info.get("calibration") if isinstance(info, dict) else None
-        for network, cal in sorted((cals or {}).items()):
-            if isinstance(cal, dict) and isinstance(cal.get("min_rtt_ms"), (int, float)):
+    workers = manifest.workers if manifest is not None else {}
+    for worker, info in sorted(workers.items()):
+        for network, cal in sorted(info.calibration.items()):
+            if cal.min_rtt_ms is not None:
                 rows.append({"worker": worker, "network": network,
-                             "min_rtt_ms": float(cal["min_rtt_ms"])})
+                             "min_rtt_ms": float(cal.min_rtt_ms)})
     df = pd.DataFrame(rows, columns=cols)
     if df.empty:
         return df

@@ -341,6 +341,22 @@ def checkpoint(results: Path, out: Path):
                f"{c['connections']} connections kept in {out}", err=True)
 
 
+@click.command("upgrade-manifest")
+@click.argument("folders", metavar="RESULTS...", nargs=-1, required=True,
+                type=click.Path(file_okay=False, path_type=Path))
+def upgrade_manifest(folders: tuple[Path, ...]):
+    """Rewrite the manifest.json of each results folder (or checkpoint, e.g. reference/)
+    in the current form (results_contract.manifest): an older manifest, which every
+    command reads upgraded in memory, is written as it is read. Its sessions are kept
+    as they are; the top level is derived from them again (each network's, setting's
+    and recording's entry from the latest session that ran it)."""
+    from testbed.campaign import manifest
+
+    for folder in folders:
+        was, now = manifest.upgrade(folder)
+        click.echo(f"testbed: {folder / 'manifest.json'}: version {was} -> {now}", err=True)
+
+
 @click.command()
 @click.argument("source", metavar="SOURCE", type=click.Path(path_type=Path))
 @click.option("--csv", "csv_out", metavar="FILE", help="Write the table as CSV ('-': stdout).")

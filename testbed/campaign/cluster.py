@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from results_contract.manifest import Worker
 from testbed.campaign import credentials
 from testbed.campaign import manifest as manifest_mod
 from testbed.campaign import plan as plan_mod
@@ -280,12 +281,12 @@ class Coordinator:
 
     def _worker(self, info: dict) -> None:
         r = self.runner
-        workers = r.manifest.setdefault("workers", {})
-        if info.get("worker") not in workers:
-            workers[info["worker"]] = info
-            r.manifest["calibration_differs"] = calibration_differences(workers,
-                                                                        r.calibrations)
-            for line in r.manifest["calibration_differs"]:
+        if info.get("worker") not in r.manifest.workers:
+            workers = {**{w: i.model_dump(mode="json") for w, i in r.manifest.workers.items()},
+                       info["worker"]: info}
+            differs = calibration_differences(workers, r.calibrations)
+            r.manifest = r.manifest.with_worker(Worker.model_validate(info), differs)
+            for line in differs:
                 log.warning("%s", line)
             manifest_mod.save(r.out / "manifest.json", r.manifest)
 

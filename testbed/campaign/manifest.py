@@ -1,10 +1,12 @@
 """The campaign manifest: what ran, so results can be traced and reproduced.
 
-results/<campaign>/manifest.json holds the latest session's record at the top
-level and every session (each `testbed run` of the campaign, a resume is a
-new session) in `sessions`: the testbed's own commit (testbed.host.source) and
-the versions of the kernel, Chromium, chromedriver, Browsertime, Node, nginx,
-uWSGI, the HTTP/3 servers and Mahimahi; the host's TCP/UDP/core sysctls;
+results/<campaign>/manifest.json (the model, its versions and the rule its top level
+is derived by: results_contract.manifest) holds every session (each `testbed run` of
+the campaign, a resume is a new session) in `sessions`, and at the top level what
+the whole store holds. This module measures a session: the testbed's own commit
+(testbed.host.source) and the versions of the kernel, Chromium, chromedriver,
+Browsertime, Node, nginx, uWSGI, the HTTP/3 servers and Mahimahi; the host's
+TCP/UDP/core sysctls;
 sha256 of the campaign, profile and recording files; the network calibrations;
 each network's video frame rate (`video_fps`); what each protocol setting
 changed in the server namespace; the file behind every site, network and
@@ -15,11 +17,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import platform
 from pathlib import Path
+from typing import Any
 
-from testbed.errors import CommandFailed
+from results_contract import manifest as contract
+from results_contract.manifest import Manifest, Session
+from testbed.errors import CommandFailed, InputError
 from testbed.host import proc, source
 from testbed.host.paths import H3QUINN, H3SERVER
 from testbed.measure import browsertime
@@ -69,16 +73,18 @@ def file_hash(path: Path) -> str:
 
 
 def session_record(campaign, recordings: dict, networks: dict, settings: dict,
-                   calibrations: dict, runs: int, entries: dict | None = None) -> dict:
+                   calibrations: dict, runs: int, entries: dict | None = None,
+                   **more: Any) -> Session:
     """This session's record. entries (testbed.campaign.config.resolve): the file
-    behind every label and how the campaign listed it."""
+    behind every label and how the campaign listed it; more: the Session's other
+    fields (lanes, mixed_versions, rerun)."""
     entries = entries or {}
 
     def files(kind: str, label: str) -> dict:
         e = entries.get(kind, {}).get(label)
         return {} if e is None else {"file": str(e.file), "listed_as": list(e.listed)}
 
-    return {
+    return Session.model_validate({
         "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
         "host": platform.node(),
         "campaign": {"name": campaign.name, "source": campaign.source,
@@ -103,27 +109,54 @@ def session_record(campaign, recordings: dict, networks: dict, settings: dict,
                              "chromium_flags": list(s.chromium_flags)}
                       for name, s in settings.items()},
         "calibration": calibrations,
-        "server_sysctls": {},
-    }
+        **more,
+    })
 
 
-def write(path: Path, record: dict) -> dict:
-    """Add this session to the manifest at path (created if missing); the document."""
+def read(path: Path) -> Manifest:
+    """The manifest at path (upgraded; an empty one if there is none); InputError
+    naming the file and the key if it is not a manifest."""
+    from results_contract.load import ResultsError, load_manifest
+
     try:
-        doc = json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        doc = {"sessions": []}
-    sessions = [*doc.get("sessions", []), record]
-    doc = {**record, "sessions": sessions}
+        found = load_manifest(path.parent)
+    except ResultsError as e:
+        raise InputError(str(e)) from None
+    return found if found is not None else contract.empty()
+
+
+def write(path: Path, session: Session) -> Manifest:
+    """Add this session to the manifest at path (created if missing); the manifest."""
+    doc = read(path).with_session(session)
     save(path, doc)
     return doc
 
 
-def save(path: Path, doc: dict) -> None:
+def save(path: Path, doc: Manifest) -> None:
     tmp = path.with_suffix(".tmp")
     try:
-        tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+        tmp.write_text(doc.text())
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)  # no half-written file on a full disk
         raise
+
+
+def upgrade(folder: Path) -> tuple[int, int]:
+    """Rewrite the manifest.json of `folder` in the current version's form (read as any
+    manifest: never through a symlink, checked): (version it had, version now)."""
+    from results_contract.load import ResultsError
+    from results_contract.results_io import Folder
+
+    path = Path(folder) / "manifest.json"
+    try:
+        with Folder(Path(folder)) as f:
+            data = f.json("manifest.json")
+        if data is None:
+            raise InputError(f"{path}: no such file")
+        found = contract.parse(data, path)
+    except ResultsError as e:
+        raise InputError(str(e)) from None
+    save(path, found)
+    was = data.get("schema_version", 1) if isinstance(data, dict) else 1
+    return was, found.schema_version

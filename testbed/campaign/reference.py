@@ -29,13 +29,13 @@ now where its manifest.json is exactly the file they measured.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from results_contract.manifest import Campaign, Manifest, Session
 from testbed.campaign import outdir, store
 from testbed.errors import InputError
 
@@ -72,8 +72,8 @@ def _rebuilt(source: Path, target: Path) -> Iterator[list[str]]:
         new.unlink(missing_ok=True)
 
 
-def _manifest(folder: Path) -> dict | None:
-    """The folder's manifest by the results loader (no symlink, a manifest's shape)."""
+def _manifest(folder: Path) -> Manifest | None:
+    """The folder's manifest by the results loader (no symlink, checked, upgraded)."""
     from results_contract.load import ResultsError, load_manifest
 
     try:
@@ -82,10 +82,10 @@ def _manifest(folder: Path) -> dict | None:
         raise InputError(str(e)) from None
 
 
-def _write_json(path: Path, doc: dict) -> None:
+def _write_json(path: Path, doc: Manifest) -> None:
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        tmp.write_text(doc.text(), encoding="utf-8")
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -110,49 +110,47 @@ def checkpoint(results: Path, out: Path) -> dict:
                 out.rmdir()
         raise
     if manifest is not None:
-        add_content_digests(manifest)
-        _write_json(out / MANIFEST, manifest)
+        _write_json(out / MANIFEST, with_content_digests(manifest)[0])
     return counts(out / STORE)
 
 
-def add_content_digests(manifest: dict) -> int:
+def with_content_digests(manifest: Manifest) -> tuple[Manifest, int]:
     """Give each session's recording that has no content digest the one of the
     recording found now under its label (the campaign's sites, resolved as the runner
     resolves them), where that recording's manifest.json has exactly the sha256 the
     session recorded: it is the same file. A session begun before content digests
-    were recorded is then resumable with another build of its recordings. The number
-    of entries given one."""
-    records = [manifest, *(manifest.get("sessions") or ())]  # the latest is also on top
-    wanted = [(entry, label) for s in records if isinstance(s, dict)
-              and isinstance(s.get("recordings"), dict)
-              for label, entry in s["recordings"].items()
-              if isinstance(entry, dict) and "content_sha256" not in entry
-              and isinstance(entry.get("manifest_sha256"), str)]
+    were recorded is then resumable with another build of its recordings. The manifest
+    so (its top level derived again) and the number of entries given one."""
+    wanted = [entry for s in manifest.sessions for entry in s.recordings.values()
+              if entry.content_sha256 is None and entry.manifest_sha256 is not None]
     if not wanted:
-        return 0
-    found = _recordings_now(manifest.get("campaign"))
+        return manifest, 0
+    found = _recordings_now(manifest.campaign)
+    sessions = []
     added = 0
-    for entry, label in wanted:
-        content = found.get((label, entry["manifest_sha256"]))
-        if content:
-            entry["content_sha256"] = content
-            added += 1
-    return added
+    for s in manifest.sessions:
+        recordings = {}
+        for label, entry in s.recordings.items():
+            content = (found.get((label, entry.manifest_sha256))
+                       if entry.content_sha256 is None and entry.manifest_sha256 else None)
+            added += content is not None
+            recordings[label] = (entry if content is None
+                                 else entry.model_copy(update={"content_sha256": content}))
+        sessions.append(s.model_copy(update={"recordings": recordings}))
+    return manifest.with_sessions(sessions), added
 
 
-def _recordings_now(campaign) -> dict[tuple[str, str], str]:
+def _recordings_now(campaign: Campaign | None) -> dict[tuple[str, str], str]:
     """(label, manifest.json's sha256) -> content digest of every recording the campaign's
     sites (its manifest's `campaign` record) stand for now; a site not found or not
     loading is left out (its sessions keep what they have)."""
     from testbed.campaign import config
 
-    settings = campaign.get("settings") if isinstance(campaign, dict) else None
-    sites = settings.get("sites") if isinstance(settings, dict) else None
-    source = campaign.get("source") if isinstance(campaign, dict) else None
-    if not isinstance(sites, list) or not isinstance(source, str):
+    if campaign is None or campaign.source is None:
         return {}
+    source = campaign.source
     out = {}
-    for listed in sites:
+    for listed in campaign.settings.sites:
         try:
             folders = [folder for _, _, folder in config.find_listed([str(listed)], source)]
         except InputError:
@@ -192,8 +190,8 @@ def seed(out: Path, source: Path, campaign_name: str) -> int:
         raise InputError(f"{out}: --resume-from: this results folder already has a store; "
                          "resume it without --resume-from, or give a new --out")
     trials = out / "trials"
-    manifest = _manifest(source) or {}
-    kept = (manifest.get("campaign") or {}).get("name")
+    manifest = _manifest(source)
+    kept = manifest.campaign.name if manifest is not None and manifest.campaign else None
     if kept is not None and kept != campaign_name:
         raise InputError(f"{source / MANIFEST}: --resume-from: holds campaign {kept!r}, "
                          f"not {campaign_name!r}")
@@ -212,11 +210,10 @@ def seed(out: Path, source: Path, campaign_name: str) -> int:
         for t in ids:
             (trials / t).mkdir()
             (trials / t / SEEDED).write_text(note, encoding="utf-8")
-        if manifest:
-            sessions = [s for s in manifest.get("sessions", []) if isinstance(s, dict)]
+        if manifest is not None:
             now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-            sessions.append({"started_at": now, "seeded_from": str(source), "trials": len(ids)})
-            _write_json(out / MANIFEST, {**manifest, "sessions": sessions})
+            _write_json(out / MANIFEST, manifest.with_session(
+                Session(started_at=now, seeded_from=str(source), trials=len(ids))))
         # the store last (when the block ends): a seed stopped half-way leaves no store,
         # so it can be run again once the folders are removed (the runner's reconcile
         # removes folders without rows)

@@ -29,7 +29,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
+from results_contract import manifest as contract
 from results_contract import trial_folder
+from results_contract.manifest import Listed, Manifest
 from results_contract.schema import DEFAULT_CLIENT
 from testbed.campaign import adaptive, commit, outdir, rows
 from testbed.campaign import block as block_mod
@@ -78,7 +80,7 @@ class Runner:
         self.settings: dict[str, ServerOptions] = {}
         self.chains: dict = {}
         self.calibrations: dict[str, dict] = {}
-        self.manifest: dict = {}
+        self.manifest: Manifest = contract.empty()
         self.stats = {"ok": 0, "failed": 0}
         self.retry = RetryPolicy(campaign.retries, campaign.stop_after_failures)
         self.applied: dict[str, dict] = {}
@@ -227,20 +229,17 @@ class Runner:
                                    list(self.settings), runs, self.campaign.seed,
                                    groups={n: s.server_key for n, s in self.settings.items()},
                                    clients=self.campaign.client)
+            more: dict = {"lanes": {n: {"lanes": k, "from": self.lanes_from[n]}
+                                    for n, k in self.lanes.items()}}
+            if mixed:  # stored beside trials other versions measured, on purpose
+                more["mixed_versions"] = mixed
+            if rerun_runs:  # which stored trials this session replaced
+                more["rerun"] = {"runs": sorted(rerun_runs), "trials": len(rerun)}
             self.manifest = manifest_mod.write(
                 self.out / "manifest.json",
                 manifest_mod.session_record(self.campaign, self.recordings, self.networks,
                                             self.settings, self.calibrations, runs,
-                                            self.entries))
-            self.manifest["lanes"] = {n: {"lanes": k, "from": self.lanes_from[n]}
-                                      for n, k in self.lanes.items()}
-            self.manifest["sessions"][-1]["lanes"] = self.manifest["lanes"]
-            if mixed:  # stored beside trials other versions measured, on purpose
-                self.manifest["sessions"][-1]["mixed_versions"] = mixed
-            if rerun_runs:  # which stored trials this session replaced
-                self.manifest["sessions"][-1]["rerun"] = {"runs": sorted(rerun_runs),
-                                                          "trials": len(rerun)}
-            manifest_mod.save(self.out / "manifest.json", self.manifest)
+                                            self.entries, **more))
             self._run_plan(plan, store, work)
         return dict(self.stats)
 
@@ -272,25 +271,24 @@ class Runner:
         from results_contract.load import ResultsError, load_manifest
 
         try:  # never through a symlink, never a FIFO
-            sessions = (load_manifest(folder) or {}).get("sessions", [])
+            found = load_manifest(folder)
         except ResultsError:
             return
-        if not db.is_file() or not isinstance(sessions, list):
+        if not db.is_file() or found is None:
             return
         for kind, column, digest_key in (("sites", "site", "manifest_sha256"),
                                          ("networks", "network", "sha256"),
                                          ("protocols", "protocol", "sha256")):
             section = "recordings" if kind == "sites" else kind
             for label, entry in self.entries[kind].items():
-                before = [s.get(section, {}).get(label) for s in sessions
-                          if isinstance(s, dict) and isinstance(s.get(section), dict)]
-                other = [b for b in before if isinstance(b, dict)
-                         and not _same_content(b, digest_key, entry)]
+                before: list[Listed] = [b for s in found.sessions
+                                        if (b := getattr(s, section).get(label)) is not None]
+                other = [b for b in before if not _same_content(b, digest_key, entry)]
                 if not other:
                     continue
                 stored = _count(db, column, label)
                 if stored:
-                    earlier = min(str(b[digest_key]) for b in other)
+                    earlier = min(str(getattr(b, digest_key)) for b in other)
                     raise InputError(
                         f"{entry.file}: {kind} {label} has other content than the one "
                         f"{stored} trials in {self.out} were measured with (sha256 "
@@ -364,7 +362,7 @@ class Runner:
                 site_exits.close()
                 if servers is not None:
                     self.applied.update(servers.applied)
-                self.manifest["server_sysctls"] = self.applied
+                self.manifest = self.manifest.with_latest(server_sysctls=self.applied)
                 try:
                     manifest_mod.save(self.out / "manifest.json", self.manifest)
                 except OSError as e:  # a full disk: the error that stopped the run counts
@@ -462,15 +460,16 @@ def _count_other_visits(db: Path, protocol: str, visit: str) -> int:
                                      (protocol, visit))
 
 
-def _same_content(before: dict, digest_key: str, entry: config_mod.Entry) -> bool:
+def _same_content(before: Listed, digest_key: str, entry: config_mod.Entry) -> bool:
     """An earlier session's record of a label (`before`) says the same content as the
     entry found now: the same file hash, or, for a recording, the same content digest
     (testbed.formats.recording.content_digest: another build of the same site by the
     same code) where the session recorded one. A record without a digest says nothing."""
-    if before.get(digest_key) is None or before[digest_key] == entry.digest:
+    digest = getattr(before, digest_key)
+    if digest is None or digest == entry.digest:
         return True
-    content = before.get("content_sha256")
-    return bool(entry.content) and isinstance(content, str) and content == entry.content
+    content = getattr(before, "content_sha256", None)
+    return bool(entry.content) and content is not None and content == entry.content
 
 
 def _count(db: Path, column: str, value: str) -> int:

@@ -60,11 +60,11 @@ def _time(value: object) -> dt.datetime | None:
     return t if t.tzinfo is not None else t.replace(tzinfo=dt.UTC)
 
 
-def _sessions(folder: Path) -> list[tuple[dt.datetime, int, dict]]:
+def _sessions(folder: Path) -> list[tuple[dt.datetime, int, dict[str, str]]]:
     """The folder's manifest's sessions that say when they started and what versions
     measured: (start, index in `sessions`, versions), oldest first; none without a
     manifest. InputError naming the file if it is not a manifest (read as the results
-    loader reads it: never through a symlink, never a FIFO, in a manifest's shape)."""
+    loader reads it: never through a symlink, never a FIFO, checked by its model)."""
     from results_contract.load import ResultsError, load_manifest
 
     try:
@@ -73,12 +73,10 @@ def _sessions(folder: Path) -> list[tuple[dt.datetime, int, dict]]:
         raise InputError(f"{e} (it says which versions measured the stored trials)"
                          ) from None
     out = []
-    for i, s in enumerate((doc or {}).get("sessions") or ()):
-        if not isinstance(s.get("versions"), dict):
-            continue
-        start = _time(s.get("started_at"))
-        if start is not None:
-            out.append((start, i, s["versions"]))
+    for i, s in enumerate(doc.sessions if doc is not None else ()):
+        start = _time(s.started_at)
+        if start is not None and s.versions:
+            out.append((start, i, s.versions))
     return sorted(out, key=lambda x: x[0])
 
 

@@ -8,6 +8,7 @@ import click
 
 from analysis.statistics.clients import of_client
 from analysis.statistics.clients import present as clients_present
+from results_contract.manifest import Manifest
 from results_contract.schema import CLIENTS
 from testbed import jsonout
 from testbed.console import echo
@@ -173,9 +174,9 @@ def findings_counts(result) -> dict[str, int]:
     return {v: int((f["verdict"] == v).sum()) for v in VERDICTS}
 
 
-def _manifest(folder: Path) -> dict | None:
+def _manifest(folder: Path) -> Manifest | None:
     """The results folder's manifest (None if none) by the results loader: never through
-    a symlink, only in a manifest's shape."""
+    a symlink, checked and upgraded by its model."""
     from results_contract.load import ResultsError, load_manifest
 
     try:

@@ -16,6 +16,7 @@ from support.paths import FIXTURES
 
 from analysis import Config, analyse, synthetic, write_report
 from results_contract.load import load
+from results_contract.manifest import ManifestError, parse
 from testbed.cli import cli, main
 
 FIXTURE = FIXTURES / "results"
@@ -278,15 +279,16 @@ def test_sessions_with_other_versions_of_what_measures_get_a_banner():
             versions["testbed"] = testbed
         return {"versions": versions}
 
-    same = {"sessions": [session("0.1.0 " + "a" * 40), session("0.1.0 " + "a" * 40)]}
+    same = parse({"sessions": [session("0.1.0 " + "a" * 40), session("0.1.0 " + "a" * 40)]})
     assert mixed_versions(same) == [] and mixed_versions(None) == []
     # sessions before the testbed recorded its commit say nothing either way
-    assert mixed_versions({"sessions": [session(), session("0.1.0 " + "a" * 40)]}) == []
-    two = {"sessions": [session("0.1.0 " + "a" * 40), session("0.1.0 " + "b" * 40,
-                                                             chromium="Chromium 157"),
-                        session("0.1.0 " + "b" * 40, python="3.12")]}
+    assert mixed_versions(parse({"sessions": [session(), session("0.1.0 " + "a" * 40)]})) == []
+    two = parse({"sessions": [session("0.1.0 " + "a" * 40),
+                              session("0.1.0 " + "b" * 40, chromium="Chromium 157"),
+                              session("0.1.0 " + "b" * 40, python="3.12")]})
     [line] = mixed_versions(two)
     assert line.startswith("Mixed versions: the campaign's 3 sessions did not all run the "
                            "same testbed, chromium (testbed: 2 (")
     assert "chromium: 2 (Chromium 156, Chromium 157)" in line and "python" not in line
-    assert mixed_versions({"sessions": [{"versions": "x"}, 3, session()]}) == []
+    with pytest.raises(ManifestError, match="key sessions.0.versions: expected an object"):
+        parse({"sessions": [{"versions": "x"}, 3, session()]})  # refused on load

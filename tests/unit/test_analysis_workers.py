@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from analysis import Config, analyse, synthetic, write_report
 from analysis.statistics.workers import by_worker, calibrations, worker_shifts, worker_tests
+from results_contract.manifest import ManifestError, parse
 from testbed.cli import cli
 
 
@@ -44,23 +46,25 @@ def test_a_store_without_the_worker_column_has_one_unrecorded_worker():
     assert worker_tests(t).empty
 
 
-def test_calibrations_come_from_the_manifest_and_ignore_junk():
-    manifest = {"workers": {"vm-b/0": {"calibration": {"dsl": {"min_rtt_ms": 24.4},
-                                                       "lte": "junk"}},
-                            "vm-a/0": {"calibration": {"dsl": {"min_rtt_ms": 24.1}}},
-                            "bad": "not a table"}}
+def test_calibrations_come_from_the_manifest_and_junk_is_refused_on_load():
+    manifest = parse({"workers": {"vm-b/0": {"calibration": {"dsl": {"min_rtt_ms": 24.4},
+                                                             "lte": {"probes": 3}}},
+                                  "vm-a/0": {"calibration": {"dsl": {"min_rtt_ms": 24.1}}}}})
     got = calibrations(manifest)
     assert got.to_dict("records") == [{"worker": "vm-a/0", "network": "dsl", "min_rtt_ms": 24.1},
                                       {"worker": "vm-b/0", "network": "dsl", "min_rtt_ms": 24.4}]
     assert calibrations(None).empty
+    with pytest.raises(ManifestError, match=r"key workers\.vm-b/0\.calibration\.lte: expected "
+                                            "an object, got str"):
+        parse({"workers": {"vm-b/0": {"calibration": {"lte": "junk"}}}})
 
 
 def test_the_report_shows_results_per_worker_only_when_asked(tmp_path):
     t = two_workers(2000)
     plain = write_report(analyse(t, Config()), tmp_path / "plain")
     assert 'id="workers"' not in plain.read_text(encoding="utf-8")
-    manifest = {"workers": {"vm-a/0": {"calibration": {"dsl": {"min_rtt_ms": 24.1}}}},
-                "calibration_differs": ["network dsl: calibrated minimum RTT differs"]}
+    manifest = parse({"workers": {"vm-a/0": {"calibration": {"dsl": {"min_rtt_ms": 24.1}}}},
+                      "calibration_differs": ["network dsl: calibrated minimum RTT differs"]})
     a = analyse(t, Config(by_worker=True), manifest=manifest)
     page = write_report(a, tmp_path / "w", manifest=manifest).read_text(encoding="utf-8")
     assert 'id="workers"' in page and "vm-b/0" in page and "differ" in page

@@ -124,13 +124,13 @@ def _store(folder: Path, rows: list[tuple]) -> None:
 def test_each_trial_counts_for_the_session_that_measured_it(tmp_path):
     """Synthetic truth: session 0 (old server) stored 2 ok trials and 1 failed one,
     session 1 (this server) 3; a row older than every session, or with an unreadable
-    time, belongs to none; a store without the client column is Chromium's."""
+    time, belongs to none, as does a session that does not say when it started; a store without the client column is Chromium's."""
     now = {"h3server": "new", "chromium": "C", "testbed": "t2", "python": "3.12"}
     old = {**now, "h3server": "old", "testbed": "t1", "python": "3.11"}
     (tmp_path / "manifest.json").write_text(json.dumps({"sessions": [
         {"started_at": "2026-01-02T00:00:00+00:00", "versions": now},
         {"started_at": "2026-01-01T00:00:00+00:00", "versions": old},
-        {"started_at": "not a time", "versions": {"h3server": "other"}},
+        {"versions": {"h3server": "other"}},  # no time: measured nothing
         {"started_at": "2026-01-01T12:00:00+00:00"}]}))
     t0, t1 = "2026-01-01T10:00:00.000+00:00", "2026-01-02T10:00:00.000+00:00"
     _store(tmp_path, [("a", t0, 0, "s", "dsl", "quic", "ok"),

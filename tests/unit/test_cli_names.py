@@ -15,7 +15,7 @@ from testbed.cli import cli
 
 PIPELINE = ["record", "recording", "replay", "validate", "run", "worker", "cluster", "trials",
             "trial",
-            "export", "checkpoint", "report", "compare", "doctor", "cleanup"]
+            "export", "checkpoint", "upgrade-manifest", "report", "compare", "doctor", "cleanup"]
 FORMAT_FLAGS = {"--csv", "--parquet"}
 """Options that name the file a format is written to."""
 INPUT_FILES = {("record", "--list"), ("record", "--upstream-ca")}

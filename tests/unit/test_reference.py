@@ -41,9 +41,35 @@ def test_the_checkpoint_was_measured_with_one_set_of_parts():
     from results_contract.load import load_manifest
     from testbed.campaign import versions
 
-    latest = load_manifest(REFERENCE)["versions"]
+    found = load_manifest(REFERENCE)
+    assert found is not None
+    latest = found.versions
     assert latest["h3server"].startswith("h3server 0.1.1 "), latest["h3server"]
     assert versions.differences(REFERENCE, latest) == []
+
+
+def test_each_network_of_the_setup_table_has_its_own_figures(rendered):
+    """The reference ran DSL and LTE in sessions of their own: the manifest's top level
+    holds both (results_contract.manifest), so the setup table's DSL row shows DSL's
+    profile and calibration, not None."""
+    from analysis.report.setup import networks_table
+    from results_contract.load import load_manifest
+
+    found = load_manifest(REFERENCE)
+    assert found is not None and found.schema_version == 2
+    assert {n for s in found.sessions for n in s.networks} == {"dsl", "lte"}
+    table = networks_table(found).set_index("network")
+    dsl, lte = table.loc["dsl"], table.loc["lte"]
+    assert dsl["buffer (ms)"] == 12 and dsl["min RTT (ms)"] == 24
+    assert dsl["downlink (Mbit/s)"] == 25 and dsl["uplink (Mbit/s)"] == 5
+    assert 23 < dsl["calibrated min RTT (ms)"] < 25 < dsl["calibrated median RTT (ms)"] < 27
+    assert lte["min RTT (ms)"] == 74 and 73 < lte["calibrated min RTT (ms)"] < 75
+    assert table.notna().all().all(), table
+    page = (rendered / "report" / "index.html").read_text(encoding="utf-8")
+    setup = page[page.index('id="setup"'):page.index('id="distributions"')]
+    assert "None" not in setup
+    assert re.search(r"<td>DSL</td>\s*<td>25.0</td>\s*<td>5.0</td>\s*<td>24.0</td>"
+                     r"\s*<td>12.0</td>", setup), setup[:3000]
 
 
 def test_the_report_has_a_verdict_in_every_findings_row(rendered):

@@ -21,6 +21,7 @@ from analysis.figures.plots import cdf_row_figure, distribution_figure
 from analysis.report.setup import networks_table, settings_table
 from analysis.statistics.stats import measurements
 from results_contract.load import load, load_manifest
+from results_contract.manifest import ManifestError, parse
 
 FIXTURE = FIXTURES / "results"
 
@@ -68,8 +69,7 @@ MANIFEST = {
         "tcp-plus": {"stack": "tcp", "profile": {"stack": "tcp", "congestion_control": "cubic",
                                                  "initial_window_packets": 32, "pacing": True}},
         "quic": {"stack": "quic", "profile": {"stack": "quic", "congestion_control": "bbr2",
-                                              "initial_window_packets": 32, "pacing": False}},
-        "tcp": ["not", "a", "setting"]},
+                                              "initial_window_packets": 32, "pacing": False}}},
 }
 
 
@@ -133,17 +133,17 @@ def _label(setting: str) -> str:
 
 def test_setup_tables_come_from_the_manifest(report):
     _, index = report
-    nets = networks_table({**MANIFEST, "networks": synthetic.manifest_networks(["dsl", "lte"])},
-                          ["dsl", "lte"])
+    nets = networks_table(parse({**MANIFEST, "networks": synthetic.manifest_networks(
+        ["dsl", "lte"])}), ["dsl", "lte"])
     dsl = nets.set_index("network").loc["dsl"]
     assert dsl["min RTT (ms)"] == 24 and dsl["downlink (Mbit/s)"] == 25.0
     assert dsl["calibrated min RTT (ms)"] == 24.6
     assert pd.isna(nets.set_index("network").loc["lte", "calibrated min RTT (ms)"])
-    settings = settings_table(MANIFEST, ["tcp", "tcp-plus", "quic"]).set_index("setting")
+    settings = settings_table(parse(MANIFEST), ["tcp", "tcp-plus", "quic"]).set_index("setting")
     assert list(settings.index) == ["tcp", "tcp-plus", "quic"]
     assert settings.loc["quic", "congestion control"] == "bbr2"
     assert settings.loc["tcp-plus", "pacing"] == "yes"
-    assert settings.loc["tcp"].drop("stack", errors="ignore").isna().all()  # a list: nothing
+    assert settings.loc["tcp"].drop("stack", errors="ignore").isna().all()  # not listed
     page = html.unescape(index.read_text(encoding="utf-8"))
     setup = page[page.index('id="setup"'):page.index('id="distributions"')]
     assert "congestion control" in setup and "<td>bbr2</td>" in setup
@@ -219,7 +219,7 @@ def test_adaptive_runs_table_per_site_and_network(tmp_path):
     trials = trials[(trials["network"] == "mss") | (trials["run"] < 5)]
     manifest = {**MANIFEST, "campaign": {"settings": {
         "runs": {"min": 5, "max": 12, "precision": "2%"}}}}
-    table = runs_table(trials, manifest).set_index(["site", "network"])
+    table = runs_table(trials, parse(manifest)).set_index(["site", "network"])
     assert len(table) == 4
     for (site, network), row in table.iterrows():
         assert row["runs"] == (5 if network == "dsl" else 12)
@@ -231,10 +231,13 @@ def test_adaptive_runs_table_per_site_and_network(tmp_path):
         met = all(meets(g.loc[g["protocol"] == p, "plt_ms"].tolist(), Precision(2, "%"))
                   for p in ("tcp", "quic"))
         assert row["precision met"] == ("yes" if met else "no")
-    assert runs_table(trials, MANIFEST).empty  # fixed runs
-    for bad in ({"min": "5", "max": 12, "precision": "2%"}, {"min": 5, "max": 12},
-                {"min": 5, "max": 12, "precision": "fast"}, [5, 12], True):
-        assert runs_table(trials, {"campaign": {"settings": {"runs": bad}}}).empty
+    assert runs_table(trials, parse(MANIFEST)).empty  # fixed runs
+    assert runs_table(trials, parse({"campaign": {"settings": {"runs": {
+        "min": 5, "max": 12, "precision": "fast"}}}})).empty
+    for bad in ({"min": "5", "max": 12, "precision": "2%"}, {"min": 5, "max": 12}, [5, 12],
+                True):  # refused on load, naming the key
+        with pytest.raises(ManifestError, match="key campaign.settings.runs"):
+            parse({"campaign": {"settings": {"runs": bad}}})
     results = tmp_path / "results"
     synthetic.write_folder(trials, results, manifest=manifest)
     (results / "trials").mkdir()
