@@ -44,6 +44,10 @@ def test_rerun_runs_replaces_those_runs_rows_and_folders_only(tmp_path):
     assert again["local-news+none+tcp+0"] > first["local-news+none+tcp+0"]
     assert again["local-news+none+tcp+1"] == first["local-news+none+tcp+1"]
     assert (out / "trials" / "local-news+none+tcp+0" / "trial.json").is_file()
-    sessions = json.loads((out / "manifest.json").read_text())["sessions"]
+    doc = json.loads((out / "manifest.json").read_text())  # results_contract.manifest
+    sessions = doc["sessions"]
     assert len(sessions) == 2 and "rerun" not in sessions[0]
     assert sessions[1]["rerun"] == {"runs": [0], "trials": 1}
+    assert doc["schema_version"] == 2 and list(doc["networks"]) == ["none"]
+    assert all(list(s["networks"]) == ["none"] for s in sessions)
+    assert set(doc["server_sysctls"]) == {"tcp"} == set(sessions[1]["server_sysctls"])
