@@ -5,6 +5,8 @@ modules load pandas, when they need it, inside the functions that use it.
 
 - `schema`: the trials and connections tables (columns, kinds, reasons) and the
   display names of metrics, settings and networks;
+- `profiles_meta`: what the analysis knows of the profiles (each one's label, the
+  order, the baseline and the pairs compared), read from profiles/ or a manifest;
 - `trial_folder`: the names of the files in a trial's folder;
 - `results_io`: the one place a results folder's files, which may be hostile, are
   opened;

@@ -37,6 +37,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from results_contract import profiles_meta
+
 
 @dataclass(frozen=True)
 class Column:
@@ -369,21 +371,12 @@ PLOTTED_METRICS = ("plt", "fvc", "vc85", "si", "fcp", "lcp")
 """Metrics plotted by default: LVC is computed but, as in the paper, not plotted; of the
 browser's timings FCP (beside FVC) and LCP."""
 
-SETTING_LABELS = {"tcp": "TCP", "tcp-plus": "TCP+", "tcp-plus-bbr": "TCP+BBR",
-                  "quic": "QUIC", "quic-bbr": "QUIC+BBR"}
-"""Protocol setting name -> display label, in the paper's order."""
-
-OTHER_SETTING_LABELS = {"tcp-plus-0rtt": "TCP+ 0-RTT", "quic-0rtt": "QUIC 0-RTT"}
-"""Display labels of bundled settings beyond the paper's (warm visits)."""
-
-NETWORK_LABELS = {"dsl": "DSL", "lte": "LTE", "da2gc": "DA2GC", "mss": "MSS", "none": "none"}
-"""Network profile name -> display label, in the paper's order."""
-
 
 def label(name: str) -> str:
-    """Display label of a setting, network or metric name (the name itself if unknown)."""
-    return (SETTING_LABELS.get(name) or OTHER_SETTING_LABELS.get(name) or NETWORK_LABELS.get(name)
-            or METRIC_LABELS.get(name) or name)
+    """Display label of a setting, network or metric name (the name itself if unknown):
+    a profile's own `label` (results_contract.profiles_meta.current: the store's
+    manifest's, else the checkout's profiles/), a metric's METRIC_LABELS."""
+    return profiles_meta.current().label(name) or METRIC_LABELS.get(name) or name
 
 
 def full_name(metric: str) -> str:
@@ -400,8 +393,12 @@ def ordered(names: Iterable[str], preferred: Iterable[str]) -> list[str]:
 
 
 def settings_in(names: Iterable[str]) -> list[str]:
-    return ordered(names, SETTING_LABELS)
+    """Distinct setting names in the order tables show them (profiles/comparisons.toml's
+    setting_order, the rest by name)."""
+    return ordered(names, profiles_meta.current().setting_order)
 
 
 def networks_in(names: Iterable[str]) -> list[str]:
-    return ordered(names, NETWORK_LABELS)
+    """Distinct network names in the order tables show them (network_order, the rest by
+    name)."""
+    return ordered(names, profiles_meta.current().network_order)

@@ -41,6 +41,7 @@ from analysis.statistics.stats import (
 )
 from analysis.statistics.visits import has_warm, resumption, visit_means
 from analysis.statistics.workers import by_worker, calibrations, worker_tests
+from results_contract import profiles_meta
 from results_contract.manifest import Manifest
 from results_contract.schema import METRICS, label
 
@@ -54,7 +55,16 @@ def analyse(trials: pd.DataFrame, config: Config = DEFAULT,
     """Run every statistic on `trials` (from results_contract.load); only ok trials enter them.
     `connections` (analysis.statistics.connections.connections_of; None: none), the campaign's
     `manifest` (path loss) and each site's `largest` object feed the transport and
-    BBR-vs-CUBIC sections."""
+    BBR-vs-CUBIC sections. The labels, order, baseline and pairs are the ones the
+    campaign recorded in its manifest, else the checkout's (results_contract.profiles_meta)."""
+    with profiles_meta.using(profiles_meta.from_manifest(manifest)) as meta:
+        return replace(_statistics(trials, config, connections, manifest, largest),
+                       profiles=meta)
+
+
+def _statistics(trials: pd.DataFrame, config: Config, connections: pd.DataFrame | None,
+                manifest: Manifest | None, largest: dict[str, float] | None) -> Analysis:
+    """analyse(), with the profiles' metadata in use."""
     if config.test not in TESTS:
         raise ValueError(f"unknown test {config.test!r}; known: {', '.join(TESTS)}")
     if config.correction not in CORRECTIONS:

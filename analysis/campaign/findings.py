@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,8 @@ import pandas as pd
 
 from analysis.statistics.across import equivalence_table, site_table
 from analysis.statistics.stats import measurements
-from results_contract.schema import METRIC_LABELS, NETWORK_LABELS, SETTING_LABELS, label
+from results_contract import profiles_meta
+from results_contract.schema import METRIC_LABELS, label
 
 if TYPE_CHECKING:
     from analysis.campaign.model import Analysis
@@ -159,13 +160,15 @@ def _finding(raw: dict[str, Any], where: str) -> Finding:
         raise bad("paper", "a text or a table of texts (by network or metric)")
     if raw["kind"] not in KINDS:
         raise bad("kind", f"one of {', '.join(KINDS)}")
-    networks = _names(raw, "networks", NETWORK_LABELS, bad)
+    known = profiles_meta.current()  # the profiles' settings and networks
+    networks = _names(raw, "networks", known.network_labels, bad)
     metrics = _names(raw, "metrics", METRIC_LABELS, bad)
     pairs = raw["pairs"]
     if not (isinstance(pairs, list) and pairs and all(
-            isinstance(p, list) and len(p) == 2 and all(s in SETTING_LABELS for s in p)
+            isinstance(p, list) and len(p) == 2 and all(s in known.setting_labels for s in p)
             and p[0] != p[1] for p in pairs)):
-        raise bad("pairs", f"a list of [a, b] of two settings of {', '.join(SETTING_LABELS)}")
+        raise bad("pairs", "a list of [a, b] of two settings of "
+                           f"{', '.join(known.setting_labels)}")
     if raw["link"] not in LINKS:
         raise bad("link", f"one of {', '.join(LINKS)}")
     extra = {}
@@ -193,7 +196,7 @@ def _finding(raw: dict[str, Any], where: str) -> Finding:
 def _paper_values(value: Any, bad: Callable[[str, str], Exception]
                   ) -> dict[str, tuple[float, float]]:
     ok = isinstance(value, dict) and value and all(
-        k in NETWORK_LABELS and isinstance(v, list) and len(v) == 2
+        k in profiles_meta.current().network_labels and isinstance(v, list) and len(v) == 2
         and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
         and v[0] <= v[1] for k, v in value.items())
     if not ok:
@@ -201,7 +204,7 @@ def _paper_values(value: Any, bad: Callable[[str, str], Exception]
     return {k: (float(v[0]), float(v[1])) for k, v in value.items()}
 
 
-def _names(raw: dict[str, Any], key: str, known: dict[str, Any],
+def _names(raw: dict[str, Any], key: str, known: Mapping[str, Any],
            bad: Callable[[str, str], Exception]) -> tuple[str, ...]:
     value = raw[key]
     if not (isinstance(value, list) and value and all(v in known for v in value)):

@@ -12,7 +12,6 @@ from typing import Any
 import pandas as pd
 
 from analysis.statistics.bbr import BbrAnalysis
-from analysis.statistics.design import DESIGN_PAIRS
 from analysis.statistics.inference import DEFAULT_MDE
 from analysis.statistics.stats import (
     DEFAULT_ALPHA,
@@ -24,7 +23,9 @@ from analysis.statistics.stats import (
     sort_table,
     win_tie_loss,
 )
+from results_contract import profiles_meta
 from results_contract.manifest import Manifest
+from results_contract.profiles_meta import ProfilesMeta
 from results_contract.schema import ANALYSED_METRICS, PLOTTED_METRICS, label, settings_in
 
 
@@ -33,8 +34,9 @@ class Config:
     """What to compute; the defaults are the paper's choices and `testbed report`'s."""
 
     baseline: str | None = None
-    """Setting the relative differences are taken against; None: `tcp` when the
-    campaign has it, otherwise its first setting (in the paper's order)."""
+    """Setting the relative differences are taken against; None: the profiles' baseline
+    (profiles/comparisons.toml: `tcp`) when the campaign has it, otherwise its first
+    setting (in the profiles' order)."""
     alpha: float = DEFAULT_ALPHA
     """Significance level of the per-site test: p < alpha decides, otherwise a tie."""
     test: str = "anova"
@@ -52,10 +54,11 @@ class Config:
     plot_metrics: tuple[str, ...] = PLOTTED_METRICS
     """Metrics with CDF figures (LVC is computed but not plotted, as in the paper)."""
     pairs: tuple[tuple[str, str], ...] | None = None
-    """(a, b) settings compared by ANOVA; None: each vs the baseline, QUIC vs TCP+,
-    QUIC+BBR vs TCP+BBR."""
-    design_pairs: tuple[tuple[str, str], ...] = DESIGN_PAIRS
-    """(TCP setting, QUIC setting) pairs of the 1-RTT table."""
+    """(a, b) settings compared by ANOVA; None: each vs the baseline, and each stack
+    twin's QUIC setting vs its TCP one (QUIC vs TCP+, QUIC+BBR vs TCP+BBR)."""
+    design_pairs: tuple[tuple[str, str], ...] | None = None
+    """(TCP setting, QUIC setting) pairs of the 1-RTT table; None: the profiles' stack
+    twins (profiles/comparisons.toml)."""
     by_worker: bool = False
     """Also show results per worker (`testbed report --by-worker`, analysis.statistics.workers)."""
     mixed_metrics: tuple[str, ...] = ("plt",)
@@ -115,6 +118,9 @@ class Analysis:
     (analysis.campaign.model.distribution)."""
     findings: pd.DataFrame = field(default_factory=pd.DataFrame)
     """The paper's findings beside this campaign's, with verdicts (analysis.campaign.findings)."""
+    profiles: ProfilesMeta | None = None
+    """The labels, order and pairs it was computed with (the manifest's, else the
+    checkout's: results_contract.profiles_meta); the report is written with them."""
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """name -> table, as written to tables/<name>.csv."""
@@ -144,20 +150,20 @@ MIN_RUNS = 10
 
 
 def choose_baseline(settings: Iterable[str], wanted: str | None = None) -> tuple[str, str]:
-    """(baseline, why): `wanted` if given, else tcp when present, else the first setting."""
+    """(baseline, why): `wanted` if given, else the profiles' baseline (tcp) when
+    present, else the first setting."""
     settings = settings_in(settings)
+    default = profiles_meta.current().baseline
     if wanted is not None:
         return wanted, "chosen with --baseline"
-    if "tcp" in settings:
-        return "tcp", "the default"
-    if not settings:
-        return "tcp", "the default"
-    return settings[0], "the campaign has no tcp setting: its first setting"
+    if default in settings or not settings:
+        return default, "the default"
+    return settings[0], f"the campaign has no {default} setting: its first setting"
 
 
 def pairs_of(settings: Iterable[str], baseline: str, config: Config) -> tuple[tuple[str, str], ...]:
     """The (a, b) settings compared: config.pairs, or by default each setting vs the
-    baseline, QUIC vs TCP+ and QUIC+BBR vs TCP+BBR."""
+    baseline and the stack twins (analysis.statistics.stats.default_pairs)."""
     if config.pairs is not None:
         return tuple(config.pairs)
     return tuple(default_pairs(settings, baseline))

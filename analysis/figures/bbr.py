@@ -10,7 +10,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, NullFormatter, PercentFormatter
 
 from analysis.figures.plots import legend_entries, plot_label
-from analysis.statistics.bbr import PAIRS, SIZE_BUCKETS
+from analysis.statistics.bbr import SIZE_BUCKETS
+from results_contract import profiles_meta
 from results_contract.schema import networks_in
 
 MARKERS = {"tcp": "o", "quic": "s"}
@@ -59,13 +60,15 @@ def delivery_figure(delivery: pd.DataFrame) -> Figure:
     axes = fig.subplots(1, max(len(networks), 1), squeeze=False)[0]
     bars = [(s, side) for s in ("tcp", "quic") for side in ("cubic", "bbr")]
     names = [b[2] for b in SIZE_BUCKETS]
+    twin = {stack: (bbr, cubic) for stack, bbr, cubic in profiles_meta.current().bbr_pairs()}
     width = 0.8 / len(bars)
     for ax, network in zip(axes, networks):
         here = delivery[delivery["network"] == network]
         for i, (stack, side) in enumerate(bars):
             g = here[here["stack"] == stack].set_index("bucket")
             values = [g[f"{side}_mbps"].get(b, np.nan) for b in names]
-            setting = {p[0]: p[1 if side == "bbr" else 2] for p in PAIRS}[stack]
+            bbr, cubic = twin.get(stack, ("BBR", "CUBIC"))
+            setting = bbr if side == "bbr" else cubic
             ax.bar(np.arange(len(names)) + (i - 1.5) * width, values, width,
                    label=plot_label(setting), hatch="//" if side == "bbr" else None,
                    color="#1f77b4" if stack == "tcp" else "#d62728",

@@ -39,7 +39,7 @@ from analysis.statistics.design import DESIGN_METRICS
 from analysis.statistics.inference import CORRECTIONS, TESTS
 from analysis.statistics.stats import sort_table
 from analysis.statistics.visits import visit_pivot
-from results_contract import trial_folder
+from results_contract import profiles_meta, trial_folder
 from results_contract.cells import spreadsheet_safe
 from results_contract.manifest import Manifest
 from results_contract.schema import (
@@ -159,8 +159,15 @@ def write_report(a: Analysis, out: Path, source: str = "", manifest: Manifest | 
                  results_dir: Path | None = None) -> Path:
     """Write the report folder `out` (plots/, tables/, index.html, and trials.html with
     links to each trial's HAR and video when `results_dir` holds trial folders);
-    returns index.html."""
-    out = Path(out)
+    returns index.html. Labels and order: the analysis's (a.profiles), else the
+    manifest's, else the checkout's (results_contract.profiles_meta)."""
+    with profiles_meta.using(a.profiles or profiles_meta.from_manifest(manifest)):
+        return _write(a, Path(out), source, manifest, results_dir)
+
+
+def _write(a: Analysis, out: Path, source: str, manifest: Manifest | None,
+           results_dir: Path | None) -> Path:
+    """write_report(), with the profiles' metadata in use."""
     (out / "plots").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     for name, table in a.tables().items():

@@ -1,7 +1,8 @@
 """Where BBR beats CUBIC: per site and network, and per connection by object size.
 
 Two views of the same question, each BBR setting against its CUBIC twin on the
-same stack (PAIRS: TCP+BBR vs TCP+, QUIC+BBR vs QUIC):
+same stack (`pairs_in`: the BBR twins of profiles/comparisons.toml, TCP+BBR vs TCP+
+and QUIC+BBR vs QUIC):
 
 - per site and network (`site_effects`): BBR's relative difference to CUBIC,
   (mean_BBR - mean_CUBIC) / mean_CUBIC of a metric (negative: BBR faster), with
@@ -35,12 +36,9 @@ import pandas as pd
 from analysis.statistics import across
 from analysis.statistics.connections import with_trials
 from analysis.statistics.stats import compare, measurements, sort_table
-from results_contract import trial_folder
+from results_contract import profiles_meta, trial_folder
 from results_contract.load import ResultsError
 from results_contract.schema import OK, label, networks_in
-
-PAIRS = (("tcp", "tcp-plus-bbr", "tcp-plus"), ("quic", "quic-bbr", "quic"))
-"""(stack, BBR setting, CUBIC setting)."""
 
 SIZE_BUCKETS = ((0, 100_000, "< 100 kB"), (100_000, 1_000_000, "100 kB – 1 MB"),
                 (1_000_000, np.inf, "> 1 MB"))
@@ -64,8 +62,11 @@ SEED_CLAIMS = (
 
 
 def pairs_in(settings: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(stack, BBR setting, CUBIC setting) of each BBR twin (profiles_meta) whose two
+    settings are both among `settings`."""
     settings = set(settings)
-    return [p for p in PAIRS if p[1] in settings and p[2] in settings]
+    return [p for p in profiles_meta.current().bbr_pairs()
+            if p[1] in settings and p[2] in settings]
 
 
 def page_sizes(trials: pd.DataFrame, largest: dict[str, float] | None = None) -> pd.DataFrame:
@@ -320,8 +321,11 @@ def findings(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01)
     sites on log(BBR / CUBIC) shows it, two-sided at alpha; the per-site tests' counts
     as description."""
     if effects.empty:
-        return [("No campaign setting pairs BBR with CUBIC on one stack (TCP+BBR with TCP+, "
-                "QUIC+BBR with QUIC): nothing to compare.")]
+        twins = ", ".join(f"{label(b)} with {label(c)}"
+                          for b, c in profiles_meta.current().bbr_twins)
+        twins = twins or "profiles/comparisons.toml names no BBR twins"
+        return [(f"No campaign setting pairs BBR with CUBIC on one stack ({twins}): "
+                "nothing to compare.")]
     out = []
     for r in summary_by_path(effects, alpha).itertuples(index=False):
         if r.sites == 0:
@@ -446,7 +450,6 @@ def summary_by_path(effects: pd.DataFrame, alpha: float = 0.01) -> pd.DataFrame:
 
 
 __all__ = [
-    "PAIRS",
     "SEED_CLAIMS",
     "SIZE_BUCKETS",
     "BbrAnalysis",

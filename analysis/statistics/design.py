@@ -16,10 +16,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from analysis.statistics.stats import sort_table
+from results_contract import profiles_meta
 from results_contract.load import ok_trials
-
-DESIGN_PAIRS = (("tcp-plus", "quic"), ("tcp-plus-bbr", "quic-bbr"))
-"""(TCP setting, QUIC setting) pairs with the same tuning; the first is the paper's Table 3."""
 
 DESIGN_METRICS = ("fvc", "fcp", "plt")
 """Metrics of the 1-RTT table, in its order (a metric without values is left out)."""
@@ -42,9 +40,11 @@ def network_rtts(trials: pd.DataFrame) -> pd.Series:
 
 
 def design_impact(trials: pd.DataFrame, summary: pd.DataFrame,
-                  pairs: Sequence[tuple[str, str]] = DESIGN_PAIRS,
+                  pairs: Sequence[tuple[str, str]] | None = None,
                   metrics: Sequence[str] = DESIGN_METRICS) -> pd.DataFrame:
-    """Per network x single-origin site x pair x metric (FVC, FCP, PLT):
+    """Per network x single-origin site x pair x metric (FVC, FCP, PLT); `pairs`: (TCP
+    setting, QUIC setting) with the same tuning, None: the profiles' stack twins
+    (profiles/comparisons.toml; the first, TCP+ and QUIC, is the paper's Table 3):
 
     tcp_minus_rtt_ms = mean(TCP setting) - RTT; diff_ms = tcp_minus_rtt_ms -
     mean(QUIC setting); diff_rtt = diff_ms / RTT. Positive: QUIC is still
@@ -52,6 +52,7 @@ def design_impact(trials: pd.DataFrame, summary: pd.DataFrame,
     then faster. Networks with RTT 0 get NaN for diff_rtt. Means come from
     `summary` (ok trials only); pairs absent from the campaign are skipped.
     """
+    pairs = profiles_meta.current().stack_twins if pairs is None else pairs
     sites = single_origin_sites(ok_trials(trials))
     rtts = network_rtts(trials)
     means = summary[summary["site"].isin(sites) & summary["metric"].isin(metrics)]

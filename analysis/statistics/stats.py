@@ -16,8 +16,9 @@ import pandas as pd
 from scipy import stats
 
 from analysis.statistics import inference
+from results_contract import profiles_meta
 from results_contract.load import ok_trials
-from results_contract.schema import ANALYSED_METRICS, METRICS, SETTING_LABELS, networks_in, ordered
+from results_contract.schema import ANALYSED_METRICS, METRICS, networks_in, ordered, settings_in
 
 GROUP = ["site", "network", "protocol", "metric"]
 """The keys of one statistics group: a site loaded under one network, setting and metric."""
@@ -72,9 +73,9 @@ def sort_table(df: pd.DataFrame) -> pd.DataFrame:
     keys, rank = [], {}
     for column, order in (("network", networks_in(df.get("network", ()))),
                           ("site", sorted(set(df.get("site", ())))),
-                          ("a", ordered(df.get("a", ()), SETTING_LABELS)),
-                          ("b", ordered(df.get("b", ()), SETTING_LABELS)),
-                          ("protocol", ordered(df.get("protocol", ()), SETTING_LABELS)),
+                          ("a", settings_in(df.get("a", ()))),
+                          ("b", settings_in(df.get("b", ()))),
+                          ("protocol", settings_in(df.get("protocol", ()))),
                           ("metric", ordered(df.get("metric", ()), METRICS))):
         if column in df.columns:
             keys.append(column)
@@ -102,13 +103,15 @@ def summarize(meas: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return sort_table(s)
 
 
-def relative_difference(summary: pd.DataFrame, baseline: str = "tcp") -> pd.DataFrame:
-    """Per site x network x metric x setting: (mean_X - mean_base) / mean_base.
+def relative_difference(summary: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+    """Per site x network x metric x setting: (mean_X - mean_base) / mean_base; baseline
+    None: the profiles' (profiles/comparisons.toml).
 
     Negative means faster than the baseline. Baseline rows are left out, and so
     are sites without baseline trials in that network.
     """
     settings = set(summary["protocol"])
+    baseline = baseline or profiles_meta.current().baseline
     if baseline not in settings:
         raise ValueError(f"baseline setting {baseline!r} has no ok trials; "
                          f"settings present: {', '.join(sorted(settings)) or 'none'}")
@@ -132,11 +135,15 @@ def relative_summary(rel: pd.DataFrame) -> pd.DataFrame:
     return sort_table(out)
 
 
-def default_pairs(settings: Iterable[str], baseline: str = "tcp") -> list[tuple[str, str]]:
-    """Each setting vs the baseline, then QUIC vs TCP+ and QUIC+BBR vs TCP+BBR (when present)."""
-    settings = ordered(settings, SETTING_LABELS)
+def default_pairs(settings: Iterable[str], baseline: str | None = None) -> list[tuple[str, str]]:
+    """Each setting vs the baseline (None: the profiles'), then each stack twin's QUIC
+    setting vs its TCP one (QUIC vs TCP+, QUIC+BBR vs TCP+BBR), when both are present:
+    profiles/comparisons.toml."""
+    meta = profiles_meta.current()
+    baseline = baseline or meta.baseline
+    settings = settings_in(settings)
     pairs = [(s, baseline) for s in settings if s != baseline and baseline in settings]
-    for a, b in (("quic", "tcp-plus"), ("quic-bbr", "tcp-plus-bbr")):
+    for b, a in meta.stack_twins:
         if a in settings and b in settings and (a, b) not in pairs:
             pairs.append((a, b))
     return pairs

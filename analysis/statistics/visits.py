@@ -16,15 +16,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from results_contract.schema import (
-    METRICS,
-    OK,
-    OTHER_SETTING_LABELS,
-    SETTING_LABELS,
-    label,
-    networks_in,
-    ordered,
-)
+from results_contract.schema import METRICS, OK, label, networks_in, settings_in
 
 VISIT_METRICS = ("ttfb", "fcp", "plt", "si")
 """Metrics the first-vs-warm table shows (the handshake shows first in TTFB)."""
@@ -100,8 +92,7 @@ def resumption(trials: pd.DataFrame) -> pd.DataFrame:
 
 def _sorted(df: pd.DataFrame, metrics: Sequence[str] = ()) -> pd.DataFrame:
     rank = {"network": {n: i for i, n in enumerate(networks_in(df["network"]))},
-            "protocol": {p: i for i, p in enumerate(
-                ordered(df["protocol"], {**SETTING_LABELS, **OTHER_SETTING_LABELS}))},
+            "protocol": {p: i for i, p in enumerate(settings_in(df["protocol"]))},
             "visit": {"first": 0, "warm": 1},
             "metric": {m: i for i, m in enumerate(metrics)}}
     by = [c for c in ("network", "protocol", "visit", "metric") if c in df.columns

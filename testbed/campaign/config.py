@@ -455,6 +455,7 @@ def _check_trace_buffer(p: profiles.NetworkProfile) -> None:
 def _check_names(c: Campaign, p: Path) -> None:
     resolve(c)
     _check_warm(c)
+    profiles.comparisons()  # what the manifest will record of the profiles, checked
 
 
 def _check_warm(c: Campaign) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 from results_contract import manifest as contract
 from results_contract.manifest import Manifest, Session
 from testbed.errors import CommandFailed, InputError
+from testbed.formats import profiles
 from testbed.host import proc, source
 from testbed.host.paths import H3QUINN, H3SERVER
 from testbed.measure import browsertime
@@ -108,6 +109,8 @@ def session_record(campaign, recordings: dict, networks: dict, settings: dict,
                              "nginx_env": dict(s.nginx_env),
                              "chromium_flags": list(s.chromium_flags)}
                       for name, s in settings.items()},
+        "profiles_meta": profiles.meta_record(networks, {n: s.setting for n, s in
+                                                         settings.items()}),
         "calibration": calibrations,
         **more,
     })

@@ -71,6 +71,7 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     from analysis import Config, ResultsError, analyse, write_report
     from analysis.statistics.bbr import largest_objects
     from analysis.statistics.connections import connections_of
+    from results_contract import profiles_meta
     from results_contract.load import load
     from results_contract.schema import PLOTTED_METRICS
 
@@ -95,6 +96,10 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     name = folder.resolve().name if in_store else source.name.split(".")[0]
     out = safefs.check_out_dir(out or DEFAULT_REPORTS / name, "--out")
     manifest = _manifest(folder) if in_store else None
+    try:  # the labels, order and pairs the analysis will use, checked before it runs
+        profiles_meta.from_manifest(manifest, str(folder / "manifest.json"))
+    except profiles_meta.ProfilesError as e:
+        raise InputError(str(e)) from None
     config = Config(baseline=baseline, alpha=alpha, test=test, correction=correction, mde=mde,
                     pairs=tuple(wanted) or None,
                     plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()),

@@ -15,11 +15,13 @@ Unknown keys are rejected, so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from results_contract import profiles_meta
 from testbed.errors import InputError
 from testbed.formats import tomlfile
 from testbed.formats.tomlfile import Expected, KeyProblem
@@ -61,6 +63,22 @@ def frame_rate_for(min_rtt_ms: float) -> int:
 
 class _Profile(tomlfile.LoadedFile):
     """A network or protocol profile (name, source, digest, description: LoadedFile)."""
+
+    label: Annotated[str, Expected(profiles_meta.LABEL)] = ""
+    """How reports show it (`TCP+BBR`, `DA2GC`); omitted: its name. The analysis reads
+    it (results_contract.profiles_meta), and a campaign records it in its manifest."""
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        if not profiles_meta.is_label(v):
+            raise KeyProblem("label", f"expected {profiles_meta.LABEL}, got {v!r}")
+        return v
+
+    @property
+    def shown_as(self) -> str:
+        """Its label, or its name when it gives none."""
+        return self.label or self.name
 
 
 P = TypeVar("P", bound=_Profile)
@@ -372,6 +390,27 @@ def _check_trace(p: NetworkProfile, d: Literal["uplink", "downlink"]) -> None:
 
 def load_protocol(profile: str | Path) -> ProtocolProfile:
     return _load(ProtocolProfile, profile, PROTOCOLS_DIR)
+
+
+def comparisons() -> profiles_meta.ProfilesMeta:
+    """The checkout's labels, order and compared pairs (profiles/comparisons.toml and
+    each profile's label, results_contract.profiles_meta), checked: InputError of one
+    line naming the file, the key and what was expected."""
+    try:
+        return profiles_meta.from_profiles()
+    except profiles_meta.ProfilesError as e:
+        raise InputError(str(e)) from None
+
+
+def meta_record(networks: Mapping[str, NetworkProfile],
+                settings: Mapping[str, ProtocolProfile]) -> dict[str, Any]:
+    """What a campaign's manifest records of the profiles (profiles_meta): the
+    checkout's comparisons() with the labels and stacks of the campaign's own
+    profiles (by the name its trials are stored under) over them."""
+    return comparisons().with_profiles(
+        {n: p.shown_as for n, p in settings.items()},
+        {n: p.shown_as for n, p in networks.items()},
+        {n: p.stack for n, p in settings.items()}).to_json()
 
 
 def available(folder: Path) -> list[str]:
