@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from support.needs import IN_CI, skip_is_failure
 
-pytest_plugins = ["support.http3"]
-"""Fixtures the HTTP/3 servers' tests share (`site`, `tls`): defined once, in the helpers
-package, and found by name like conftest's own."""
+pytest_plugins = ["support.http3", "support.smoke"]
+"""Fixtures several test files share, defined once in the helpers package and found by
+name like conftest's own: the HTTP/3 servers' `site` and `tls`; `smoke_campaign`, the
+one real campaign several end-to-end tests read."""
 
 
 def pytest_runtest_setup(item):

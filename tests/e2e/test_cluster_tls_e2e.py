@@ -1,16 +1,23 @@
-"""End to end: while a campaign runs on a local Dask cluster of two workers, a process
-of an unprivileged user (nobody) finds every TCP port the campaign's processes listen
-on and tries to take the cluster over: a Dask client over tcp:// and over tls:// (with
-a certificate of its own) on each port, running a function on the workers; a plain
-HTTP GET of Dask's pages. Every attempt fails, every port is on 127.0.0.1 only, the
-campaign's credentials are in a root-only folder while it runs and gone afterwards,
-and every trial ends ok.
+"""End to end: a campaign on a local Dask cluster of two workers, through the real
+replay, shells, Chromium and Browsertime, attacked from outside and from inside.
+
+One campaign (to keep the machine's time short) proves both:
+- while it runs, a process of an unprivileged user (nobody) finds every TCP port the
+  campaign's processes listen on and tries to take the cluster over: a Dask client over
+  tcp:// and over tls:// (with a certificate of its own) on each port, running a function
+  on the workers; a plain HTTP GET of Dask's pages. Every attempt fails, every port is on
+  127.0.0.1 only, the campaign's credentials are in a root-only folder while it runs and
+  gone afterwards;
+- then one worker is SIGKILLed while it measures a block: its block runs again on a
+  worker, every trial is stored once and ok, both workers measured, every trial's files
+  are present, and nothing of the killed worker's run (its namespaces) is left.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import stat
 import subprocess
@@ -20,7 +27,9 @@ from pathlib import Path
 import psutil
 import pytest
 from support.cluster import (
+    FILES,
     dask_workers,
+    descendants,
     running_campaign,
     stored_count,
     two_setting_campaign,
@@ -37,6 +46,8 @@ PROBE_TIMEOUT_S = 600
 pytestmark = pytest.mark.e2e
 
 CAMPAIGN = two_setting_campaign(15, 11)
+TRIALS = 30
+"""Enough that trials remain to measure after the probe, when a worker is killed."""
 
 PROBE = r'''import asyncio, json, os, sys, urllib.request
 from distributed import Client, Security
@@ -113,9 +124,11 @@ def cluster_up(coordinator: int) -> set[tuple[str, int]] | None:
     return listening(coordinator)
 
 
-def test_an_unprivileged_user_cannot_use_the_campaigns_cluster(tmp_path):
+def test_an_unprivileged_user_cannot_use_the_cluster_and_a_killed_worker_loses_nothing(
+        tmp_path):
     needs_parts()
     out = tmp_path / "out"
+    db = out / "trials.sqlite"
     with running_campaign(tmp_path, CAMPAIGN, "--workers", "2") as p:
         creds = runstate.STATE_ROOT / str(p.pid) / "cluster-tls"
         ports = wait_for("the cluster's listening ports", lambda: cluster_up(p.pid), 300, p)
@@ -125,6 +138,13 @@ def test_an_unprivileged_user_cannot_use_the_campaigns_cluster(tmp_path):
                                capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
                                cwd="/", check=False)
         still = listening(p.pid)  # every probed port was live throughout
+        # a worker with a block in flight: Browsertime (and its browser) under it
+        wait_for("2 stored trials", lambda: stored_count(db) >= 2, 600, p)
+        victim = wait_for("a worker measuring a block",
+                          lambda: next((w for w in dask_workers(p.pid)
+                                        if len(descendants(w)) >= 3), None), 120, p)
+        stored_at_kill = stored_count(db)
+        os.kill(victim, signal.SIGKILL)
         p.wait(timeout=1200)
     text = (tmp_path / "run.log").read_text()
     assert p.returncode == 0, text[-3000:]
@@ -140,11 +160,21 @@ def test_an_unprivileged_user_cannot_use_the_campaigns_cluster(tmp_path):
               if any(not v.startswith("refused") for v in got.values())}
     assert let_in == {}, let_in
     assert mode == 0o700 and not creds.exists()
-    con = sqlite3.connect(out / "trials.sqlite")
-    rows = con.execute("SELECT status FROM trials").fetchall()
+    # the killed worker: its block ran again, nothing lost, doubled or left behind
+    assert stored_at_kill < TRIALS, stored_at_kill
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT trial_id, status, reason, attempt, worker FROM trials").fetchall()
     con.close()
-    assert len(rows) == 30 and {r[0] for r in rows} == {"ok"}, rows
-    assert stored_count(out / "trials.sqlite") == 30
+    ids = [r[0] for r in rows]
+    assert len(rows) == TRIALS and len(set(ids)) == TRIALS, len(rows)
+    assert [r for r in rows if r[1] != "ok"] == [], "failed trials"
+    workers = {r[4] for r in rows}
+    assert len(workers) == 2 and all(w and "/" in w for w in workers), workers
+    for trial_id in ids:
+        assert FILES <= {f.name for f in (out / "trials" / trial_id).iterdir()}, trial_id
+    left = subprocess.run(["ip", "netns", "list"], check=False, capture_output=True,
+                          text=True).stdout
+    assert f"tb-{victim}-" not in left, "the killed worker's namespaces are still there"
 
 
 def _scheduler_address(path: Path) -> str | None:
@@ -158,11 +188,9 @@ def test_a_cluster_of_separate_processes_as_the_readme_says(tmp_path):
     """README, "On N machines", on one machine: credentials from `testbed cluster
     certs`, `dask scheduler` with TLS on 127.0.0.1, two `testbed worker` processes,
     then the smoke campaign through `testbed run --scheduler tls://...`."""
-    import signal
-
     from distributed import Client
 
-    from testbed.campaign import credentials
+    from testbed.campaign.cluster import credentials
 
     needs_parts()
     (tmp_path / "priv").mkdir(mode=0o700)

@@ -1,15 +1,15 @@
 """End to end: campaigns through the real replay, shells, Chromium, Firefox and Browsertime.
 
-The CI smoke replay: the bundled site under DSL through all five protocol
-settings, one run each, in Chromium and in Firefox; every trial ok with every
-metric and its protocol proven. And a campaign killed with SIGKILL, then run again, ends with exactly
-the planned trials.
+The CI smoke replay (the shared campaign of support/smoke.py): the bundled site under
+DSL through all five protocol settings, one run each, in Chromium and in Firefox; every
+trial ok with every metric and its protocol proven. And a campaign stopped with SIGTERM
+cleans up after itself. (A campaign killed with SIGKILL and run again:
+tests/faults/test_kill_resume.py, at four chosen moments.)
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 from support.campaigns import rows
-from support.needs import need_firefox, needs_parts
+from support.needs import needs_parts
 from support.paths import ROOT, TESTBED
+from support.smoke import SETTINGS
 
 from testbed.host import source
 
@@ -28,28 +29,19 @@ METRICS = ("plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms", "ttfb_ms", "fp_ms",
 pytestmark = pytest.mark.e2e
 
 
-def test_smoke_campaign_in_both_clients_all_ok_with_protocol_proven(tmp_path):
+def test_smoke_campaign_in_both_clients_all_ok_with_protocol_proven(smoke_campaign,
+                                                                     tmp_path):
     """smoke.toml in Chromium and Firefox (one campaign, ten trials): every trial ok with
     every metric; Chromium's protocol proven from its own log per request, Firefox's for
     every origin from its HTTP log, its HAR and the wire; the report compares the
     settings within each client."""
-    needs_parts()
-    need_firefox()
     from testbed.formats import recording as rec
     from testbed.replay.matching import normalise_host
     from testbed.validate import firefox as proof
 
-    smoke = (ROOT / "profiles/campaigns/smoke.toml").read_text()
-    text = "\n".join(line for line in smoke.splitlines() if not line.startswith("client"))
-    campaign = tmp_path / "smoke-clients.toml"
-    campaign.write_text(text + '\nclient = ["chromium", "firefox"]\n'
-                        'capture = ["pcap", "mozlog"]\n')
-    out = tmp_path / "smoke"
-    cp = subprocess.run(check=False, args=[TESTBED, "run", str(campaign), "--out", str(out)],
-                        cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    assert cp.returncode == 0, cp.stderr[-3000:]
+    out = smoke_campaign
     got = rows(out)
-    settings = ("tcp", "tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr")
+    settings = SETTINGS
     assert sorted((r["client"], r["protocol"]) for r in got) == sorted(
         (c, p) for c in ("chromium", "firefox") for p in settings)
     for r in got:
@@ -90,41 +82,6 @@ def test_smoke_campaign_in_both_clients_all_ok_with_protocol_proven(tmp_path):
     assert report.returncode == 0, report.stderr[-3000:]
     for client in ("chromium", "firefox"):
         assert (tmp_path / "report" / client / "index.html").is_file()
-
-
-def test_campaign_killed_with_sigkill_resumes_to_exactly_the_planned_trials(tmp_path):
-    needs_parts()
-    campaign = tmp_path / "killed.toml"
-    campaign.write_text('sites = ["local-news"]\nnetworks = ["dsl"]\n'
-                        'protocols = ["tcp", "quic"]\nruns = 2\nretries = 0\ntimeout_s = 60\n'
-                        'seed = 7\n')
-    out = tmp_path / "results"
-    argv = [TESTBED, "run", str(campaign), "--out", str(out)]
-    runner = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=False)
-    try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and runner.poll() is None:
-            if (out / "trials.sqlite").exists() and len(rows(out)) >= 1:
-                break
-            time.sleep(0.2)
-        assert runner.poll() is None, "the campaign ended before it could be killed"
-        stored_before = len(rows(out))
-        assert 1 <= stored_before < 4
-        os.kill(runner.pid, signal.SIGKILL)  # no cleanup: servers, shells, namespaces stay
-        runner.wait()
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.wait()
-    # The next run sweeps what the killed one left, skips what it stored, runs the rest.
-    cp = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert cp.returncode == 0, cp.stderr[-3000:]
-    assert f"{stored_before} already stored" in cp.stderr
-    got = rows(out)
-    planned = {f"local-news+dsl+{p}+{r}" for p in ("tcp", "quic") for r in (0, 1)}
-    assert sorted(r["trial_id"] for r in got) == sorted(planned)  # each once, none missing
-    assert all(r["status"] == "ok" for r in got), got
 
 
 def test_sigterm_stops_the_campaign_after_cleaning_up(tmp_path):

@@ -1,12 +1,12 @@
 """End to end: telemetry and captures of real trials (replay, shells, Chromium,
 Browsertime, the kernel's sock_diag, tcpdump).
 
-A DSL campaign over TCP, TCP+ and QUIC with every capture: each ok trial has
-connection rows for every server IP it used, TCP's initial window read from
-the telemetry is 10 segments under `tcp` and 32 under `tcp-plus`, small
-connections over the lossless path retransmit nothing, and the captures are in
-the trial's folder with their sizes. A DA2GC trial (3.3 % loss each way) shows
-retransmissions.
+The shared smoke campaign (support/smoke.py: DSL, the five settings, every capture),
+its Chromium trials: each ok trial has connection rows for every server IP it used,
+TCP's initial window read from the telemetry is 10 segments under `tcp` and 32 under
+`tcp-plus`, small connections over the lossless path retransmit nothing, and the
+captures are in the trial's folder with their sizes. A trial over a lossy network
+(3 % loss each way) shows retransmissions.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from support.needs import needs_parts
 from support.paths import ROOT, TESTBED
+from support.smoke import SETTINGS
 
 from testbed.formats import recording
 
@@ -47,23 +48,21 @@ def table(out: Path, sql: str) -> list[dict]:
         db.close()
 
 
-def test_dsl_trials_have_their_connections_initial_windows_and_captures(tmp_path):
-    out = run(tmp_path, 'sites = ["local-news"]\nnetworks = ["dsl"]\n'
-                        'protocols = ["tcp", "tcp-plus", "quic"]\nruns = 1\ntimeout_s = 60\n'
-                        'capture = ["pcap", "keylog", "netlog", "qlog"]\n')
+def test_dsl_trials_have_their_connections_initial_windows_and_captures(smoke_campaign):
+    out = smoke_campaign
     ips = set(recording.load("local-news").ips)
-    trials = table(out, "SELECT * FROM trials")
+    trials = table(out, "SELECT * FROM trials WHERE client = 'chromium'")
+    assert sorted(t["protocol"] for t in trials) == sorted(SETTINGS)
     conns = table(out, "SELECT c.*, t.protocol FROM connections c JOIN trials t USING "
-                       "(trial_id)")
+                       "(trial_id) WHERE t.client = 'chromium'")
     assert all(t["status"] == "ok" for t in trials), trials
     for t in trials:
         mine = [c for c in conns if c["trial_id"] == t["trial_id"]]
         assert {c["server_ip"] for c in mine} == ips, (t["trial_id"], mine)
-        assert all(c["transport"] == ("quic" if t["protocol"] == "quic" else "tcp")
-                   for c in mine)
+        quic = t["protocol"].startswith("quic")
+        assert all(c["transport"] == ("quic" if quic else "tcp") for c in mine)
         folder = out / "trials" / t["trial_id"]
         sizes = json.loads((folder / "trial.json").read_text())["captures"]
-        quic = t["protocol"] == "quic"
         assert set(sizes) == {"pcap", "keylog", "netlog", *(["qlog"] if quic else [])}
         if quic:  # one qlog per QUIC connection of the trial, named by its id
             with tarfile.open(folder / "qlog.tar.gz") as tar:

@@ -1,4 +1,5 @@
-"""End to end: a real trial (the bundled site, DSL, QUIC, one run, video kept), its page
+"""End to end: a real trial (the shared smoke campaign's QUIC trial in Chromium: the
+bundled site, DSL, one run, video kept), its page
 written by `testbed trial`, opened by a headless Chromium in a network namespace with
 nothing in it but loopback: one waterfall row per request of the trial's HAR, and the
 filmstrip's frames shown, with no network to load anything from."""
@@ -12,25 +13,17 @@ import sqlite3
 import subprocess
 
 import pytest
-from support.needs import need
 from support.paths import ROOT, TESTBED
 
 pytestmark = pytest.mark.e2e
 
 
-def test_trial_page_has_one_waterfall_row_per_request(tmp_path):
-    from testbed.measure import browsertime
-
-    need(browsertime.missing())
-    campaign = tmp_path / "one.toml"
-    campaign.write_text('sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["quic"]\n'
-                        "runs = 1\ntimeout_s = 60\nretries = 1\nkeep_video = true\nseed = 1\n")
-    out = tmp_path / "results"
-    cp = subprocess.run([TESTBED, "run", str(campaign), "--out", str(out)], cwd=ROOT,
-                        capture_output=True, text=True, timeout=900, check=False)
-    assert cp.returncode == 0, cp.stderr[-3000:]
+def test_trial_page_has_one_waterfall_row_per_request(smoke_campaign, tmp_path):
+    out = smoke_campaign
     with sqlite3.connect(out / "trials.sqlite") as db:
-        trial_id, requests = db.execute("SELECT trial_id, requests FROM trials").fetchone()
+        trial_id, requests = db.execute(
+            "SELECT trial_id, requests FROM trials WHERE client = 'chromium' AND "
+            "protocol = 'quic'").fetchone()
     db.close()
     har = json.loads(gzip.decompress((out / "trials" / trial_id / "browsertime.har.gz")
                                      .read_bytes()))

@@ -3,9 +3,10 @@ the campaign goes on.
 
 - A page that never finishes loading (its inline script never ends): the trial
   is stored `failed` with reason `timeout`; the next trial (another site) is ok.
-- The HTTP/3 server or uWSGI killed with SIGKILL, or stopped with SIGSTOP, while a
-  page load is under way: that trial is stored `failed`, its reason naming the
-  server; the next trial (servers started again) is ok.
+- The HTTP/3 server or uWSGI killed with SIGKILL, then (in the same campaign, the
+  servers started again) stopped with SIGSTOP, while a page load is under way: each
+  such trial is stored `failed`, its reason naming the server and what happened to it;
+  the trial after each (servers started again) is ok.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 from support.needs import needs_parts
 from support.paths import ROOT, TESTBED
 
-from testbed.campaign import plan
+from testbed.campaign.plan import plan
 from testbed.validate.site import exchange, write
 
 IP = "203.0.113.10"  # a documentation address: exists only in the test's namespaces
@@ -108,18 +109,20 @@ def server_pids(run_dir: Path, server: str) -> list[int]:
     return found
 
 
-def signal_during_first_load(runner: subprocess.Popen, server: str,
-                             sig: int = signal.SIGKILL) -> int:
-    """Wait for the campaign's first page load, send `server` sig (SIGKILL: it dies;
-    SIGSTOP: it stays, answering nothing) while it runs; its pid."""
+def signal_during_a_load(runner: subprocess.Popen, server: str, sig: int,
+                         seen: set[Path]) -> int:
+    """Wait for a page load of the campaign's whose go file is not in `seen` (added),
+    send `server` sig (SIGKILL: it dies; SIGSTOP: it stays, answering nothing) while it
+    runs; its pid."""
     run_dir = Path("/run/testbed") / str(runner.pid)
     deadline = time.monotonic() + 240
     go: list[Path] = []
     while not go:
         assert runner.poll() is None, "the campaign ended before a page load was seen"
-        assert time.monotonic() < deadline, "no page load started within 240 s"
-        go = sorted(run_dir.glob("campaign/block-*/ctl/go-*.json"))
+        assert time.monotonic() < deadline, "no new page load started within 240 s"
+        go = sorted(set(run_dir.glob("campaign/block-*/ctl/go-*.json")) - seen)
         time.sleep(0.05)
+    seen.update(go)
     time.sleep(1.5)  # the page's HTML is in; its script holds the load for 5 s
     pids = server_pids(run_dir, server)
     assert len(pids) == 1, f"{server} processes of the run: {pids}"
@@ -130,69 +133,45 @@ def signal_during_first_load(runner: subprocess.Popen, server: str,
 
 
 @pytest.mark.parametrize(("protocol", "server"), [("quic", "h3server"), ("tcp", "uwsgi")])
-def test_a_server_killed_mid_trial_fails_that_trial_and_the_next_works(sites, tmp_path,
-                                                                      protocol, server):
+def test_a_server_killed_or_stopped_mid_trial_fails_that_trial_and_the_next_works(
+        sites, tmp_path, protocol, server):
+    """Run 0: the server SIGKILLed mid-load; run 1: the server (started again) SIGSTOPped
+    mid-load: alive to waitpid but answering nothing, the health check after the load
+    finds it stopped; run 2: ok. Each failed trial names the server and what happened
+    to it; the servers are started again after each."""
     needs_parts()
     slow = write(sites, "slow", "https://www.slow.test/", [
         exchange("https://www.slow.test/", IP, SLOW, "text/html; charset=utf-8"),
         exchange("https://www.slow.test/a.svg", IP, svg("navy"), "image/svg+xml"),
         exchange("https://www.slow.test/b.svg", IP, svg("olive"), "image/svg+xml")])
     toml = campaign(tmp_path / "kill.toml", sites=[str(slow)], networks=["none"],
-                    protocols=[protocol], runs=2, retries=0, timeout_s=30, seed=3)
+                    protocols=[protocol], runs=3, retries=0, timeout_s=15, seed=3)
     out = tmp_path / "results"
     runner = subprocess.Popen([TESTBED, "run", str(toml), "--out", str(out)], cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen: set[Path] = set()
     try:
-        killed = signal_during_first_load(runner, server)
+        killed = signal_during_a_load(runner, server, signal.SIGKILL, seen)
+        stopped = signal_during_a_load(runner, server, signal.SIGSTOP, seen)
         _, err = runner.communicate(timeout=400)
     finally:
         if runner.poll() is None:
             runner.kill()
             runner.wait()
     assert runner.returncode == 0, err[-3000:]
+    assert killed != stopped  # started again after the kill
     assert not Path(f"/proc/{killed}").exists()
+    assert not Path(f"/proc/{stopped}").exists()  # the stopped server was ended
     got = rows(out)
-    first, second = got[f"slow+none+{protocol}+0"], got[f"slow+none+{protocol}+1"]
+    first, second, third = (got[f"slow+none+{protocol}+{run}"] for run in range(3))
+    assert first["started_at"] < second["started_at"] < third["started_at"]
     died = f"replay server {server} ({protocol} stack) exited with status -9 (SIGKILL)"
     assert (first["status"], first["reason"]) == ("failed", f"server-died: {died}"), first
     assert evidence(out, first["trial_id"])["server_error"] == died
-    assert (second["status"], second["reason"]) == ("ok", None), second
-    assert second["started_at"] > first["started_at"]
-    want = "h3" if protocol == "quic" else "h2"
-    assert list(json.loads(second["protocols"])) == [want], second
-
-
-@pytest.mark.parametrize(("protocol", "server"), [("quic", "h3server"), ("tcp", "uwsgi")])
-def test_a_server_stopped_mid_trial_is_found_dead_and_started_again(sites, tmp_path,
-                                                                     protocol, server):
-    """A SIGSTOPped server is alive to waitpid but answers nothing: the health check
-    after the load finds it stopped, the trial fails with that reason, and the servers
-    are started again before the next trial."""
-    needs_parts()
-    slow = write(sites, "slow", "https://www.slow.test/", [
-        exchange("https://www.slow.test/", IP, SLOW, "text/html; charset=utf-8"),
-        exchange("https://www.slow.test/a.svg", IP, svg("navy"), "image/svg+xml"),
-        exchange("https://www.slow.test/b.svg", IP, svg("olive"), "image/svg+xml")])
-    toml = campaign(tmp_path / "stop.toml", sites=[str(slow)], networks=["none"],
-                    protocols=[protocol], runs=2, retries=0, timeout_s=15, seed=3)
-    out = tmp_path / "results"
-    runner = subprocess.Popen([TESTBED, "run", str(toml), "--out", str(out)], cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        stopped = signal_during_first_load(runner, server, signal.SIGSTOP)
-        _, err = runner.communicate(timeout=400)
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.wait()
-    assert runner.returncode == 0, err[-3000:]
-    assert not Path(f"/proc/{stopped}").exists()  # the stopped server was ended
-    got = rows(out)
-    first, second = got[f"slow+none+{protocol}+0"], got[f"slow+none+{protocol}+1"]
     why = f"replay server {server} ({protocol} stack) stopped answering: process {stopped} " \
           "is stopped"
-    assert (first["status"], first["reason"]) == ("failed", f"server-died: {why}"), first
-    assert evidence(out, first["trial_id"])["server_error"] == why
-    assert (second["status"], second["reason"]) == ("ok", None), second
+    assert (second["status"], second["reason"]) == ("failed", f"server-died: {why}"), second
+    assert evidence(out, second["trial_id"])["server_error"] == why
+    assert (third["status"], third["reason"]) == ("ok", None), third
     want = "h3" if protocol == "quic" else "h2"
-    assert list(json.loads(second["protocols"])) == [want], second
+    assert list(json.loads(third["protocols"])) == [want], third

@@ -33,7 +33,7 @@ RUN_BY: dict[str, tuple[str, ...]] = {
     "run": ("test_smoke_campaign.py", "test_documented_campaigns_e2e.py"),
     "run --dry-run": ("test_campaign_plan_output.py", "test_missing_corpus.py"),
     "run --retry-failed": ("test_campaign_outdir.py",),
-    "run --workers": ("test_cluster_e2e.py",),
+    "run --workers": ("test_cluster_tls_e2e.py",),
     "run --scheduler": ("test_cluster_tls_e2e.py",),
     "worker": ("test_cluster_tls_e2e.py",),
     "cluster certs": ("test_cluster_tls_e2e.py",),
