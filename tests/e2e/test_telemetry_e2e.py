@@ -96,7 +96,8 @@ def test_dsl_trials_have_their_connections_initial_windows_and_captures(smoke_ca
     sampled = [c for c in tcp + plus if c["srtt_ms"]]
     assert named and sampled, tcp + plus
     odd = [c for c in named if c["cc"] != "cubic"] + [c for c in sampled if c["srtt_ms"] < 20]
-    assert not odd, odd
+    assert not odd, [(c["trial_id"], c["origin"], c["cc"], c["srtt_ms"], c["packets_retrans"])
+                     for c in odd]
     # no random loss under dsl: what is retransmitted is where the 12 ms drop-tail queue
     # overflowed (the large image's slow start and what shared the queue with it), so
     # most connections retransmit nothing
