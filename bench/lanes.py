@@ -19,7 +19,7 @@ machine's CPU seconds per trial, and per metric (PLT, FVC) the shift against one
 lane with its 90 % interval and the verdict of two one-sided tests at the margin
 (`tost`): "equivalent", "different" or "inconclusive". The largest N that is
 equivalent in both metrics (and every smaller N tried too) is stored for the
-campaign key `lanes = "auto"` (testbed.campaign.lanes; --no-store: not).
+campaign key `lanes = "auto"` (testbed.campaign.plan.lanes; --no-store: not).
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     base.mkdir(parents=True, exist_ok=True)
     print(f"bench/lanes: {a.site} x TCP+, QUIC; lanes {counts}; {a.rounds} rounds of "
           f"{a.blocks} blocks (x ceil(sqrt(N)) for N lanes); results in {base}", flush=True)
-    from testbed.campaign import lanes
+    from testbed.campaign.plan import lanes
     from testbed.formats.profiles import load_network
 
     for network in networks:

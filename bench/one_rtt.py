@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     problem = browsertime.missing()
     if problem:
         raise SystemExit(problem)
-    from testbed.campaign.store import read_rows
+    from testbed.campaign.store.store import read_rows
     from testbed.formats.profiles import load_network
 
     rtt = float(load_network(a.network).min_rtt_ms)

@@ -360,11 +360,11 @@ def differ(x: list[float], y: list[float]) -> str:
 
 
 def smoke_rate() -> None:
-    from testbed.campaign import config
-    from testbed.campaign.store import read_rows
+    from testbed.campaign.plan import config
+    from testbed.campaign.store.store import read_rows
     try:
         config.load("smoke")
-        from testbed.campaign import settings
+        from testbed.campaign.plan import settings
         settings.load("tcp")
     except Exception as e:  # noqa: BLE001 - the bench reports what it cannot measure
         print(f"smoke campaign: not measured ({e})")

@@ -155,7 +155,7 @@ class AdaptiveRuns(Record):
 
 
 class CampaignSettings(Record):
-    """The campaign file as loaded (testbed.campaign.config.Campaign)."""
+    """The campaign file as loaded (testbed.campaign.plan.config.Campaign)."""
 
     sites: list[str] = []
     networks: list[str] = []
@@ -177,7 +177,7 @@ class Campaign(Record):
 class Lanes(Record):
     lanes: int
     from_: str = Field(alias="from")
-    """Where the count comes from (testbed.campaign.lanes)."""
+    """Where the count comes from (testbed.campaign.plan.lanes)."""
 
 
 class Rerun(Record):
@@ -187,7 +187,7 @@ class Rerun(Record):
 
 
 class Worker(Record):
-    """A `testbed worker` as it first reported (testbed.campaign.worker)."""
+    """A `testbed worker` as it first reported (testbed.campaign.cluster.worker)."""
 
     host: str | None = None
     worker: str | None = None
@@ -204,7 +204,7 @@ class Session(Record):
     host: str | None = None
     campaign: Campaign | None = None
     versions: dict[str, str] = {}
-    """Part -> version line (testbed.campaign.manifest.versions)."""
+    """Part -> version line (testbed.campaign.store.manifest.versions)."""
     sysctls: dict[str, str] = {}
     """The host's TCP, UDP and core sysctls."""
     recordings: dict[str, Recording] = {}

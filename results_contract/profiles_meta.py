@@ -38,7 +38,7 @@ PROFILES_DIR = ROOT / "profiles"
 """Where the profiles are read from (protocols/, networks/, comparisons.toml)."""
 COMPARISONS = "comparisons.toml"
 MANIFEST_KEY = "profiles_meta"
-"""The manifest's key holding `ProfilesMeta.to_json()` (testbed.campaign.manifest)."""
+"""The manifest's key holding `ProfilesMeta.to_json()` (testbed.campaign.store.manifest)."""
 STACKS = ("tcp", "quic")
 MAX_LABEL = 40
 """The longest label (a table's column header)."""

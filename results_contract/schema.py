@@ -2,7 +2,7 @@
 
 One row per finished trial; `trials.sqlite`, its CSV export and its Parquet
 export all have exactly the columns of TRIALS, in its order. The campaign
-store (testbed.campaign.store) builds its table and its Row from TRIALS; the
+store (testbed.campaign.store.store) builds its table and its Row from TRIALS; the
 loader casts every source to DTYPES, so the three read back as identical
 DataFrames.
 
@@ -319,7 +319,7 @@ STOPS = (
            "The widest half-width of a setting's interval, in % of its mean."),
     Column("worst_ms", REAL_KIND, False, "The widest half-width of a setting's interval, ms."),
 )
-"""Every column of table `stops` of an adaptive campaign's store (testbed.campaign.adaptive:
+"""Every column of table `stops` of an adaptive campaign's store (testbed.campaign.plan.adaptive:
 one row per site x network that got no more runs; empty with a fixed number of runs)."""
 
 STOPS_TABLE = "stops"

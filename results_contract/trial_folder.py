@@ -1,7 +1,7 @@
 """The names in a trial's folder, `results/<campaign>/trials/<trial_id>/`: the one
 place they are spelled.
 
-The campaign writes the folder (testbed.campaign.commit, testbed.campaign.rows,
+The campaign writes the folder (testbed.campaign.store.commit, testbed.campaign.run.rows,
 testbed.measure.captures); the analysis reads it back (results_contract.trialfiles, and
 through it analysis.report.trial_page, analysis.statistics.bbr; analysis.report.report links to its
 files). Both use these names, and tests/unit/test_owners.py fails when one of them is
@@ -23,7 +23,7 @@ VISUAL_METRICS = "visualmetrics.json"
 VIDEO = "video.mp4"
 """The page load's video, when the campaign keeps videos (key keep_video)."""
 TRIAL = "trial.json"
-"""The trial's row and the evidence behind its verdict (testbed.campaign.rows)."""
+"""The trial's row and the evidence behind its verdict (testbed.campaign.run.rows)."""
 CONNECTIONS = "connections.json"
 """With telemetry: the trial's rows of table `connections`."""
 CAPTURES = {"netlog": "netlog.json.gz", "keylog": "keylog.txt.gz", "pcap": "pcap.pcap.gz",

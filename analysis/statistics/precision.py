@@ -1,6 +1,6 @@
 """The precision of a mean: the half-width of its Student t confidence interval, and a
 bound on it given as a share of the mean ("2%") or a time ("50ms"). Adaptive runs
-(testbed.campaign.adaptive) stop a site x network when every setting's PLT mean is
+(testbed.campaign.plan.adaptive) stop a site x network when every setting's PLT mean is
 within the bound; the report recomputes the same intervals (analysis.report.setup.runs_table).
 """
 

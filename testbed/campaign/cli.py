@@ -77,7 +77,7 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
     the trials they name."""
     import os
 
-    from testbed.campaign import config
+    from testbed.campaign.plan import config
 
     if os.geteuid() != 0 and not dry_run:
         raise InputError("testbed run: needs root (namespaces, Mahimahi); run it as root")
@@ -122,8 +122,8 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
 def _dry_run(campaign, runs: int | None, out: Path, as_json: bool) -> None:
     """Print the plan (as text or JSON) with how many of its trials `out` holds."""
     from testbed import jsonout
-    from testbed.campaign import estimate
-    from testbed.campaign.store import read_rows
+    from testbed.campaign.plan import estimate
+    from testbed.campaign.store.store import read_rows
 
     db = out / "trials.sqlite"
     rows = read_rows(db) if db.is_file() else None  # InputError if it is not a store
@@ -141,10 +141,10 @@ def _dry_run(campaign, runs: int | None, out: Path, as_json: bool) -> None:
 
 def _version_differences(out: Path) -> list[str]:
     """Why a resume of the results folder `out` would be refused for versions
-    (testbed.campaign.versions), one line each; none without a manifest."""
+    (testbed.campaign.store.versions), one line each; none without a manifest."""
     import os
 
-    from testbed.campaign import manifest, versions
+    from testbed.campaign.store import manifest, versions
 
     if not os.path.lexists(out / "manifest.json"):
         return []
@@ -158,7 +158,7 @@ MAX_WORKERS = 64
 
 
 def _lanes_option(text: str) -> int | str:
-    from testbed.campaign.lanes import AUTO, MAX_LANES
+    from testbed.campaign.plan.lanes import AUTO, MAX_LANES
 
     if text == AUTO:
         return AUTO
@@ -185,7 +185,7 @@ def _cluster_options(scheduler: str | None, workers: str | None, tls: Path | Non
                              f"got {workers!r}")
     if scheduler is None and n == 1 and tls is None:
         return None  # one local worker: this process, as without the option (no Dask)
-    from testbed.campaign.cluster import ClusterOptions, check
+    from testbed.campaign.cluster.cluster import ClusterOptions, check
 
     opts = ClusterOptions(scheduler=scheduler, workers=n, tls=tls)
     check(opts)
@@ -212,9 +212,9 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...],
     import asyncio
     import os
 
-    from testbed.campaign import cluster as cluster_mod
-    from testbed.campaign import credentials
-    from testbed.campaign import worker as worker_mod
+    from testbed.campaign.cluster import cluster as cluster_mod
+    from testbed.campaign.cluster import credentials
+    from testbed.campaign.cluster import worker as worker_mod
     from testbed.commands import doctor
     from testbed.emulate import calibrate
     from testbed.errors import TestbedError
@@ -260,7 +260,7 @@ def worker(scheduler: str, name: str | None, networks: tuple[str, ...],
 
     import dask
 
-    from testbed.campaign.cluster import QUIET
+    from testbed.campaign.cluster.cluster import QUIET
 
     try:
         with dask.config.set(QUIET):
@@ -295,7 +295,7 @@ def certs(out: Path, workers: str | None, names: tuple[str, ...]):
     its folder; only their holders can talk to the cluster."""
     import re
 
-    from testbed.campaign import credentials
+    from testbed.campaign.cluster import credentials
 
     if workers is not None and names:
         raise InputError("--workers, --name: expected one of them, not both")
@@ -331,7 +331,7 @@ def checkpoint(results: Path, out: Path):
     from it, also with another build of its recordings (the same content digest). A
     session recorded without content digests gets those of the recordings found now
     that are exactly the files it measured."""
-    from testbed.campaign import reference
+    from testbed.campaign.store import reference
 
     checked = safefs.check_out_dir(out, "--out")  # root may write it: checked first
     if results.resolve() == checked.resolve():
@@ -350,7 +350,7 @@ def upgrade_manifest(folders: tuple[Path, ...]):
     command reads upgraded in memory, is written as it is read. Its sessions are kept
     as they are; the top level is derived from them again (each network's, setting's
     and recording's entry from the latest session that ran it)."""
-    from testbed.campaign import manifest
+    from testbed.campaign.store import manifest
 
     for folder in folders:
         was, now = manifest.upgrade(folder)

@@ -2,20 +2,20 @@
 
     Runner(campaign, out_dir).run()
 
-For each block of the plan (testbed.campaign.plan: one run, site and
+For each block of the plan (testbed.campaign.plan.plan: one run, site and
 network, its protocols in a seeded random order) the runner keeps one replay
 topology (reused while the site stays the same, built anew if a setting could
 not be undone), starts one Browsertime process inside the network's Mahimahi
 shells, and between its page loads switches the servers and protocol settings
-(testbed.campaign.servers). A trial that failed is tried again (up to
-`retries` times, testbed.campaign.retry) in a block of its own right after.
+(testbed.campaign.run.servers). A trial that failed is tried again (up to
+`retries` times, testbed.campaign.run.retry) in a block of its own right after.
 
 Each finished trial is written to the store in one transaction, after its
-files are in trials/<trial_id>/ (testbed.campaign.rows builds the row and
-trial.json, testbed.campaign.commit stores them). A rerun skips stored trials.
+files are in trials/<trial_id>/ (testbed.campaign.run.rows builds the row and
+trial.json, testbed.campaign.store.commit stores them). A rerun skips stored trials.
 Ctrl-C or SIGTERM stops the campaign after its servers, shells and namespaces
 are cleaned up; the trial that was running is not stored and runs again on
-resume. Progress: testbed.campaign.progress.
+resume. Progress: testbed.campaign.run.progress.
 """
 
 from __future__ import annotations
@@ -33,21 +33,23 @@ from results_contract import manifest as contract
 from results_contract import trial_folder
 from results_contract.manifest import Listed, Manifest
 from results_contract.schema import DEFAULT_CLIENT
-from testbed.campaign import adaptive, commit, outdir, rows
-from testbed.campaign import block as block_mod
-from testbed.campaign import config as config_mod
-from testbed.campaign import lanes as lanes_mod
-from testbed.campaign import manifest as manifest_mod
-from testbed.campaign import plan as plan_mod
-from testbed.campaign import progress as progress_mod
-from testbed.campaign import settings as settings_mod
-from testbed.campaign import store as store_mod
-from testbed.campaign import versions as versions_mod
-from testbed.campaign.config import Campaign
-from testbed.campaign.retry import RetryPolicy
-from testbed.campaign.rows import TrialRecord
-from testbed.campaign.servers import Servers
-from testbed.campaign.store import Store
+from testbed.campaign.plan import adaptive
+from testbed.campaign.plan import config as config_mod
+from testbed.campaign.plan import lanes as lanes_mod
+from testbed.campaign.plan import plan as plan_mod
+from testbed.campaign.plan import settings as settings_mod
+from testbed.campaign.plan.config import Campaign
+from testbed.campaign.run import block as block_mod
+from testbed.campaign.run import progress as progress_mod
+from testbed.campaign.run import rows
+from testbed.campaign.run.retry import RetryPolicy
+from testbed.campaign.run.rows import TrialRecord
+from testbed.campaign.run.servers import Servers
+from testbed.campaign.store import commit, outdir
+from testbed.campaign.store import manifest as manifest_mod
+from testbed.campaign.store import store as store_mod
+from testbed.campaign.store import versions as versions_mod
+from testbed.campaign.store.store import Store
 from testbed.errors import InputError, TestbedError
 from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile, load_network
@@ -70,7 +72,7 @@ class Runner:
                  cluster=None):
         self.campaign = campaign
         self.cluster = cluster
-        """testbed.campaign.cluster.ClusterOptions: blocks run on Dask workers (None or
+        """testbed.campaign.cluster.cluster.ClusterOptions: blocks run on Dask workers (None or
         a local cluster of one: in this process, as always)."""
         self.out = Path(out_dir)
         self.console = console or Console(stderr=True)
@@ -87,7 +89,7 @@ class Runner:
         """Protocol setting -> what it set in the server namespace (for the manifest)."""
         self.entries: dict[str, dict[str, config_mod.Entry]] = {}
         self.lanes: dict[str, int] = {}
-        """Network label -> lanes (blocks measured at once; testbed.campaign.lanes)."""
+        """Network label -> lanes (blocks measured at once; testbed.campaign.plan.lanes)."""
         self.lanes_from: dict[str, str] = {}
         """Network label -> where its lane count comes from."""
         self._lines: progress_mod.TrialLines | None = None
@@ -146,8 +148,8 @@ class Runner:
         rerun_runs: forget the stored trials of these runs (of this campaign's sites,
         networks, settings and clients) first, e.g. after a fix to what measured them;
         resume_from: begin a results folder without a store with the rows kept in this
-        folder (testbed.campaign.reference.seed); mixed_versions: store trials beside
-        stored ones that other versions measured (testbed.campaign.versions), saying so
+        folder (testbed.campaign.store.reference.seed); mixed_versions: store trials beside
+        stored ones that other versions measured (testbed.campaign.store.versions), saying so
         in the manifest's session.
 
         Everything is checked before the results folder is touched; then the folder
@@ -165,7 +167,7 @@ class Runner:
         mixed = self._check_versions(resume_from, rerun_runs, mixed_versions)
         with outdir.claim(self.out), outdir.writing(self.out):
             if resume_from is not None:
-                from testbed.campaign import reference
+                from testbed.campaign.store import reference
 
                 n = reference.seed(self.out, Path(resume_from), self.campaign.name)
                 self.console.print(f"seeded {n} stored trials from {resume_from}")
@@ -320,7 +322,7 @@ class Runner:
             planned = sum(len(b.trials) for b in plan)
             up_to = ""
             if self.decider is not None:
-                self.decider.load(store.db)
+                self.decider.load(store)
                 up_to = f" (at most: runs {self.campaign.adaptive})"
             self.console.print(f"campaign {self.campaign.name}: {planned} trials planned"
                                f"{up_to}, {planned - total} already stored, {total} to run "
@@ -356,7 +358,7 @@ class Runner:
                     assert servers is not None  # opened for this block's site above
                     self._run_block(block, servers, store, work, progress, task)
                 if self.decider is not None:
-                    self.decider.finish(store.db, [(site, net) for site in self.recordings
+                    self.decider.finish(store, [(site, net) for site in self.recordings
                                                    for net in self.networks])
             finally:
                 site_exits.close()
@@ -371,8 +373,8 @@ class Runner:
 
     def _done(self, store: Store, block: plan_mod.Block) -> bool:
         """Adaptive runs: the block's site x network is precise enough (or at its max);
-        the block is left out (testbed.campaign.adaptive)."""
-        if self.decider is None or not self.decider.skips(store.db, block.site,
+        the block is left out (testbed.campaign.plan.adaptive)."""
+        if self.decider is None or not self.decider.skips(store, block.site,
                                                           block.network, block.run):
             return False
         progress, task, total = self._bar  # the ETA counts the trials left out no more
@@ -384,7 +386,7 @@ class Runner:
 
     def _run_on_cluster(self, todo: list[plan_mod.Block], store: Store, progress: Progress,
                         task) -> None:
-        from testbed.campaign import cluster
+        from testbed.campaign.cluster import cluster
 
         opts = self.cluster or cluster.ClusterOptions(workers=1)
         gate, per = None, 1
@@ -473,7 +475,7 @@ def _same_content(before: Listed, digest_key: str, entry: config_mod.Entry) -> b
 
 
 def _count(db: Path, column: str, value: str) -> int:
-    """Stored trials with column = value (testbed.campaign.store.count_where: InputError
+    """Stored trials with column = value (testbed.campaign.store.store.count_where: InputError
     if the store cannot be read)."""
     return store_mod.count_where(db, f"{column} = ?", (value,))
 

@@ -17,7 +17,7 @@
   transaction was dispatched on (testbed.validate.firefox reads it);
 - qlog: h3server's qlog of each QUIC connection of the trial (`<id>.sqlog`,
   JSON-SEQ), qlog.tar.gz; h3server writes them into the servers' qlog folder
-  (testbed.campaign.servers), the trial's are those its summary added.
+  (testbed.campaign.run.servers), the trial's are those its summary added.
 
 The browser writes its files as the testbed user into a folder of its own
 (0700, in root's folder of the block's captures, 0750 group testbed);

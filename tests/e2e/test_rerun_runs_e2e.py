@@ -13,7 +13,7 @@ import pytest
 from support.needs import needs_parts
 from support.paths import ROOT, TESTBED
 
-from testbed.campaign.store import read_rows
+from testbed.campaign.store.store import read_rows
 
 pytestmark = pytest.mark.e2e
 

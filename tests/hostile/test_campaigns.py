@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from support.hostile_harness import ROOT, Case, run_case
 
-from testbed.campaign import config
-from testbed.campaign.store import Row, Store
+from testbed.campaign.plan import config
+from testbed.campaign.store.store import Row, Store
 
 NEWS = ROOT / "recordings" / "local-news"
 DSL = (ROOT / "profiles/networks/dsl.toml").read_text()

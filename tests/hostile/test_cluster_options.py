@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from support.hostile_harness import Case, Host, run_case
 
-from testbed.campaign import credentials
+from testbed.campaign.cluster import credentials
 
 CAMPAIGN = 'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp"]\nruns = 1\n'
 RUN = ["run", "{dir}/c.toml", "--out", "{dir}/out"]

@@ -22,7 +22,8 @@ from support.scripted_campaign import ScriptedRunner
 from support.scripted_results import write_campaign
 
 from analysis import synthetic
-from testbed.campaign import config, reference
+from testbed.campaign.plan import config
+from testbed.campaign.store import reference
 from testbed.errors import InputError
 
 TRIALS = synthetic.campaign(sites=1, networks=["dsl"], settings=["tcp", "quic"], runs=2,

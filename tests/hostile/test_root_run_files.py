@@ -144,7 +144,7 @@ def _theirs_now(folder: Path) -> None:
 def test_a_lanes_measurement_of_nobodys_is_never_used(tmp_path, monkeypatch):
     """A measurement in a TESTBED_LANES_DIR another account owns would set how many
     trials run at once: refused, not read."""
-    from testbed.campaign import lanes
+    from testbed.campaign.plan import lanes
     from testbed.formats.profiles import load_network
 
     monkeypatch.setattr(lanes, "CACHE", tmp_path / "lanes")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.hostile_harness import Case, run_case
 
-from testbed.campaign.store import Row, Store
+from testbed.campaign.store.store import Row, Store
 
 RUN = ["run", "{dir}/c.toml", "--out", "{dir}/out"]
 DRY = ["run", "{dir}/c.toml", "--dry-run"]

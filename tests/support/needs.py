@@ -48,7 +48,7 @@ def need_firefox() -> None:
 
 def needs_parts() -> None:
     """A campaign's parts: Browsertime installed and the protocol settings loadable."""
-    from testbed.campaign import settings
+    from testbed.campaign.plan import settings
     from testbed.errors import TestbedError
     from testbed.measure import browsertime
     need(browsertime.missing())

@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from testbed.campaign import commit, config
-from testbed.campaign.rows import TrialRecord
+from testbed.campaign.plan import config
+from testbed.campaign.run.rows import TrialRecord
 from testbed.campaign.runner import Runner
+from testbed.campaign.store import commit
 from testbed.errors import TestbedError
 from testbed.host import runstate
 from testbed.measure.session import Kept, Outcome

@@ -2,7 +2,7 @@
 
 The manifest records each session's `h3server --version` and `h3quinn --version`,
 and a resume refuses stored trials measured with another version
-(testbed.campaign.versions). That only works if a change to what a server does also
+(testbed.campaign.store.versions). That only works if a change to what a server does also
 changes its version. h3server/VERSIONS lists, per server, every version released
 with the sha256 of its sources; tests/unit/test_server_sources.py recomputes the digests
 and fails when the sources changed without a new version.

@@ -11,8 +11,8 @@ from support.paths import ROOT
 
 from results_contract import schema
 from results_contract.schema import COLUMNS as NAMES
-from testbed.campaign import config, plan
-from testbed.campaign.store import Row, Store, read_rows
+from testbed.campaign.plan import config, plan
+from testbed.campaign.store.store import Row, Store, read_rows
 from testbed.errors import InputError
 
 SITES = ["a", "b", "c", "d"]

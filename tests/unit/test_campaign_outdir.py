@@ -15,8 +15,9 @@ from support.paths import TESTBED
 from support.scripted_campaign import ScriptedRunner
 from support.scripted_results import PLANNED, SCRIPTED, assert_consistent, stored, write_campaign
 
-from testbed.campaign import config, outdir
-from testbed.campaign.store import Row, Store
+from testbed.campaign.plan import config
+from testbed.campaign.store import outdir
+from testbed.campaign.store.store import Row, Store
 from testbed.errors import InputError
 
 

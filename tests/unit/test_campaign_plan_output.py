@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from support.paths import ROOT
 
-from testbed.campaign import estimate
-from testbed.campaign.progress import TrialLines
-from testbed.campaign.store import Row
+from testbed.campaign.plan import estimate
+from testbed.campaign.run.progress import TrialLines
+from testbed.campaign.store.store import Row
 from testbed.cli import cli
 from testbed.console import duration
 
@@ -57,7 +57,7 @@ def test_estimate_is_within_30_percent_of_the_measured_campaign(tmp_path, monkey
     1 run over local-news alone, each network's 5 trials' wall times summed): every
     network and the total within +-30 %. Before the loss and congestion control terms
     the model said 4 min 23 s for 9 min 12 s measured (mss: 72 s for 285 s)."""
-    from testbed.campaign import config
+    from testbed.campaign.plan import config
 
     # paper.toml's sites are corpus/*; it was measured when local-news was its one site
     shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "recs" / "corpus" / "local-news")
@@ -115,8 +115,8 @@ def test_dry_run_says_how_far_the_estimate_was_off(tmp_path, monkeypatch, bundle
     import datetime as dt
 
     from results_contract import schema
-    from testbed.campaign import config
-    from testbed.campaign.store import Store
+    from testbed.campaign.plan import config
+    from testbed.campaign.store.store import Store
 
     (tmp_path / "c.toml").write_text(
         'sites = ["local-news"]\nnetworks = ["dsl", "mss"]\nprotocols = ["tcp", "quic"]\n'

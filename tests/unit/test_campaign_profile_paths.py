@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from testbed.campaign import config, settings
+from testbed.campaign.plan import config, settings
 from testbed.errors import InputError
 from testbed.formats import profiles
 from testbed.host.paths import ROOT

@@ -19,7 +19,8 @@ from support.paths import ROOT
 from support.scripted_campaign import ScriptedRunner
 from support.scripted_results import PLANNED, SCRIPTED, assert_consistent, stored, write_campaign
 
-from testbed.campaign import config, reference
+from testbed.campaign.plan import config
+from testbed.campaign.store import reference
 from testbed.cli import cli
 from testbed.errors import InputError
 

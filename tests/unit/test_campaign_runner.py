@@ -6,10 +6,10 @@ from types import SimpleNamespace
 import pytest
 from support.scripted_campaign import outcome
 
-from testbed.campaign import config, plan
-from testbed.campaign.rows import TrialRecord
+from testbed.campaign.plan import config, plan
+from testbed.campaign.run.rows import TrialRecord
 from testbed.campaign.runner import Runner
-from testbed.campaign.store import Store
+from testbed.campaign.store.store import Store
 from testbed.errors import TestbedError as SetupError
 from testbed.protocols import server_options
 

@@ -8,7 +8,7 @@ import hashlib
 
 import pytest
 
-from testbed.campaign import settings
+from testbed.campaign.plan import settings
 from testbed.errors import TestbedError as Refused
 from testbed.formats import profiles
 from testbed.host.paths import PROFILES_DIR

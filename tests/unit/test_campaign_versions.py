@@ -1,4 +1,4 @@
-"""One results folder, one set of measuring parts (testbed.campaign.versions): a resumed
+"""One results folder, one set of measuring parts (testbed.campaign.store.versions): a resumed
 campaign whose stored trials other versions of the browser, servers, Mahimahi or kernel
 measured stops before it touches the folder, names the manifest's key and both versions,
 and runs with --mixed-versions (recorded) or after --rerun-runs of those trials. The
@@ -15,8 +15,9 @@ from click.testing import CliRunner
 from support.scripted_campaign import ScriptedRunner
 from support.scripted_results import PLANNED, stored, write_campaign
 
-from testbed.campaign import config, reference, versions
-from testbed.campaign.manifest import versions as this_machine
+from testbed.campaign.plan import config
+from testbed.campaign.store import reference, versions
+from testbed.campaign.store.manifest import versions as this_machine
 from testbed.cli import cli
 from testbed.errors import InputError
 

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from support.paths import ROOT
 
 from analysis import synthetic
-from testbed.campaign.store import Row as TrialRow
-from testbed.campaign.store import Store
+from testbed.campaign.store.store import Row as TrialRow
+from testbed.campaign.store.store import Store
 from testbed.cli import cli
 from testbed.validate.verdict import Row
 

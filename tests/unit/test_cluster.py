@@ -13,10 +13,11 @@ from types import SimpleNamespace
 import pytest
 from support.scripted_campaign import outcome
 
-from testbed.campaign import block as block_mod
-from testbed.campaign import cluster, plan, worker
-from testbed.campaign.rows import TrialRecord
-from testbed.campaign.store import Store
+from testbed.campaign.cluster import cluster, worker
+from testbed.campaign.plan import plan
+from testbed.campaign.run import block as block_mod
+from testbed.campaign.run.rows import TrialRecord
+from testbed.campaign.store.store import Store
 from testbed.formats import recording
 from testbed.host.paths import ROOT
 from testbed.measure.session import Kept
@@ -24,7 +25,7 @@ from testbed.protocols import server_options
 
 
 def _setup(tmp_path):
-    from testbed.campaign import config
+    from testbed.campaign.plan import config
 
     (tmp_path / "c.toml").write_text(
         'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp", "quic"]\n')
@@ -161,8 +162,8 @@ def test_cluster_options():
 
 
 def test_cluster_options_with_credentials(tmp_path):
-    from testbed.campaign import credentials
     from testbed.campaign.cli import _cluster_options
+    from testbed.campaign.cluster import credentials
     from testbed.errors import InputError
 
     (tmp_path / "p").mkdir(mode=0o700)
@@ -175,7 +176,7 @@ def test_cluster_options_with_credentials(tmp_path):
 
 class FakeRunner:
     def __init__(self, tmp_path, retries=1):
-        from testbed.campaign.retry import RetryPolicy
+        from testbed.campaign.run.retry import RetryPolicy
         from testbed.campaign.runner import Runner
 
         self.out = tmp_path / "out"
@@ -226,7 +227,8 @@ def test_the_default_runner_does_not_load_dask():
     import subprocess
     import sys
 
-    code = ("import sys, testbed.campaign.runner, testbed.campaign.cli, testbed.campaign.block; "
+    code = ("import sys, testbed.campaign.runner, testbed.campaign.cli, "
+            "testbed.campaign.run.block; "
             "from testbed.campaign.cli import _cluster_options; _cluster_options(None, '1'); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
     cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -17,7 +17,7 @@ import psutil
 import pytest
 from distributed import Client, Scheduler, Security, Worker
 
-from testbed.campaign import cluster, credentials
+from testbed.campaign.cluster import cluster, credentials
 from testbed.errors import InputError
 
 TIMEOUT = "3s"

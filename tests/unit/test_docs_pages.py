@@ -10,7 +10,7 @@ import runpy
 import yaml
 from support.paths import ROOT
 
-from testbed.campaign.config import Campaign
+from testbed.campaign.plan.config import Campaign
 
 DOCS = ROOT / "docs"
 GEN = runpy.run_path(str(DOCS / "gen_columns.py"))

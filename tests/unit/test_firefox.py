@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from results_contract import schema
-from testbed.campaign import plan
+from testbed.campaign.plan import plan
 from testbed.host import enter, firefox
 from testbed.host.paths import ROOT
 from testbed.measure import browsertime

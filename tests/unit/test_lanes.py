@@ -1,4 +1,4 @@
-"""Lanes (testbed.campaign.lanes): the campaign key and --lanes, the gate that lets
+"""Lanes (testbed.campaign.plan.lanes): the campaign key and --lanes, the gate that lets
 blocks start, the lane of a local worker process, "auto" from a stored bench/lanes
 answer, and the coordinator taking blocks in the plan's order as lanes free up."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from testbed.campaign import config, lanes
-from testbed.campaign import plan as plan_mod
+from testbed.campaign.plan import config, lanes
+from testbed.campaign.plan import plan as plan_mod
 from testbed.errors import InputError
 from testbed.formats.profiles import load_network
 
@@ -125,7 +125,7 @@ class FakeClient:
 def test_the_coordinator_starts_blocks_in_plan_order_as_the_gate_allows(monkeypatch):
     """Blocks of a 4-lane network go four at a time, a one-lane network's alone, and
     always in the plan's order."""
-    from testbed.campaign import cluster
+    from testbed.campaign.cluster import cluster
 
     sites = list("abcdef")
     plan = (plan_mod.blocks(sites, ["da2gc"], ["tcp", "quic"], 1, seed=2)

@@ -17,20 +17,26 @@ from pathlib import Path
 import pytest
 from support.paths import ROOT
 
-# Layer rank of each part of the `testbed` package; a module may import only
-# parts of a lower rank, or its own part. Modules of testbed/ not named here
-# (and not a stage's `cli`) are the bottom layer, rank 0.
+# Layer rank of each part of the `testbed` package (a package, or a subpackage of
+# one: the longest name that holds the module); a module may import only parts of a
+# lower rank, or its own part. Modules of testbed/ not named here (and not a stage's
+# `cli`) are the bottom layer, rank 0.
 STAGES = ("record", "replay", "emulate", "protocols", "measure")
 LAYERS = {
     "testbed.host": 1,
     "testbed.formats": 2,
     **{f"testbed.{s}": 3 + i for i, s in enumerate(STAGES)},
     "testbed.validate": 10,
-    "testbed.campaign": 11,
-    "testbed.commands": 13,
-    "testbed.cli": 14,
+    # the campaign's four jobs, each a subpackage, and its runner above them
+    "testbed.campaign.plan": 11,
+    "testbed.campaign.store": 12,
+    "testbed.campaign.run": 13,
+    "testbed.campaign.cluster": 14,
+    "testbed.campaign": 15,
+    "testbed.commands": 16,
+    "testbed.cli": 17,
 }
-CLI_RANK = 14
+CLI_RANK = 17
 """`testbed/<part>/cli.py` is the command line of its part: the top layer."""
 LAZY_TABLES = {"testbed.cli": "COMMANDS"}
 """Modules whose "module:attribute" table of commands is imported on use;
@@ -50,7 +56,7 @@ ANALYSIS_LAYERS = {
 __init__); a module may import only parts of a lower rank, its own part, or the
 results contract. Loose modules not named here are rank 0."""
 ANALYSIS_USERS = 11
-"""Layers of testbed from this rank up (the campaign, the commands) may use analysis;
+"""Layers of testbed from this rank up (the campaign's, the commands) may use analysis;
 every layer may use the results contract."""
 TOP_LEVEL_ANALYSIS_MODULES = 8
 """At most this many loose modules at the top of analysis/ (its __init__ included)."""
@@ -83,8 +89,9 @@ def part_of(module: str) -> str:
     if pieces[0] == "analysis":
         key = ".".join(pieces[:2])
         return key if key in ANALYSIS_LAYERS else module
-    if len(pieces) >= 2 and f"testbed.{pieces[1]}" in LAYERS:
-        return f"testbed.{pieces[1]}"
+    for n in range(len(pieces), 1, -1):  # a subpackage's rank before its package's
+        if ".".join(pieces[:n]) in LAYERS:
+            return ".".join(pieces[:n])
     return module
 
 
@@ -244,7 +251,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     ({"testbed/host/__init__.py": "", "testbed/host/proc.py": "def f():\n    from testbed.campaign import runner\n",
       "testbed/campaign/__init__.py": "", "testbed/campaign/runner.py": ""},
      "testbed.host.proc (layer 1) imports testbed.campaign"),
-    ({"testbed/campaign/__init__.py": "", "testbed/campaign/plan.py": "import importlib\n"},
+    ({"testbed/campaign/__init__.py": "", "testbed/campaign/plan/plan.py": "import importlib\n"},
      "uses importlib"),
     ({"analysis/load.py": "from testbed.host import safefs\n", "testbed/host/safefs.py": ""},
      "analysis stands alone"),
@@ -292,7 +299,7 @@ def test_allowed_imports_pass(tmp_path):
         "testbed/campaign/__init__.py": "", "testbed/campaign/cli.py": "",
         "testbed/host/x.py": "from results_contract import schema\n",
         "results_contract/schema.py": "", "results_contract/load.py": "from . import schema\n",
-        "testbed/campaign/plan.py": "from analysis.statistics import stats\n",
+        "testbed/campaign/plan/plan.py": "from analysis.statistics import stats\n",
         "analysis/statistics/__init__.py": "", "analysis/report/__init__.py": "",
         "analysis/statistics/stats.py": "from results_contract import load\n",
         "analysis/report/report.py": "from analysis.statistics.stats import f\n"})
@@ -306,14 +313,16 @@ TOP_LEVEL_MODULES = 6
 def test_every_package_has_a_rank_and_says_what_it_owns():
     """Every package of testbed/ is ranked above, and its docstring says what it owns
     and what it may import, so a newcomer reads the layers from the code."""
-    packages = sorted(p.parent for p in (ROOT / "testbed").glob("*/__init__.py"))
+    packages = sorted(p.parent for p in (ROOT / "testbed").glob("*/**/__init__.py"))
     assert packages
-    unranked = [p.name for p in packages if f"testbed.{p.name}" not in LAYERS]
+    names = {p: module_name(p / "__init__.py", ROOT) for p in packages}
+    unranked = [n for n in names.values() if n not in LAYERS]
     assert not unranked, f"packages without a layer in LAYERS: {unranked}"
-    for p in packages:
+    for p in names:
+        where = f"{p.relative_to(ROOT)}/__init__.py"
         doc = ast.get_docstring(ast.parse((p / "__init__.py").read_text())) or ""
-        assert len(doc.split()) >= 15, f"testbed/{p.name}/__init__.py: a docstring saying what it owns"
-        assert "may import" in doc.lower(), f"testbed/{p.name}/__init__.py: say what it may import"
+        assert len(doc.split()) >= 15, f"{where}: a docstring saying what it owns"
+        assert "may import" in doc.lower(), f"{where}: say what it may import"
 
 
 def test_few_loose_modules_at_the_top():
@@ -332,7 +341,9 @@ def test_analysis_packages_are_ranked_and_few_modules_are_loose():
 
 @pytest.mark.parametrize("package", [
     *sorted(f"analysis/{p.parent.name}" for p in (ROOT / "analysis").glob("*/__init__.py")),
-    CONTRACT])
+    CONTRACT, "testbed/campaign",
+    *sorted(f"testbed/campaign/{p.parent.name}"
+            for p in (ROOT / "testbed/campaign").glob("*/__init__.py"))])
 def test_each_package_docstring_names_its_modules(package):
     """A newcomer finds every module of a package in its docstring, by name."""
     folder = ROOT / package

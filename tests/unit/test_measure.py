@@ -169,7 +169,7 @@ def test_the_pause_before_the_prescript_is_an_option_and_never_browsertime_s_zer
 
 
 def test_the_campaign_frame_rate_reaches_the_screen_recording(tmp_path):
-    from testbed.campaign import config
+    from testbed.campaign.plan import config
 
     (tmp_path / "c.toml").write_text('sites = ["local-news"]\nnetworks = ["dsl"]\n'
                                      'protocols = ["tcp"]\nvideo_fps = 30\n')

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from testbed import cli
-from testbed.campaign import config
+from testbed.campaign.plan import config
 from testbed.errors import InputError
 from testbed.formats import recording, recording_search
 

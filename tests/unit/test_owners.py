@@ -130,9 +130,9 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     ('def f(d):\n    return f"{d}/trial.json"\n', 2, "trial.json"),
 ])
 def test_a_trial_file_name_outside_its_owner_fails(tmp_path, source, line, name):
-    root = _tree(tmp_path, {"testbed/campaign/commit.py": source})
+    root = _tree(tmp_path, {"testbed/campaign/store/commit.py": source})
     assert trial_file_names(root) == [
-        f"testbed/campaign/commit.py:{line}: {name!r} (use results_contract.trial_folder)"]
+        f"testbed/campaign/store/commit.py:{line}: {name!r} (use results_contract.trial_folder)"]
 
 
 def test_trial_file_names_in_the_owner_and_in_docstrings_pass(tmp_path):

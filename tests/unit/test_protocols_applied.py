@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from support.fake_kernel import install
 
-from testbed.campaign import servers as servers_mod
+from testbed.campaign.run import servers as servers_mod
 from testbed.errors import TestbedError as Failed
 from testbed.protocols import applied, apply, netstate, server_options
 

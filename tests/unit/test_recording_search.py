@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.paths import TESTBED
 
-from testbed.campaign import config
+from testbed.campaign.plan import config
 from testbed.errors import InputError
 from testbed.formats import recording, recording_search
 

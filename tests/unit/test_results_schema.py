@@ -16,7 +16,7 @@ from analysis import synthetic
 from results_contract import schema
 from results_contract.load import load
 from testbed.campaign.cli import export
-from testbed.campaign.store import Row, Store
+from testbed.campaign.store.store import Row, Store
 
 SAMPLE = {schema.TEXT_KIND: "x", schema.INTEGER_KIND: 7, schema.REAL_KIND: 1.5}
 

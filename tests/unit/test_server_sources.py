@@ -1,7 +1,7 @@
 """A change to an HTTP/3 replay server's sources comes with a new version
 (tests/support/server_sources.py): h3server/VERSIONS's latest line per server has the version
 Cargo builds and the digest of the sources as they are, and no version is listed with
-two digests. A resume compares the manifest's versions (testbed.campaign.versions), so
+two digests. A resume compares the manifest's versions (testbed.campaign.store.versions), so
 this is what makes "one server throughout" checkable."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from analysis import load_connections
 from results_contract import schema
 from results_contract.load import ResultsError
 from testbed.campaign.cli import export
-from testbed.campaign.store import Row, Store, read_connections
+from testbed.campaign.store.store import Row, Store, read_connections
 from testbed.host import tcpdiag
 from testbed.measure import telemetry
 from testbed.measure.telemetry import Conn
@@ -312,8 +312,8 @@ class FakeRecorder:
 
 
 def test_a_blocks_driver_gives_each_trial_its_tcp_and_quic_rows():
-    from testbed.campaign.block import BlockDriver
-    from testbed.campaign.rows import TrialRecord
+    from testbed.campaign.run.block import BlockDriver
+    from testbed.campaign.run.rows import TrialRecord
     from testbed.formats import recording as rec_mod
 
     recording = rec_mod.Recording(

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from analysis.statistics import visits as visits_mod
-from testbed.campaign import block, config, rows
+from testbed.campaign.plan import config
+from testbed.campaign.run import block, rows
 from testbed.errors import InputError
 from testbed.formats import recording as rec
 from testbed.formats.profiles import ProtocolProfile
@@ -241,7 +242,7 @@ def test_a_warm_trial_gets_net_benchmarking_and_tls_early_data():
     class Servers:
         env = Env()
 
-    from testbed.campaign.plan import Block, Trial
+    from testbed.campaign.plan.plan import Block, Trial
     trials = (Trial("s", "dsl", "quic-0rtt", 0), Trial("s", "dsl", "quic", 0))
     settings = {"quic-0rtt": server_options("quic-0rtt"), "quic": server_options("quic")}
     d = block.BlockDriver(Block(0, "s", "dsl", trials), Servers(), settings,
@@ -260,7 +261,7 @@ def test_a_warm_firefox_trial_gets_early_data_and_0rtt_prefs_and_a_first_one_not
     class Servers:
         env = Env()
 
-    from testbed.campaign.plan import Block, Trial
+    from testbed.campaign.plan.plan import Block, Trial
     from testbed.host import firefox
     trials = (Trial("s", "dsl", "quic-0rtt", 0, "firefox"), Trial("s", "dsl", "quic", 0, "firefox"))
     settings = {"quic-0rtt": server_options("quic-0rtt"), "quic": server_options("quic")}

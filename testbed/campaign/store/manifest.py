@@ -76,7 +76,7 @@ def file_hash(path: Path) -> str:
 def session_record(campaign, recordings: dict, networks: dict, settings: dict,
                    calibrations: dict, runs: int, entries: dict | None = None,
                    **more: Any) -> Session:
-    """This session's record. entries (testbed.campaign.config.resolve): the file
+    """This session's record. entries (testbed.campaign.plan.config.resolve): the file
     behind every label and how the campaign listed it; more: the Session's other
     fields (lanes, mixed_versions, rerun)."""
     entries = entries or {}

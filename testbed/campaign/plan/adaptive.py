@@ -3,7 +3,7 @@
     # a campaign file
     runs = { min = 10, max = 31, precision = "2%" }   # or precision = "50ms"
 
-The plan (testbed.campaign.plan) holds `max` runs, run-major in the campaign's seeded
+The plan (testbed.campaign.plan.plan) holds `max` runs, run-major in the campaign's seeded
 order, as with a fixed number of runs. Before the block of run r of a site and
 network starts, the group is asked whether it is done (`Decider.skips`): from run
 `min` on, it is when every setting of the block has, over its stored ok trials of
@@ -29,12 +29,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
-
-from results_contract.schema import STOPS_TABLE
 
 if TYPE_CHECKING:
     from analysis.statistics.precision import Precision
@@ -134,6 +132,16 @@ def decide(plts: Mapping[str, Sequence[float]], settings: Iterable[str], run: in
     return "precision" if all(meets(plts.get(s, ()), bound) for s in settings) else None
 
 
+class StopsStore(Protocol):
+    """What the Decider asks of the campaign's store (testbed.campaign.store.store.Store)."""
+
+    def stops(self) -> list[tuple[Any, ...]]: ...
+
+    def ok_plts(self, site: str, network: str, before: int) -> list[tuple[str, float]]: ...
+
+    def keep_stop(self, stop: dict[str, Any]) -> None: ...
+
+
 class Decider:
     """The runner's side: asks the store before a group's block whether it runs, and
     keeps each stop in the store (table `stops`)."""
@@ -143,24 +151,21 @@ class Decider:
         self.settings = tuple(settings)
         self.stopped: dict[tuple[str, str], Stop] = {}
 
-    def load(self, db) -> None:
+    def load(self, store: StopsStore) -> None:
         """The stops the store holds (a resumed campaign's)."""
-        for site, network, runs, reason, precise, pct, ms in db.execute(
-                f"SELECT site, network, runs, reason, precise, worst_percent, worst_ms "
-                f"FROM {STOPS_TABLE}"):
+        for site, network, runs, reason, precise, pct, ms in store.stops():
             self.stopped[(site, network)] = Stop(site, network, runs, reason, bool(precise),
                                                  pct, ms)
 
-    def plts(self, db, site: str, network: str, before: int) -> dict[str, list[float]]:
+    def plts(self, store: StopsStore, site: str, network: str,
+             before: int) -> dict[str, list[float]]:
         """Each setting's ok PLTs of the group's runs before `before` (ms), in run order."""
         out: dict[str, list[float]] = {s: [] for s in self.settings}
-        for protocol, plt in db.execute(
-                "SELECT protocol, plt_ms FROM trials WHERE site = ? AND network = ? AND "
-                "run < ? AND status = 'ok' AND plt_ms > 0 ORDER BY run", (site, network, before)):
-            out.setdefault(protocol, []).append(float(plt))
+        for protocol, plt in store.ok_plts(site, network, before):
+            out.setdefault(protocol, []).append(plt)
         return out
 
-    def skips(self, db, site: str, network: str, run: int) -> bool:
+    def skips(self, store: StopsStore, site: str, network: str, run: int) -> bool:
         """Whether the block of run `run` of this site and network is left out (the
         group is done); a new stop is stored."""
         key = (site, network)
@@ -169,26 +174,24 @@ class Decider:
             return run >= stop.runs
         if run < self.runs.min:
             return False
-        plts = self.plts(db, site, network, run)
+        plts = self.plts(store, site, network, run)
         reason = decide(plts, self.settings, run, self.runs)
         if reason is None:
             return False
-        self._keep(db, judge(site, network, run, reason, plts, self.settings, self.runs.bound))
+        self._keep(store, judge(site, network, run, reason, plts, self.settings,
+                                self.runs.bound))
         return True
 
-    def finish(self, db, groups: Iterable[tuple[str, str]]) -> None:
+    def finish(self, store: StopsStore, groups: Iterable[tuple[str, str]]) -> None:
         """After the last block: every group without a stop ran to max."""
         for site, network in groups:
             if (site, network) not in self.stopped:
-                plts = self.plts(db, site, network, self.runs.max)
-                self._keep(db, judge(site, network, self.runs.max, "max", plts,
-                                     self.settings, self.runs.bound))
+                plts = self.plts(store, site, network, self.runs.max)
+                self._keep(store, judge(site, network, self.runs.max, "max", plts,
+                                        self.settings, self.runs.bound))
 
-    def _keep(self, db, stop: Stop) -> None:
-        db.execute(f"INSERT OR REPLACE INTO {STOPS_TABLE} (site, network, runs, reason, "
-                   "precise, worst_percent, worst_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   (stop.site, stop.network, stop.runs, stop.reason, int(stop.precise),
-                    stop.worst_percent, stop.worst_ms))
+    def _keep(self, store: StopsStore, stop: Stop) -> None:
+        store.keep_stop({**asdict(stop), "precise": int(stop.precise)})
         self.stopped[(stop.site, stop.network)] = stop
 
 

@@ -5,7 +5,7 @@ stores its trials beside the ones stored before and the analysis compares them a
 sample. If the kernel, the browser, Browsertime, the servers or Mahimahi changed in
 between (a fixed h3server, an upgraded Chromium), the stored trials and the new ones
 measured different things; nothing in the store would show it. The manifest records
-every session's versions (testbed.campaign.manifest.versions), so before the folder is
+every session's versions (testbed.campaign.store.manifest.versions), so before the folder is
 touched the runner compares them: each stored ok trial belongs to the session that
 started last before it, and a session that measured stored trials with another version
 of a measuring part stops the run (exit 2), unless the researcher mixes them on purpose
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.campaign import store as store_mod
+from testbed.campaign.store import store as store_mod
 from testbed.errors import InputError
 
 MEASURING = ("kernel", "chromium", "chromedriver", "browsertime", "nginx", "uwsgi",
@@ -33,8 +33,8 @@ MEASURING = ("kernel", "chromium", "chromedriver", "browsertime", "nginx", "uwsg
 
 @dataclass(frozen=True)
 class Forgotten:
-    """The stored trials a `--rerun-runs` will replace (testbed.campaign.store.forget_runs):
-    they do not count."""
+    """The stored trials a `--rerun-runs` will replace
+    (testbed.campaign.store.store.Store.forget_runs): they do not count."""
 
     runs: frozenset[int]
     sites: Sequence[str]
@@ -82,7 +82,7 @@ def _sessions(folder: Path) -> list[tuple[dt.datetime, int, dict[str, str]]]:
 
 def _ok_rows(db: Path) -> list[tuple]:
     """(started_at, run, site, network, protocol, client) of the stored ok trials,
-    read as any store from elsewhere (testbed.campaign.store.reading); none without a
+    read as any store from elsewhere (testbed.campaign.store.store.reading); none without a
     store. InputError if it is not a regular file (a symlink is not followed, a FIFO
     never waited on) or cannot be read: a store that cannot be read is never taken for
     one without trials."""

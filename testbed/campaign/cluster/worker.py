@@ -1,4 +1,4 @@
-"""The worker's side of a campaign on a Dask cluster (testbed.campaign.cluster is
+"""The worker's side of a campaign on a Dask cluster (testbed.campaign.cluster.cluster is
 the coordinator's).
 
     job = Job.of(campaign, entries)             # coordinator: what every block needs
@@ -14,7 +14,7 @@ from its own checkout, checks that they are the coordinator's (`digests`: the
 files of testbed/ and profiles/, the HTTP/3 server's version and each recording's
 content digest), keeps one replay topology while its blocks stay on one site, writes
 a block's files into its own scratch folder and sends them back as bytes
-(testbed.campaign.block.pack). The coordinator alone writes the results.
+(testbed.campaign.run.block.pack). The coordinator alone writes the results.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from pathlib import Path
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from results_contract import trial_folder
-from testbed.campaign import block as block_mod
-from testbed.campaign import commit
-from testbed.campaign import manifest as manifest_mod
-from testbed.campaign import plan as plan_mod
-from testbed.campaign import settings as settings_mod
-from testbed.campaign.config import Campaign
-from testbed.campaign.servers import Servers
+from testbed.campaign.plan import plan as plan_mod
+from testbed.campaign.plan import settings as settings_mod
+from testbed.campaign.plan.config import Campaign
+from testbed.campaign.run import block as block_mod
+from testbed.campaign.run.servers import Servers
+from testbed.campaign.store import commit
+from testbed.campaign.store import manifest as manifest_mod
 from testbed.errors import TestbedError
 from testbed.formats import recording as rec
 from testbed.formats.profiles import load_network
@@ -127,7 +127,7 @@ class Job:
     digests: dict[str, str]
     lanes_per_worker: int = 1
     """Processes of a local cluster per worker (`--workers W --lanes L`: W x L
-    processes, worker w's lanes named w*L ... w*L+L-1; testbed.campaign.lanes.slot)."""
+    processes, worker w's lanes named w*L ... w*L+L-1; testbed.campaign.plan.lanes.slot)."""
 
     @classmethod
     def of(cls, campaign: Campaign, entries: dict, lanes_per_worker: int = 1) -> Job:
@@ -212,7 +212,7 @@ def worker_id(lanes_per_worker: int = 1) -> tuple[str, int]:
     per worker: the Dask worker's name, lane 0)."""
     from distributed import get_worker
 
-    from testbed.campaign.lanes import slot
+    from testbed.campaign.plan.lanes import slot
 
     name, lane = slot(get_worker().name, lanes_per_worker)
     return f"{platform.node()}/{name}", lane

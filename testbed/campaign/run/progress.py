@@ -8,8 +8,8 @@ import time
 from rich.console import Console
 from rich.progress import Progress
 
-from testbed.campaign import plan as plan_mod
-from testbed.campaign.store import Row
+from testbed.campaign.plan import plan as plan_mod
+from testbed.campaign.store.store import Row
 from testbed.console import Eta, progress_bar
 
 

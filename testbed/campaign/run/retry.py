@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.campaign.store import Row
+from testbed.campaign.store.store import Row
 from testbed.errors import TestbedError
 
 

@@ -7,15 +7,15 @@ Dask worker both call.
     # out/logs/<log> (None if it wrote none)
     packed = pack(results, attempts, setup, worker, log_bytes)   # worker: bytes only
 
-One block (testbed.campaign.plan.Block: one run, site and network) is one
+One block (testbed.campaign.plan.plan.Block: one run, site and network) is one
 Browsertime process inside the network's Mahimahi shells on the site's replay
 topology (`servers`); between its page loads the servers switch settings
-(testbed.campaign.servers, driven by BlockDriver).
+(testbed.campaign.run.servers, driven by BlockDriver).
 
 `pack` is what a worker on another machine sends back: each trial's row
-(testbed.campaign.rows) and its files as bytes (a kept video read and removed
+(testbed.campaign.run.rows) and its files as bytes (a kept video read and removed
 from the worker's scratch folder), so that the coordinator stores them with
-testbed.campaign.commit exactly as it stores a local trial.
+testbed.campaign.store.commit exactly as it stores a local trial.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ from types import MappingProxyType
 from typing import Any
 
 from results_contract.schema import DEFAULT_CLIENT
-from testbed.campaign import commit, rows
-from testbed.campaign import plan as plan_mod
-from testbed.campaign.config import Campaign
-from testbed.campaign.rows import TrialRecord
-from testbed.campaign.servers import Servers
-from testbed.campaign.store import Row
+from testbed.campaign.plan import plan as plan_mod
+from testbed.campaign.plan.config import Campaign
+from testbed.campaign.run import rows
+from testbed.campaign.run.rows import TrialRecord
+from testbed.campaign.run.servers import Servers
+from testbed.campaign.store import commit
+from testbed.campaign.store.store import Row
 from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile
 from testbed.host import firefox

@@ -7,7 +7,7 @@ campaign resumed from it on another machine.
     seed(out, Path("reference"), campaign)   # a new results folder's store begun with
                                              # the kept rows (`testbed run --resume-from`)
 
-The copy of the store is a store made here (testbed.campaign.store.rebuild) holding
+The copy of the store is a store made here (testbed.campaign.store.store.rebuild) holding
 the rows of the known tables, read through the one bounded reader of stores from
 elsewhere in one read transaction: one consistent snapshot of the committed rows,
 taken without the runner's lock and without blocking it (WAL), as a single file (no
@@ -36,7 +36,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from results_contract.manifest import Campaign, Manifest, Session
-from testbed.campaign import outdir, store
+from testbed.campaign.store import outdir, store
 from testbed.errors import InputError
 
 STORE = "trials.sqlite"
@@ -61,7 +61,7 @@ def _regular(path: Path, what: str) -> None:
 @contextmanager
 def _rebuilt(source: Path, target: Path) -> Iterator[list[str]]:
     """The rows of the store `source` made into a store beside `target`
-    (testbed.campaign.store.rebuild), its trial_ids; renamed into place when the block
+    (testbed.campaign.store.store.rebuild), its trial_ids; renamed into place when the block
     ends, removed if it fails."""
     new = target.with_name(target.name + ".new")
     new.unlink(missing_ok=True)
@@ -144,7 +144,7 @@ def _recordings_now(campaign: Campaign | None) -> dict[tuple[str, str], str]:
     """(label, manifest.json's sha256) -> content digest of every recording the campaign's
     sites (its manifest's `campaign` record) stand for now; a site not found or not
     loading is left out (its sessions keep what they have)."""
-    from testbed.campaign import config
+    from testbed.campaign.plan import config
 
     if campaign is None or campaign.source is None:
         return {}

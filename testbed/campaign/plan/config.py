@@ -30,8 +30,8 @@ from pydantic import (
 )
 
 from results_contract import schema
-from testbed.campaign.adaptive import AdaptiveRuns
-from testbed.campaign.lanes import AUTO, MAX_LANES
+from testbed.campaign.plan.adaptive import AdaptiveRuns
+from testbed.campaign.plan.lanes import AUTO, MAX_LANES
 from testbed.errors import InputError
 from testbed.formats import profiles, tomlfile
 from testbed.formats import recording as rec
@@ -68,7 +68,7 @@ class Campaign(tomlfile.LoadedFile):
     """Page loads per site, network and protocol setting (1 to 10000), or a table
     `{ min = N, max = M, precision = "2%" }`: each site x network gets runs until every
     setting's 95 % interval of the PLT mean is within +-precision (a share of the mean,
-    or "50ms"), at least min and at most max (testbed.campaign.adaptive)."""
+    or "50ms"), at least min and at most max (testbed.campaign.plan.adaptive)."""
 
     @property
     def max_runs(self) -> int:
@@ -116,7 +116,7 @@ class Campaign(tomlfile.LoadedFile):
     testbed.measure.captures."""
     lanes: Any = 1
     """Blocks measured at once on this machine, each in a replay topology of its own
-    (testbed.campaign.lanes): a whole number from 1 (one at a time) to 16, or `"auto"`
+    (testbed.campaign.plan.lanes): a whole number from 1 (one at a time) to 16, or `"auto"`
     (per network, what bench/lanes found equivalent to one lane on this machine)."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup

@@ -173,7 +173,7 @@ def expected_runs(cv: float, settings: int, low: int, high: int, percent: float 
     """Mean runs an adaptive group of `settings` settings gets when each setting's PLTs
     are log-normal with this CV: the first n >= low after which every setting's 95 %
     interval half-width is within `percent` % of its mean (or `ms`), else `high`;
-    simulated (SIMULATIONS groups) with testbed.campaign.adaptive's rule."""
+    simulated (SIMULATIONS groups) with testbed.campaign.plan.adaptive's rule."""
     import numpy as np
     from scipy.stats import t
 
@@ -246,9 +246,9 @@ def plan(campaign, runs: int | None = None, stored: set[str] | None = None,
     trial ids; None: no store yet), per network its lanes, frame rate, expected runs and
     duration, and, with the store's `rows`, how far the model was off for the trials it
     holds (measured wall time against the model's for the same trials)."""
-    from testbed.campaign import config as config_mod
-    from testbed.campaign import plan as plan_mod
-    from testbed.campaign import settings as settings_mod
+    from testbed.campaign.plan import config as config_mod
+    from testbed.campaign.plan import plan as plan_mod
+    from testbed.campaign.plan import settings as settings_mod
     from testbed.formats import recording as rec
     from testbed.formats.profiles import load_network
 

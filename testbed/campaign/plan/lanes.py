@@ -6,7 +6,7 @@
 
 On a slow link a trial waits on the link, not on the CPU (bench/cpu_budget), so a
 machine can measure several trials at once. Each lane is one process of a local
-Dask cluster (testbed.campaign.cluster, testbed.campaign.worker) with a replay
+Dask cluster (testbed.campaign.cluster.cluster, testbed.campaign.cluster.worker) with a replay
 topology of its own: its run id (the process's pid) names its namespaces and veth
 pair (`tb-<pid>-srv`, `tb<pid>s`), its servers listen inside them, Xvfb picks a
 free display (`-displayfd`), its scratch folders are in its own run folder, and

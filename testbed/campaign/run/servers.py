@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from testbed.campaign import manifest as manifest_mod
+from testbed.campaign.store import manifest as manifest_mod
 from testbed.errors import TestbedError
 from testbed.formats import recording as rec
 from testbed.host import safefs

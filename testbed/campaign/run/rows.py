@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass
 
 from results_contract import trial_folder as tf
-from testbed.campaign import plan as plan_mod
-from testbed.campaign.config import Campaign
-from testbed.campaign.store import Row
+from testbed.campaign.plan import plan as plan_mod
+from testbed.campaign.plan.config import Campaign
+from testbed.campaign.store.store import Row
 from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile
 from testbed.measure import metrics, trial_har
@@ -33,7 +33,7 @@ class TrialRecord:
 
     setting: ServerOptions
     visit: str = "first"
-    """"first" or "warm" (testbed.campaign.config.VISITS)."""
+    """"first" or "warm" (testbed.campaign.plan.config.VISITS)."""
     before: dict | None = None
     """The replay servers' summary before the load (requests, misses, bytes)."""
     after: dict | None = None

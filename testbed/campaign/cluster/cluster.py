@@ -1,11 +1,11 @@
 """The coordinator's side of a campaign on a Dask cluster (`testbed run --scheduler
-ADDRESS` or `--workers N`); testbed.campaign.worker is the workers' side.
+ADDRESS` or `--workers N`); testbed.campaign.cluster.worker is the workers' side.
 
     with connect(ClusterOptions(scheduler="tls://host:8786", tls=folder)) as client:
         Coordinator(runner, client).run(todo, store)
 
 Every connection of a cluster is TLS with certificates of the cluster's own CA, on
-both ends (testbed.campaign.credentials): a local cluster's are made for the
+both ends (testbed.campaign.cluster.credentials): a local cluster's are made for the
 campaign and gone when it ends; a cluster of machines uses those of `testbed
 cluster certs`. A process without them cannot connect, submit or run anything. A
 local cluster listens on 127.0.0.1 only, and its HTTP servers (Dask's dashboard,
@@ -18,8 +18,8 @@ earlier block first, a retried one before any other), so the blocks are taken in
 machine, and a worker's speed or drift applies to every setting of a block
 alike. With adaptive runs a site x network's next block waits until its earlier
 blocks are stored, then is left out if the group is precise enough
-(testbed.campaign.adaptive): the same decisions as on one machine. A worker sends back each trial's row and files; the coordinator alone
-stores them (testbed.campaign.commit, as for a local trial) and writes the
+(testbed.campaign.plan.adaptive): the same decisions as on one machine. A worker sends back each trial's row and files; the coordinator alone
+stores them (testbed.campaign.store.commit, as for a local trial) and writes the
 manifest, where each worker's host, versions and network calibration are kept
 (`workers`), and calibrations that differ between workers by more than the
 network check's tolerance are named (`calibration_differs`).
@@ -41,11 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from results_contract.manifest import Worker
-from testbed.campaign import credentials
-from testbed.campaign import manifest as manifest_mod
-from testbed.campaign import plan as plan_mod
-from testbed.campaign import progress as progress_mod
-from testbed.campaign import worker as worker_mod
+from testbed.campaign.cluster import credentials
+from testbed.campaign.cluster import worker as worker_mod
+from testbed.campaign.plan import plan as plan_mod
+from testbed.campaign.run import progress as progress_mod
+from testbed.campaign.store import manifest as manifest_mod
 from testbed.errors import InputError, TestbedError
 from testbed.host import runstate, safefs
 from testbed.validate.network import MIN_RTT_TOLERANCE_MS
@@ -173,7 +173,7 @@ class Coordinator:
         self.runner = runner
         self.client = client
         self.gate = gate
-        """testbed.campaign.lanes.Gate: blocks start only as it allows (lanes); None:
+        """testbed.campaign.plan.lanes.Gate: blocks start only as it allows (lanes); None:
         a few blocks ahead of the workers."""
         self.job = worker_mod.Job.of(runner.campaign, runner.entries, lanes_per_worker)
         self.attempts: dict[str, int] = {}

@@ -6,6 +6,11 @@
         store.add(row)                 # one transaction: the whole row or nothing
         with store.adding(row, conns): ...  # ... its connections (schema.CONNECTIONS)
                                        # and what the block does (the trial's files)
+        store.stops(); store.keep_stop(s)  # adaptive runs' table stops
+
+Every query of a campaign is here (the rest of testbed.campaign calls these functions
+and methods); an error of SQLite is raised, or is an InputError naming the file,
+never a count of nothing.
 
 WAL journal, so a reader (the analysis, `testbed export`) never blocks the
 runner and a killed runner never leaves a half-written row. The trial id is
@@ -189,6 +194,30 @@ class Store:
     def count(self) -> dict[str, int]:
         assert self.db is not None
         return dict(self.db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status"))
+
+    # --- adaptive runs (testbed.campaign.plan.adaptive): table stops ------------------
+    def stops(self) -> list[tuple[Any, ...]]:
+        """Every row of table stops, its columns in STOP_COLUMNS' order."""
+        assert self.db is not None
+        return self.db.execute(
+            f"SELECT {', '.join(STOP_COLUMNS)} FROM {schema.STOPS_TABLE}").fetchall()
+
+    def ok_plts(self, site: str, network: str, before: int) -> list[tuple[str, float]]:
+        """(protocol, plt_ms) of the ok trials of `site` and `network` of the runs before
+        `before` that have a PLT, in run order."""
+        assert self.db is not None
+        return [(protocol, float(plt)) for protocol, plt in self.db.execute(
+            "SELECT protocol, plt_ms FROM trials WHERE site = ? AND network = ? AND "
+            "run < ? AND status = 'ok' AND plt_ms > 0 ORDER BY run", (site, network, before))]
+
+    def keep_stop(self, stop: dict[str, Any]) -> None:
+        """Store a group's stop (a value per STOP_COLUMNS), replacing the group's earlier
+        one."""
+        assert self.db is not None
+        self.db.execute(
+            f"INSERT OR REPLACE INTO {schema.STOPS_TABLE} ({', '.join(STOP_COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in STOP_COLUMNS)})",
+            [stop[c] for c in STOP_COLUMNS])
 
 
 def _create(db: sqlite3.Connection) -> None:

@@ -7,7 +7,7 @@
 The files: browsertime.json (Browsertime's result of the iteration),
 browsertime.har.gz (its HAR, gzipped), visualmetrics.json, video.mp4 if the
 campaign keeps videos (moved out of the block's folder into trials/ at once,
-into the trial's folder when stored), trial.json (testbed.campaign.rows), and
+into the trial's folder when stored), trial.json (testbed.campaign.run.rows), and
 with telemetry connections.json: the trial's rows of table `connections`,
 stored in the same transaction as its row.
 """
@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from results_contract import trial_folder as tf
-from testbed.campaign import outdir
-from testbed.campaign.store import Row, Store
+from testbed.campaign.store import outdir
+from testbed.campaign.store.store import Row, Store
 from testbed.measure.session import Outcome
 
 
