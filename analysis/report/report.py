@@ -21,7 +21,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from analysis.campaign.findings import campaign_status
+from analysis.campaign.findings import campaign_status, correction_note
 from analysis.campaign.findings import markdown as markdown_findings
 from analysis.campaign.findings import shown as shown_findings
 from analysis.campaign.model import Analysis
@@ -221,6 +221,8 @@ def _write(a: Analysis, out: Path, source: str, manifest: Manifest | None,
         summary_table=_table_or_none(a.summary, rename=SUMMARY_HEADERS),
         inspect=inspect,
         findings=shown_findings(a.findings) if len(a.findings) else [],
+        findings_correction=(correction_note(a.findings, a.config.alpha)
+                             if len(a.findings) else ""),
         status=campaign_status(a),
         reviewer=report_stats.render(a.reviewer, _table_or_none),
         show_workers=a.workers is not None,

@@ -4,6 +4,8 @@ bottom of `analysis`: may import `results_contract` and its own modules only.
 - `stats`: per-group summaries, relative differences, the per-site tests;
 - `inference`: tests, multiple-test correction, effect sizes and power;
 - `across`: effects on sites in general (across-site estimates, equivalence);
+- `claims`: the rules that judge a paper's claim (direction and size against its
+  figure, equivalence, the 1-RTT residual, Holm's correction over a table);
 - `paired`: tests that use the back-to-back design;
 - `diagnostics`: checks of the tests' assumptions;
 - `planner`: how many runs a campaign needs;
