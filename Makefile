@@ -19,6 +19,11 @@ export CARGO_TARGET_DIR := $(CARGO_TARGET_CACHE)
 endif
 CARGO ?= $(shell if [ -x "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo" ]; then echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cargo"; else command -v cargo; fi)
 
+# mypy's cache beside root's build cache when that is writable here (make setup makes
+# it), so that a fresh clone checks again only the files whose content differs (mypy
+# compares each file's hash): ~25 s to ~1 s in `make lint`. MYPY_CACHE= uses .mypy_cache.
+MYPY_CACHE ?= $(shell d=/var/cache/testbed; [ -d $$d/setup ] && [ -w $$d/setup ] && echo $$d/mypy)
+
 # JUNIT_DIR=DIR: each pytest stage also writes DIR/STAGE.xml (JUnit XML, every test's
 # time); .ci/run sets it and prints the summary (.ci/summary.py).
 JUNIT_DIR ?=
@@ -35,7 +40,7 @@ test: lint docs unit e2e faults
 # [tool.mypy] in pyproject.toml); rustfmt and clippy over h3server/.
 lint:
 	$(VENV)/bin/ruff check --no-cache testbed analysis results_contract tests bench recordings corpus
-	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy $(if $(MYPY_CACHE),--cache-dir $(MYPY_CACHE))
 ifneq ($(RUST_LINT),no)
 	cd h3server && $(CARGO) fmt --all --check
 	cd h3server && $(CARGO) clippy --release --locked --all-targets -q -- -D warnings
