@@ -98,9 +98,16 @@ def run_case(case: Case, tmp: Path) -> subprocess.CompletedProcess:
     outside = [ROOT / "results", ROOT / "reports", ROOT / "recordings", host.secret.parent]
     before_out, before_in, runs = snapshot(*outside), snapshot(d), _runs()
     prefix = ["runuser", "-u", case.user, "--"] if case.user else []
-    cp = subprocess.run([*prefix, TESTBED, *argv], check=False, capture_output=True, text=True,
-                        timeout=case.timeout, cwd=d, stdin=subprocess.DEVNULL,
-                        env={**os.environ, "COLUMNS": "200", **case.env})
+    with subprocess.Popen([*prefix, TESTBED, *argv], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, cwd=d, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "COLUMNS": "200", **case.env}) as proc:
+        try:
+            out, err = proc.communicate(timeout=case.timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise AssertionError(f"{case.name}: no answer within {case.timeout:.0f} s") from None
+    cp = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     lines = [line for line in cp.stderr.splitlines() if line.strip()]
     assert cp.returncode == 2, (cp.returncode, cp.stderr[-2000:])
     assert "Traceback" not in cp.stderr + cp.stdout, cp.stderr[-2000:]
@@ -109,7 +116,7 @@ def run_case(case: Case, tmp: Path) -> subprocess.CompletedProcess:
         assert needle.replace("{dir}", str(d)) in lines[0], (needle, lines[0])
     assert host.content not in cp.stdout + cp.stderr, "host file content in the output"
     assert _changed(before_out, snapshot(*outside)) == [], "written outside the scratch folder"
-    assert _left_behind(runs) == set(), "run state left behind"
+    assert _left_behind(runs, proc.pid) == set(), "run state left behind"
     if not case.may_write:
         assert _changed(before_in, snapshot(d)) == [], "bad input wrote into its folder"
     shutil.rmtree(tmp / "case", ignore_errors=True)
@@ -125,9 +132,9 @@ def _runs() -> set[str]:
     return set(os.listdir(STATE)) if STATE.is_dir() else set()
 
 
-def _left_behind(before: set[str]) -> set[str]:
-    """New run state folders whose owner has exited: the case's command's own (another
-    testbed command running on the machine at the same time is alive)."""
-    from testbed.host import runstate
-
-    return {r for r in _runs() - before if not runstate.alive(r)}
+def _left_behind(before: set[str], pid: int) -> set[str]:
+    """The case's command's run state folder (a run's folder is named by its process id),
+    if it is still there after the command exited: only what the case made is looked at,
+    so another testbed command on the machine, starting or ending meanwhile, is not
+    counted."""
+    return {r for r in _runs() - before if r == str(pid)}
