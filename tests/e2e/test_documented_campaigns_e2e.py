@@ -2,8 +2,10 @@
 
 smoke.toml runs (both clients) in test_smoke_campaign.py, in-flight.toml and warm.toml in their own
 tests. Here the two others a page shows as commands: bbr.toml (docs/campaigns.md,
-docs/analysis-and-statistics.md) narrowed to one site, one network and one run, then
-its report with the section the docs point to; and corpus-check.toml
+docs/analysis-and-statistics.md) narrowed to one site, one network and one run plans
+the four trials it names, the very trials the shared smoke campaign measures (its
+Chromium half: TCP+, TCP+BBR, QUIC, QUIC+BBR on local-news under DSL), whose report
+has the section the docs point to; and corpus-check.toml
 (docs/recording-and-corpus.md) over a recordings folder whose `corpus/` holds the
 bundled site, so it runs without `make corpus` as CI does; its rule (no replay miss
 allowed) is what decides each trial.
@@ -11,6 +13,7 @@ allowed) is what decides each trial.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -32,21 +35,21 @@ def statuses(out: Path) -> dict[str, str]:
         db.close()
 
 
-def test_the_bbr_campaign_runs_and_its_report_has_the_bbr_section(tmp_path):
+def test_the_bbr_campaign_plans_what_the_smoke_campaign_measured_and_has_the_bbr_section(
+        smoke_campaign, smoke_report):
     needs_parts()
-    out = tmp_path / "bbr"
-    cp = subprocess.run(check=False, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                        args=[TESTBED, "run", "profiles/campaigns/bbr.toml", "--out", str(out),
-                              "--site", "local-news", "--network", "dsl", "--runs", "1"])
+    cp = subprocess.run(check=False, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                        args=[TESTBED, "run", "profiles/campaigns/bbr.toml", "--dry-run",
+                              "--json", "--site", "local-news", "--network", "dsl",
+                              "--runs", "1"])
     assert cp.returncode == 0, cp.stderr[-3000:]
-    got = statuses(out)
-    assert sorted(got) == [f"local-news+dsl+{p}+0"
-                           for p in sorted(("tcp-plus", "tcp-plus-bbr", "quic", "quic-bbr"))]
-    assert set(got.values()) == {"ok"}, got
-    report = subprocess.run(check=False, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                            args=[TESTBED, "report", str(out), "--out", str(tmp_path / "rep")])
-    assert report.returncode == 0, report.stderr[-3000:]
-    html = (tmp_path / "rep" / "index.html").read_text()
+    planned = sorted(json.loads(cp.stdout)["order"])
+    want = [f"local-news+dsl+{p}+0" for p in sorted(("tcp-plus", "tcp-plus-bbr", "quic",
+                                                      "quic-bbr"))]
+    assert planned == want, planned
+    measured = statuses(smoke_campaign)
+    assert {t: measured[t] for t in want} == dict.fromkeys(want, "ok"), measured
+    html = (smoke_report / "chromium" / "index.html").read_text()
     assert '<h2 id="bbr">Where BBR beats CUBIC</h2>' in html
 
 

@@ -7,7 +7,9 @@ reads it proves its own property from the stored trials:
 - tests/e2e/test_smoke_campaign.py: every trial ok with every metric, the protocol
   proven per request (Chromium's log) and per origin (Firefox's log, HAR, wire);
 - tests/e2e/test_telemetry_e2e.py: connection rows, initial windows, captures;
-- tests/e2e/test_trial_e2e.py: the trial page's waterfall and filmstrip.
+- tests/e2e/test_trial_e2e.py: the trial page's waterfall and filmstrip;
+- tests/e2e/test_documented_campaigns_e2e.py: the report's BBR section (fixture
+  `smoke_report`, the campaign's report, rendered once).
 A test that needs another campaign (another network, a kill, a hang) runs its own.
 """
 
@@ -47,5 +49,16 @@ def smoke_campaign(tmp_path_factory) -> Path:
     out = where / "out"
     cp = subprocess.run([TESTBED, "run", str(campaign), "--out", str(out)], cwd=ROOT,
                         capture_output=True, text=True, timeout=1800, check=False)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="session")
+def smoke_report(smoke_campaign, tmp_path_factory) -> Path:
+    """`testbed report` of the shared smoke campaign (one report per client: the
+    folder's chromium/ and firefox/), rendered once; exit 0 asserted."""
+    out = tmp_path_factory.mktemp("smoke-report") / "report"
+    cp = subprocess.run([TESTBED, "report", str(smoke_campaign), "--out", str(out)],
+                        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert cp.returncode == 0, cp.stderr[-3000:]
     return out
