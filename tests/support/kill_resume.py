@@ -55,10 +55,14 @@ def resume_to_the_plan(argv: list[str], out: Path, planned: set[str],
                        timeout: float) -> list[str]:
     """Run the killed campaign again to its end: exit 0, every planned trial stored once
     (none lost, none twice) with its folder, and every one measured (status ok: a kill
-    must not turn a trial into a failure). The stored ids."""
+    must not turn a trial into a failure); the run says it skipped what the killed ones
+    stored. The stored ids."""
+    before = len(stored(out)) if (out / "trials.sqlite").exists() else 0
     cp = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True,
                         timeout=timeout)
     assert cp.returncode == 0, cp.stderr[-3000:]
+    if before:
+        assert f"{before} already stored" in cp.stderr, cp.stderr[-3000:]
     ids = stored(out)
     assert len(ids) == len(set(ids)), "a trial was stored twice"
     assert set(ids) == planned, f"lost: {planned - set(ids)}, unexpected: {set(ids) - planned}"
