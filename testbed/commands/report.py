@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from analysis.statistics.clients import of_client
-from analysis.statistics.clients import present as clients_present
 from results_contract.manifest import Manifest
 from results_contract.schema import CLIENTS
 from testbed import jsonout
@@ -68,11 +66,10 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
     folder holds index.html (open it from the file system), plots/ (PNG and
     SVG) and tables/ (CSV).
     """
-    from analysis import Config, ResultsError, analyse, write_report
-    from analysis.statistics.bbr import largest_objects
-    from analysis.statistics.connections import connections_of
+    # The analysis (pandas, SciPy, matplotlib: seconds to import) only once the input
+    # is known to be good: bad input is refused at once.
     from results_contract import profiles_meta
-    from results_contract.load import load
+    from results_contract.load import ResultsError, load
     from results_contract.schema import PLOTTED_METRICS
 
     if out is not None:  # root may write the report: checked before anything is read
@@ -83,7 +80,7 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
         raise InputError(str(e)) from e
     if trials.empty:
         raise InputError(f"{source}: no trials yet; run the campaign first (testbed run ...)")
-    settings = set(trials["protocol"])
+    settings = set(trials["setting"])
     wanted = [_pair(p) for p in pairs]
     unknown = sorted(({s for p in wanted for s in p} | ({baseline} if baseline else set()))
                      - settings)
@@ -100,6 +97,12 @@ def report(source: Path, out: Path | None, baseline: str | None, alpha: float, t
         profiles_meta.from_manifest(manifest, str(folder / "manifest.json"))
     except profiles_meta.ProfilesError as e:
         raise InputError(str(e)) from None
+    from analysis import Config, analyse, write_report
+    from analysis.statistics.bbr import largest_objects
+    from analysis.statistics.clients import of_client
+    from analysis.statistics.clients import present as clients_present
+    from analysis.statistics.connections import connections_of
+
     config = Config(baseline=baseline, alpha=alpha, test=test, correction=correction, mde=mde,
                     pairs=tuple(wanted) or None,
                     plot_metrics=PLOTTED_METRICS + (("lvc",) if plot_lvc else ()),
@@ -150,7 +153,7 @@ def _print(result, index: Path) -> None:
         echo("the paper's findings: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
     if result.worker_tests is not None:
         for r in result.worker_tests.itertuples():
-            echo(f"workers: {r.network} {r.protocol}: {r.workers} workers {r.verdict} "
+            echo(f"workers: {r.network} {r.setting}: {r.workers} workers {r.verdict} "
                   f"(ANOVA on log residuals within sites p = {r.p:.2g}; largest shift "
                   f"{r.largest_shift:+.1%}, {r.equivalence} at ±{r.margin:.0%}; medians "
                   f"{r.median_spread_ms:.0f} ms apart)")

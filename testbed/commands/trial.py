@@ -35,7 +35,7 @@ def trials(source: Path, as_json: bool):
         df = load(source)
     except ResultsError as e:
         raise InputError(str(e)) from e
-    df = df.sort_values(["site", "network", "protocol", "run"], kind="stable")
+    df = df.sort_values(["site", "network", "setting", "run"], kind="stable")
     rows = [{"trial_id": r.trial_id, "status": r.status, "reason": r.reason}
             for r in df[["trial_id", "status", "reason"]].itertuples(index=False)]
     if as_json:
@@ -74,7 +74,6 @@ def trial(results: Path, trial_id: str, output: Path | None, no_filmstrip: bool,
     (when the store has per-connection figures) and, when the video was kept, a
     filmstrip.
     """
-    from analysis.report.trial_page import page_name, render, trial_view
     from results_contract.load import ResultsError
     from results_contract.trialfiles import folder_name_problem
 
@@ -85,6 +84,9 @@ def trial(results: Path, trial_id: str, output: Path | None, no_filmstrip: bool,
         safefs.check_out_dir(output.parent, "--output")
     if not results.is_dir():
         raise InputError(f"{results}: expected a campaign results folder (with trials.sqlite)")
+    # the analysis package (seconds to import) once the arguments are known to be good
+    from analysis.report.trial_page import page_name, render, trial_view
+
     try:
         view = trial_view(results, trial_id, filmstrip=not no_filmstrip, runner=_unprivileged)
     except ResultsError as e:
