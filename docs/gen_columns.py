@@ -3,10 +3,13 @@
     .venv/bin/python docs/gen_columns.py           # rewrite the tables in docs/results.md
     .venv/bin/python docs/gen_columns.py --check   # exit 1 if the page is out of date
 
-The page holds two generated blocks, each between a `<!-- columns:NAME -->`
+The page holds generated blocks, each between a `<!-- columns:NAME -->`
 marker and `<!-- end columns:NAME -->` (NAME: trials, connections, stops); nothing
-else of the page is touched. `tests/unit/test_docs_pages.py` fails when the
-committed page differs from what this renders.
+else of the page is touched. The columns of the machine's load during a trial
+(schema.LOAD_COLUMNS) are the block `load` of docs/machine-load.md instead, not
+in results.md's `trials` (a page stays under 20,000 bytes).
+`tests/unit/test_docs_pages.py` fails when a committed page differs from what
+this renders.
 """
 
 from __future__ import annotations
@@ -21,8 +24,12 @@ sys.path.insert(0, str(ROOT))
 
 from results_contract import schema
 
-TABLES = {"trials": schema.TRIALS, "connections": schema.CONNECTIONS,
-          "stops": schema.STOPS}
+TABLES = {"trials": tuple(c for c in schema.TRIALS if c.name not in schema.LOAD_COLUMNS),
+          "connections": schema.CONNECTIONS, "stops": schema.STOPS}
+LOAD_PAGE = ROOT / "docs" / "machine-load.md"
+LOAD_TABLES = {"load": tuple(c for c in schema.TRIALS if c.name in schema.LOAD_COLUMNS)}
+PAGES = {PAGE: TABLES, LOAD_PAGE: LOAD_TABLES}
+"""Each page and the blocks it holds."""
 
 
 def _cell(text: str) -> str:
@@ -48,31 +55,34 @@ def table(columns) -> str:
     return "\n".join(rows)
 
 
-def render(page: str) -> str:
-    """The page with each generated block replaced by the schema's table."""
-    for name, columns in TABLES.items():
+def render(page: str, tables: dict[str, tuple[schema.Column, ...]] = TABLES) -> str:
+    """The page (results.md, unless `tables` says another's blocks) with each generated
+    block replaced by the schema's table."""
+    for name, columns in tables.items():
         pattern = re.compile(rf"(<!-- columns:{name} -->\n).*?(<!-- end columns:{name} -->)",
                              re.DOTALL)
         m = pattern.search(page)
         if m is None:
-            raise SystemExit(f"{PAGE}: expected a block <!-- columns:{name} --> ... "
+            where = next((p for p, t in PAGES.items() if t is tables), PAGE)
+            raise SystemExit(f"{where}: expected a block <!-- columns:{name} --> ... "
                              f"<!-- end columns:{name} -->")
         page = page[:m.end(1)] + table(columns) + "\n" + page[m.start(2):]
     return page
 
 
 def main(argv: list[str]) -> int:
-    page = PAGE.read_text(encoding="utf-8")
-    new = render(page)
-    if "--check" in argv:
-        if new != page:
-            print(f"{PAGE}: out of date; run .venv/bin/python docs/gen_columns.py",
-                  file=sys.stderr)
-            return 1
-        return 0
-    if new != page:
-        PAGE.write_text(new, encoding="utf-8")
-    return 0
+    status = 0
+    for path, tables in PAGES.items():
+        page = path.read_text(encoding="utf-8")
+        new = render(page, tables)
+        if "--check" in argv:
+            if new != page:
+                print(f"{path}: out of date; run .venv/bin/python docs/gen_columns.py",
+                      file=sys.stderr)
+                status = 1
+        elif new != page:
+            path.write_text(new, encoding="utf-8")
+    return status
 
 
 if __name__ == "__main__":

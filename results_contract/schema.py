@@ -169,6 +169,25 @@ TRIALS = (
            "The browser that loaded the page: `chromium` or `firefox`; NULL in stores "
            "made before the second client: chromium. Comparisons are made within a client.",
            allowed=CLIENTS),
+    Column("cpu_busy", REAL_KIND, False,
+           "Share (0..1) of the whole machine's CPU time busy during the page load (from "
+           "right before the load's go to right after its done), from `/proc/stat`; NULL "
+           "in stores made before it."),
+    Column("cpu_steal", REAL_KIND, False,
+           "Share (0..1) of the machine's CPU time the hypervisor stole during the load."),
+    Column("browser_cpu_s", REAL_KIND, False,
+           "CPU seconds (user + system) of the browser's process tree during the load; "
+           "NULL when unknown (the browser ended)."),
+    Column("server_cpu_s", REAL_KIND, False,
+           "CPU seconds of the replay servers' process trees (nginx + uWSGI, or "
+           "h3server) during the load."),
+    Column("loadavg_1m", REAL_KIND, False, "The 1-minute load average at the load's end."),
+    Column("load_wait_s", REAL_KIND, False,
+           "Seconds the trial waited for the machine to be below the campaign's "
+           "`max_load_before_start`; NULL without one."),
+    Column("load_over_limit", INTEGER_KIND, False,
+           "1 when the machine was still above `max_load_before_start` after the longest "
+           "wait (measured anyway), else 0; NULL without one."),
 )
 """Every column of table `trials`, in the contract's order: the one definition of the
 results schema (the store, the exports, this package's loader and its synthetic
@@ -189,8 +208,13 @@ NULLABLE_INTEGER = tuple(c.name for c in TRIALS if c.kind == INTEGER_KIND and no
 REAL = tuple(c.name for c in TRIALS if c.kind == REAL_KIND)
 """Real columns (float64, missing = NaN)."""
 
+LOAD_COLUMNS = ("cpu_busy", "cpu_steal", "browser_cpu_s", "server_cpu_s", "loadavg_1m",
+                "load_wait_s", "load_over_limit")
+"""How busy the machine was during the load (testbed.measure.load): not metrics, but
+what tells whether a setting lost for want of CPU."""
+
 ADDED = ("max_in_flight", "fp_ms", "fcp_ms", "lcp_ms", "dcl_ms", "worker", "visit",
-         "tls_resumed", "early_data", "quic_0rtt", "lane", "client")
+         "tls_resumed", "early_data", "quic_0rtt", "lane", "client", *LOAD_COLUMNS)
 """Columns newer than the first stores and exports: missing (all NULL) in older ones.
 They come last and may be NULL, so an older store gains them with ALTER TABLE."""
 

@@ -34,7 +34,7 @@ from analysis.report.report_sections import (
     setup_tables,
     site_tests,
 )
-from analysis.statistics import report_stats
+from analysis.statistics import machine_load, report_stats
 from analysis.statistics.design import DESIGN_METRICS
 from analysis.statistics.inference import CORRECTIONS, TESTS
 from analysis.statistics.stats import sort_table
@@ -217,6 +217,7 @@ def _write(a: Analysis, out: Path, source: str, manifest: Manifest | None,
             "lead_rtt_upper": "QUIC's lead ≤ (RTT, one-sided 95 %)",
             "lead_under_1rtt": "lead < 1 RTT shown"}),
         health_table=_table_or_none(a.health),
+        machine_load=_machine_load(a),
         failures_table=_table_or_none(a.failures),
         summary_table=_table_or_none(a.summary, rename=SUMMARY_HEADERS),
         inspect=inspect,
@@ -294,6 +295,28 @@ def _regular(trials_dir: Path, trial_id: str, name: str) -> bool:
         except OSError:
             return False
     return True
+
+
+def _machine_load(a: Analysis) -> dict[str, Any] | None:
+    """The machine-load section: each compared pair's median cpu_busy, a note per pair
+    whose settings ran on unequally busy machines, and how many trials started over the
+    campaign's max_load_before_start; None when the store has no machine load."""
+    table = machine_load.busier_pairs(a.trials)
+    if table.empty:
+        return None
+    flags = [f"{label(r.busier)} ran on a busier machine than "
+             f"{label(r.b if r.busier == r.a else r.a)} under {label(r.network)} "
+             f"({r.client}): median CPU busy {r.busy_a:.0%} vs {r.busy_b:.0%}"
+             for r in machine_load.flagged(table).itertuples(index=False)]
+    over = a.trials.get("load_over_limit")
+    n_over = int((over == 1).sum()) if over is not None else 0
+    shown = table.assign(busier=table["busier"].map(lambda s: label(s) if s else "–"))
+    return {"table": _table_or_none(shown, formats={"busy_a": "{:.0%}", "busy_b": "{:.0%}",
+                                                    "busy_diff": "{:+.0%}"}),
+            "flags": flags, "threshold": f"{machine_load.BUSIER_BY * 100:g}",
+            "over_limit": (f"{n_over} trial(s) started while the machine was still over the "
+                           f"campaign's max_load_before_start (column load_over_limit)"
+                           if n_over else "")}
 
 
 def _table_or_none(df: pd.DataFrame, **kwargs: Any) -> Markup | None:

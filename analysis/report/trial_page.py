@@ -95,6 +95,9 @@ class TrialView:
         out.append("  metrics (ms): " + (", ".join(metrics) or "none"))
         out.append(f"  requests {_int(r.get('requests'))}, bytes {_int(r.get('bytes'))}, "
                    f"misses {_int(r.get('misses'))}, protocols {r.get('protocols') or '–'}")
+        machine = machine_load(r)
+        if machine:
+            out.append(f"  machine during the load: {machine}")
         entries = self.entries
         if self.har is not None:
             hosts = {e["host"] for e in entries}
@@ -123,6 +126,22 @@ def _int(v: Any) -> str:
 
 def _num(v: Any, fmt: str = "{:.1f}") -> str:
     return fmt.format(v) if _present(v) else "–"
+
+
+def machine_load(r: dict[str, Any]) -> str | None:
+    """How busy the machine was during the load (schema.LOAD_COLUMNS) in words, or None
+    when the store did not record it."""
+    if not _present(r.get("cpu_busy")):
+        return None
+    out = (f"CPU {r['cpu_busy']:.0%} busy (steal {_num(r.get('cpu_steal'), '{:.0%}')}), "
+           f"browser {_num(r.get('browser_cpu_s'), '{:.2f}')} CPU s, "
+           f"replay servers {_num(r.get('server_cpu_s'), '{:.2f}')} CPU s, "
+           f"load average {_num(r.get('loadavg_1m'), '{:.2f}')}")
+    if _present(r.get("load_wait_s")):
+        out += f"; waited {r['load_wait_s']:.1f} s for a quiet machine"
+        if _present(r.get("load_over_limit")) and int(r["load_over_limit"]):
+            out += " and started over the campaign's limit"
+    return out
 
 
 def _epoch_ms(stamp: object) -> float | None:
@@ -334,6 +353,9 @@ def render(view: TrialView) -> str:
              ("requests", _int(r.get("requests"))), ("bytes", _int(r.get("bytes"))),
              ("replay misses", _int(r.get("misses"))),
              ("protocols", str(r.get("protocols") or "–")), ("worker", str(r.get("worker") or "–"))]
+    machine = machine_load(r)
+    if machine:
+        facts.append(("machine during the load", machine))
     metrics = [(f"{label(m)} (ms)", f"{r[c]:.0f}") for m, c in METRICS.items()
                if _present(r.get(c))]
     marks = {label(m): float(r[c]) for m, c in (("fcp", "fcp_ms"), ("plt", "plt_ms"))

@@ -17,6 +17,7 @@ bottom of `analysis`: may import `results_contract` and its own modules only.
 - `bbr`: where BBR beats CUBIC;
 - `visits`: first and warm visits, and the proof that warm visits resumed;
 - `workers`: results per worker;
+- `machine_load`: whether a pair's settings ran on unequally busy machines;
 - `clients`: the browsers of a campaign;
 - `report_stats`: the reviewer's tables (across sites, paired, diagnostics, planner).
 """

@@ -5,6 +5,7 @@
 - launcher, hooks/: Chromium's stand-in and Browsertime's pre/post scripts
 - xvfb: an X display of its own for each Browsertime process
 - visual: visual metrics from the screen recording
+- load: how busy the machine was during each load; the wait for a quiet machine
 - har, metrics, trial: what a load proves (protocols, metrics, verdict)
 
 May import: testbed.host, testbed.formats and every stage before it; not

@@ -25,6 +25,11 @@ Browsertime process, shells and X display stay up:
                  result); driver.after_load(k), visual metrics start on the
                  video in the background, while Browsertime stops the browser
 
+With a `probe` (testbed.measure.load) the machine's load is read right before
+go-N (after a bounded wait for a quiet machine, before driver.before_load) and
+right after done-N (before visual metrics start): the trial's Outcome.load. A
+warm visit's window starts again at measure-N.
+
 Files (see testbed.host.safefs): the block's folder is root's (0750, group
 testbed: no other account enters it) and holds what root writes (complete.js,
 browsertime.log opened by root, visual/ with the video links and visualmetrics
@@ -57,6 +62,7 @@ from typing import Protocol
 from testbed.errors import TestbedError
 from testbed.host import chromium, enter, firefox, paths, proc, safefs
 from testbed.measure import browsertime, trial_har, visual
+from testbed.measure.load import Load, Mark, Probe, Waited
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +142,9 @@ class Outcome:
     load_began: float | None = None
     ended: float = 0.0
     kept: Kept | None = None
+    load: Load | None = None
+    """How busy the machine was during the load (the session's `probe`); None: no probe,
+    or the load never started."""
 
 
 def check_tmp_depth(tmp: Path) -> None:
@@ -151,8 +160,15 @@ class Session:
     def __init__(self, url: str, opts: browsertime.BrowsertimeOptions, workdir: Path, *,
                  netns: str | None, wrap: Sequence[str], driver: Driver,
                  env: dict[str, str] | None = None, visits: Sequence[str] = (),
-                 client: str = "chromium", hosts: Mapping[str, str] | None = None):
+                 client: str = "chromium", hosts: Mapping[str, str] | None = None,
+                 probe: Probe | None = None):
         self.url = url
+        self.probe = probe
+        """Reads how busy the machine is right before each go (after a bounded wait for
+        it to be quiet, if it has a limit) and right after each done
+        (testbed.measure.load); None: not read."""
+        self._marks: dict[int, tuple[Mark, Waited | None, int]] = {}
+        """Trial -> the probe's readings at its load's start, its wait, its launch."""
         self.client = client
         """chromium or firefox: the browser Browsertime drives."""
         self.hosts = dict(hosts or {})
@@ -296,7 +312,9 @@ class Session:
                 continue
             o.ready = time.monotonic()
             self._join_visual()
+            waited = self.probe.quiet() if self.probe is not None else None
             self.driver.before_load(k)
+            self._load_start(k, launch - 1, waited)
             o.load_began = time.monotonic()
             if self._warm(k):
                 self._put(f"go-{it}.json", {"go": True, "warm": self.url,
@@ -325,6 +343,7 @@ class Session:
                 self._end(o, measured=False)
                 self._fail_rest(bt, outcomes, k + 1, "block ended early", mark=False)
                 return
+            self._load_end(o)  # before visual metrics start on the video
             if self._has(f"done-{it}.json"):
                 done = self._read(f"done-{it}.json")
                 o.result = done.get("result")
@@ -365,11 +384,36 @@ class Session:
         assert o.load_began is not None  # set when the warm-up load began
         o.warm_up_s = round(time.monotonic() - o.load_began, 3)
         self.driver.warmed(o.index)
+        if o.index in self._marks:  # the measured load is read from here
+            _, waited, launch_n = self._marks[o.index]
+            self._load_start(o.index, launch_n, waited)
         o.load_began = time.monotonic()
         self._put(f"measure-{it}.json", {"go": True})
         return True
 
+    def _load_start(self, k: int, launch: int, waited: Waited | None) -> None:
+        """Trial k's load starts: the probe's readings (its browser: the pid the
+        launcher wrote in launch-N)."""
+        if self.probe is None:
+            return
+        self._marks[k] = (self.probe.start(self._browser_pid(launch)), waited, launch)
+
+    def _load_end(self, o: Outcome) -> None:
+        """Trial o's load ended (once; nothing if it never started)."""
+        started = self._marks.pop(o.index, None)
+        if self.probe is not None and started is not None:
+            o.load = self.probe.end(started[0], started[1])
+
+    def _browser_pid(self, launch: int) -> int | None:
+        """The pid the launcher wrote in launch-N (it execs the browser: the browser's)."""
+        try:
+            text = safefs.read_user(self.ctl / f"launch-{launch}").decode(errors="replace")
+        except (OSError, safefs.UnsafePath):
+            return None
+        return int(text.strip()) if text.strip().isdigit() else None
+
     def _end(self, o: Outcome, measured: bool) -> None:
+        self._load_end(o)
         o.measured = measured
         o.ended = time.monotonic()
         self.driver.after_load(o.index, measured)

@@ -34,6 +34,13 @@ def test_the_results_columns_are_the_schemas():
     assert GEN["render"](page) == page, "run .venv/bin/python docs/gen_columns.py"
 
 
+def test_the_machine_load_columns_are_on_their_own_page():
+    page = GEN["LOAD_PAGE"].read_text(encoding="utf-8")
+    assert GEN["render"](page, GEN["LOAD_TABLES"]) == page, "run .venv/bin/python docs/gen_columns.py"
+    shown = {c.name for t in (*GEN["TABLES"].values(), *GEN["LOAD_TABLES"].values()) for c in t}
+    assert shown >= set(GEN["schema"].COLUMNS)
+
+
 def test_the_columns_table_follows_a_schema_change():
     page = (DOCS / "results.md").read_text(encoding="utf-8")
     column = GEN["schema"].Column("new_ms", "real", False, "A | new <metric>.")

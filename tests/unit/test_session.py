@@ -227,3 +227,41 @@ def test_a_failed_warm_up_fails_its_trial_unmeasured(tmp_path):
     assert [o.measured for o in outcomes] == [False, True]
     assert outcomes[0].browser_error == "warm-up load failed: net::ERR_FAILED"
     assert ("warmed", 0) not in driver.calls and ("warmed", 1) in driver.calls
+
+
+class LoadProbe:
+    """testbed.measure.load.Probe's stand-in: notes which control files were there at
+    each reading."""
+
+    def __init__(self, ctl):
+        self.ctl, self.seen = ctl, []
+
+    def quiet(self):
+        self.seen.append(("quiet", sorted(p.name for p in self.ctl.iterdir())))
+
+    def start(self, browser_pid):
+        self.seen.append(("start", sorted(p.name for p in self.ctl.iterdir())))
+        return "mark"
+
+    def end(self, mark, waited=None):
+        self.seen.append(("end", sorted(p.name for p in self.ctl.iterdir())))
+        return f"load of {mark}"
+
+
+def test_the_machine_is_read_right_before_go_and_right_after_done(tmp_path):
+    driver = Recorder(["tcp", "tcp", "tcp"])
+    opts = browsertime.BrowsertimeOptions(iterations=3, video=False)
+    s = FakeSession("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
+                    driver=driver, visits=["first", "warm", "first"])
+    s.probe = LoadProbe(s.ctl)
+    s.kinds = "ok,ok,fail"
+    outcomes = s.run()
+    assert [o.load for o in outcomes] == ["load of mark"] * 3  # a failed load too
+    events = s.probe.seen
+    assert [e for e, _ in events] == ["quiet", "start", "end",
+                                      "quiet", "start", "start", "end",  # warm: again
+                                      "quiet", "start", "end"]
+    _, start, end = events[:3]
+    assert "ready-1.json" in start[1] and "go-1.json" not in start[1]
+    assert "done-1.json" not in start[1] and "done-1.json" in end[1]
+    assert "warmed-2.json" in events[5][1] and "measure-2.json" not in events[5][1]

@@ -118,6 +118,11 @@ class Campaign(tomlfile.LoadedFile):
     """Blocks measured at once on this machine, each in a replay topology of its own
     (testbed.campaign.plan.lanes): a whole number from 1 (one at a time) to 16, or `"auto"`
     (per network, what bench/lanes found equivalent to one lane on this machine)."""
+    max_load_before_start: float | None = Field(default=None, gt=0, le=1)
+    """Before each page load, wait until the whole machine's CPU was at most this busy
+    (0 < x <= 1, a share of all cores) over the last second, at most
+    testbed.measure.load.MAX_WAIT_S; a trial whose wait ran out is measured anyway and
+    flagged (load_over_limit). Omitted: no wait (every trial still records its load)."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup
     would otherwise mark every remaining trial failed); resume with --retry-failed."""

@@ -43,6 +43,7 @@ from testbed.formats.profiles import NetworkProfile
 from testbed.host import firefox
 from testbed.measure import browsertime, telemetry
 from testbed.measure.captures import Captures
+from testbed.measure.load import Probe
 from testbed.measure.session import Kept, Outcome, Session
 from testbed.protocols import ServerOptions
 from testbed.replay.env import host_ips
@@ -186,7 +187,8 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
     session = Session(r.url, opts, blockdir, netns=servers.topology.client.name,
                       wrap=wrap, driver=driver,
                       visits=[visits.get(t.protocol, "first") for t in block.trials],
-                      client=block.client, hosts=host_ips(r))
+                      client=block.client, hosts=host_ips(r),
+                      probe=Probe(servers.pids, limit=c.max_load_before_start))
     t0 = time.monotonic()
     recorder = (telemetry.Recorder(servers.topology.server.name, r.ips) if c.telemetry
                 else None)

@@ -15,12 +15,14 @@ import time
 from dataclasses import dataclass
 
 from results_contract import trial_folder as tf
+from results_contract.schema import LOAD_COLUMNS
 from testbed.campaign.plan import plan as plan_mod
 from testbed.campaign.plan.config import Campaign
 from testbed.campaign.store.store import Row
 from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile
 from testbed.measure import metrics, trial_har
+from testbed.measure.load import Load
 from testbed.measure.session import Outcome
 from testbed.measure.trial import Evidence, Resumption, judge
 from testbed.protocols import ServerOptions
@@ -65,6 +67,18 @@ def resumption_columns(stack: str, r: Resumption | None) -> dict:
     return {"tls_resumed": flag(resumed),
             "early_data": flag(early) if stack == "tcp" else None,
             "quic_0rtt": flag(early) if stack == "quic" else None}
+
+
+def load_columns(load: Load | None) -> dict:
+    """The columns of how busy the machine was during the load (schema.LOAD_COLUMNS),
+    all None when it was not read."""
+    if load is None:
+        return dict.fromkeys(LOAD_COLUMNS)
+    over = load.load_over_limit
+    return {"cpu_busy": load.cpu_busy, "cpu_steal": load.cpu_steal,
+            "browser_cpu_s": load.browser_cpu_s, "server_cpu_s": load.server_cpu_s,
+            "loadavg_1m": load.loadavg_1m, "load_wait_s": load.load_wait_s,
+            "load_over_limit": None if over is None else int(over)}
 
 
 def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
@@ -113,6 +127,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         visit=record.visit,
         client=trial.client,
         **resumption_columns(setting.stack, evidence.resumption),
+        **load_columns(o.load),
     )
     files = dict(kept.files) if kept is not None else {}
     files[tf.TRIAL] = json.dumps({

@@ -93,6 +93,10 @@ class Servers:
                         f"process {pids[0]} is stopped")
         return None
 
+    def pids(self) -> list[int]:
+        """The first process of each running replay server (its tree is the server's)."""
+        return [bg.pid for bg in self.env.servers.values()] if self.env is not None else []
+
     def keep_qlogs(self, on: bool) -> None:
         """From the next start of h3server on, qlogs are written (on) or not. The
         folder is the testbed user's (h3server writes it), made in the run's folder and

@@ -1,0 +1,73 @@
+"""analysis.statistics.machine_load and the report's machine-load section: a pair whose
+settings ran on unequally busy machines is flagged."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+
+from analysis.report import report
+from analysis.statistics import machine_load
+
+PAIRS = [("tcp-plus", "quic"), ("tcp-plus-bbr", "quic-bbr")]
+
+
+def rows(network: str, setting: str, busy: list[float | None], status: str = "ok",
+         **extra: object) -> list[dict]:
+    return [{"network": network, "setting": setting, "status": status, "client": "chromium",
+             "cpu_busy": b, **extra} for b in busy]
+
+
+def frame(*groups: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([r for g in groups for r in g])
+
+
+def test_a_pair_more_than_ten_points_apart_is_flagged_with_the_busier_setting():
+    trials = frame(rows("dsl", "tcp-plus", [0.30, 0.32, 0.34]),
+                   rows("dsl", "quic", [0.45, 0.46, 0.90]),           # median 0.46: +14 pp
+                   rows("lte", "tcp-plus", [0.30, 0.31, 0.32]),
+                   rows("lte", "quic", [0.35, 0.38, 0.40]),           # +7 pp: within
+                   rows("dsl", "quic", [0.0, 0.0], status="failed"))  # not counted
+    t = machine_load.busier_pairs(trials, PAIRS)
+    assert list(t["network"]) == ["dsl", "lte"]
+    dsl, lte = t.iloc[0], t.iloc[1]
+    assert (dsl["a"], dsl["b"], dsl["n_a"], dsl["n_b"]) == ("tcp-plus", "quic", 3, 3)
+    assert round(dsl["busy_diff"], 2) == -0.14 and dsl["busier"] == "quic"
+    assert lte["busier"] == ""
+    assert list(machine_load.flagged(t)["network"]) == ["dsl"]
+
+
+def test_the_threshold_is_a_stated_constant_and_applies_both_ways():
+    trials = frame(rows("dsl", "tcp-plus", [0.61]), rows("dsl", "quic", [0.5]))
+    assert machine_load.BUSIER_BY == 0.10
+    assert machine_load.busier_pairs(trials, PAIRS)["busier"].tolist() == ["tcp-plus"]
+    assert machine_load.busier_pairs(trials, PAIRS, threshold=0.2)["busier"].tolist() == [""]
+
+
+def test_stores_without_the_machine_load_give_no_table():
+    old = frame(rows("dsl", "tcp-plus", [None]), rows("dsl", "quic", [None]))
+    assert machine_load.busier_pairs(old, PAIRS).empty
+    assert machine_load.busier_pairs(old.drop(columns="cpu_busy"), PAIRS).empty
+    only_one = frame(rows("dsl", "tcp-plus", [0.3]))  # the partner was not measured
+    assert machine_load.busier_pairs(only_one, PAIRS).empty
+
+
+def test_clients_are_compared_apart_and_an_older_frame_names_the_setting_protocol():
+    trials = frame(rows("dsl", "tcp-plus", [0.3]), rows("dsl", "quic", [0.3]),
+                   [{**r, "client": "firefox"} for r in rows("dsl", "tcp-plus", [0.3])],
+                   [{**r, "client": "firefox"} for r in rows("dsl", "quic", [0.6])])
+    t = machine_load.busier_pairs(trials.rename(columns={"setting": "protocol"}), PAIRS)
+    assert list(zip(t["client"], t["busier"])) == [("chromium", ""), ("firefox", "quic")]
+
+
+def test_the_report_says_which_setting_ran_on_a_busier_machine():
+    trials = frame(rows("dsl", "tcp-plus", [0.3], load_over_limit=0),
+                   rows("dsl", "quic", [0.6], load_over_limit=1))
+    section = report._machine_load(SimpleNamespace(trials=trials))
+    assert section is not None and len(section["flags"]) == 1
+    assert "ran on a busier machine than" in section["flags"][0]
+    assert "60%" in section["flags"][0] and "30%" in section["flags"][0]
+    assert section["threshold"] == "10" and "1 trial(s)" in section["over_limit"]
+    assert "<table" in section["table"]
+    assert report._machine_load(SimpleNamespace(trials=trials.drop(columns="cpu_busy"))) is None
