@@ -180,7 +180,7 @@ TRIALS = (
            "NULL when unknown (the browser ended)."),
     Column("server_cpu_s", REAL_KIND, False,
            "CPU seconds of the replay servers' process trees (nginx + uWSGI, or "
-           "h3server) during the load."),
+           "h3server) during the load; like browser_cpu_s in 10 ms clock ticks."),
     Column("loadavg_1m", REAL_KIND, False, "The 1-minute load average at the load's end."),
     Column("load_wait_s", REAL_KIND, False,
            "Seconds the trial waited for the machine to be below the campaign's "

@@ -17,7 +17,8 @@ of CPU, so every trial records, over its load window:
   puts neither in a cgroup of its own, so the trees are summed: each process's own
   time plus that of its children it has reaped, so a child that ended during the
   load is counted through its parent. A tree whose first process ended during the
-  load (a browser crash) is unknown (None);
+  load (a browser crash) is unknown (None). The kernel reports these times in clock
+  ticks (USER_HZ, 10 ms): nginx and uWSGI serving a small page may read 0;
 - the 1-minute load average at the load's end.
 
 The functions over data (cpu_fractions, wait_quiet) are pure and take their
