@@ -71,3 +71,19 @@ def test_the_report_says_which_setting_ran_on_a_busier_machine():
     assert section["threshold"] == "10" and "1 trial(s)" in section["over_limit"]
     assert "<table" in section["table"]
     assert report._machine_load(SimpleNamespace(trials=trials.drop(columns="cpu_busy"))) is None
+
+
+def test_the_trial_page_says_how_busy_the_machine_was():
+    from analysis.report.trial_page import machine_load as words
+
+    row = {"cpu_busy": 0.4567, "cpu_steal": 0.01, "browser_cpu_s": 0.83,
+           "server_cpu_s": 0.05, "loadavg_1m": 1.5, "load_wait_s": None,
+           "load_over_limit": None}
+    assert words(row) == ("CPU 46% busy (steal 1%), browser 0.83 CPU s, replay servers "
+                          "0.05 CPU s, load average 1.50")
+    waited = words({**row, "browser_cpu_s": float("nan"), "load_wait_s": 60.2,
+                    "load_over_limit": 1})
+    assert "browser – CPU s" in waited
+    assert waited.endswith("waited 60.2 s for a quiet machine and started over the "
+                           "campaign's limit")
+    assert words({**row, "cpu_busy": None}) is None  # a store made before the columns

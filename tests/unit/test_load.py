@@ -193,3 +193,14 @@ def test_max_load_before_start_is_optional(tmp_path):
     assert config.load(f, check_names=False).max_load_before_start is None
     f.write_text(CAMPAIGN + "max_load_before_start = 0.5\n")
     assert config.load(f, check_names=False).max_load_before_start == 0.5
+
+
+def test_a_trials_load_becomes_its_columns():
+    from results_contract.schema import LOAD_COLUMNS
+    from testbed.campaign.run.rows import load_columns
+
+    assert load_columns(None) == dict.fromkeys(LOAD_COLUMNS)
+    got = load_columns(load.Load(0.5, 0.0, 1.2, 0.05, 2.5, load_wait_s=60.0,
+                                 load_over_limit=True))
+    assert list(got) == list(LOAD_COLUMNS) and got["load_over_limit"] == 1
+    assert got["cpu_busy"] == 0.5 and got["server_cpu_s"] == 0.05
