@@ -5,7 +5,8 @@ the pairs compared (stack twins: TCP and QUIC tuned alike; BBR twins: BBR and CU
 on one stack). No table of names in code: a profile added or renamed in profiles/
 is shown and compared as its files say.
 
-    meta = from_profiles()             # the checkout's profiles/ (read once)
+    meta = from_profiles()             # the checkout's profiles/ (read once); an
+                                       # install without the checkout: SNAPSHOT
     meta = from_manifest(manifest)     # what the campaign recorded (MANIFEST_KEY),
                                        # else the checkout's (older stores)
     with using(meta):                  # label(), settings_in() ... read current()
@@ -23,6 +24,7 @@ pydantic); the testbed's own models (testbed.formats.profiles) check every other
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -37,6 +39,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PROFILES_DIR = ROOT / "profiles"
 """Where the profiles are read from (protocols/, networks/, comparisons.toml)."""
 COMPARISONS = "comparisons.toml"
+SNAPSHOT = Path(__file__).with_name("profiles_meta.json")
+"""The checkout's profiles as the package ships them (`python -m
+results_contract.profiles_meta` writes it; tests/unit/test_profiles_meta.py keeps it
+equal to profiles/): what an install without the checkout (`pip install .[analysis]`
+into a venv) reads for a store whose manifest recorded none."""
 MANIFEST_KEY = "profiles_meta"
 """The manifest's key holding `ProfilesMeta.to_json()` (testbed.campaign.store.manifest)."""
 STACKS = ("tcp", "quic")
@@ -260,7 +267,24 @@ def _profiles(folder: Path, with_stack: bool) -> tuple[dict[str, str], dict[str,
 def from_profiles(folder: Path | None = None) -> ProfilesMeta:
     """The profiles of `folder` (default PROFILES_DIR), checked; read once per folder
     (a process that changes them reads another folder, as the tests do)."""
+    if folder is None and not PROFILES_DIR.is_dir():
+        return _snapshot()
     return _read(Path(folder or PROFILES_DIR).resolve())
+
+
+@cache
+def _snapshot() -> ProfilesMeta:
+    try:
+        data = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ProfilesError(f"{SNAPSHOT}: cannot read it ({e}); no profiles/ beside the "
+                            "package either") from None
+    return ProfilesMeta.from_json(data, str(SNAPSHOT))
+
+
+def snapshot_text(meta: ProfilesMeta) -> str:
+    """SNAPSHOT's content for `meta`."""
+    return json.dumps(meta.to_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 @cache
@@ -315,3 +339,8 @@ def using(meta: ProfilesMeta) -> Iterator[ProfilesMeta]:
     finally:
         _ACTIVE.reset(token)
 
+
+
+if __name__ == "__main__":  # python -m results_contract.profiles_meta: SNAPSHOT anew
+    SNAPSHOT.write_text(snapshot_text(from_profiles(PROFILES_DIR)), encoding="utf-8")
+    print(f"wrote {SNAPSHOT}")

@@ -210,3 +210,17 @@ def test_the_testbed_refuses_a_bad_label(tmp_path, value):
     with pytest.raises(InputError, match=r"bad.toml: key label: expected text of 1 to 40 "
                        r"printable characters, no space at either end, got "):
         profiles.load_protocol(path)
+
+
+def test_the_packaged_snapshot_is_the_checkouts_profiles():
+    """results_contract/profiles_meta.json (what an install without the checkout reads)
+    says what profiles/ says: `python -m results_contract.profiles_meta` writes it anew."""
+    checkout = profiles_meta.from_profiles(profiles_meta.PROFILES_DIR)
+    assert profiles_meta.SNAPSHOT.read_text(encoding="utf-8") == \
+        profiles_meta.snapshot_text(checkout), "run: python -m results_contract.profiles_meta"
+
+
+def test_without_the_checkouts_profiles_the_snapshot_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(profiles_meta, "PROFILES_DIR", tmp_path / "no-profiles")
+    got = profiles_meta.from_profiles()
+    assert got == profiles_meta.from_profiles(Path(profiles_meta.ROOT) / "profiles")
