@@ -124,7 +124,7 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
     reason = np.where(reason == "server-died",
                       np.where(quic, "server-died: h3server", "server-died: nginx"), reason)
     misses = np.where(rng.random(total) < 0.02, 1, 0)
-    protocol_counts = [json.dumps({"h3" if q else "h2": int(k)}) for q, k in zip(quic, requests[s])]
+    version_counts = [json.dumps({"h3" if q else "h2": int(k)}) for q, k in zip(quic, requests[s])]
     wall = np.where(failed, 60.0, plt_ / 1000 + 4.0)
     # Trials interleaved run by run, so started_at follows that order.
     order = np.lexsort((p, s, n, r))
@@ -145,7 +145,7 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
         "campaign": name,
         "site": site_col,
         "network": net_col,
-        "protocol": set_col,
+        "setting": set_col,
         "run": r,
         "status": np.where(failed, "failed", "ok"),
         "reason": pd.Series(np.where(failed, reason, MISSING), dtype="string"),
@@ -161,7 +161,7 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
         "requests": pd.array(np.where(failed, MISSING, requests[s]), dtype="Int64"),
         "bytes": pd.array(np.where(failed, MISSING, nbytes[s]), dtype="Int64"),
         "misses": pd.array(np.where(failed, MISSING, misses), dtype="Int64"),
-        "protocols": pd.Series(np.where(failed, MISSING, protocol_counts), dtype="string"),
+        "http_versions": pd.Series(np.where(failed, MISSING, version_counts), dtype="string"),
         "rtt_ms": rtt,
         "origins": origins[s],
     })
@@ -182,12 +182,12 @@ def campaign(sites: int = 38, networks: Sequence[str] = ("dsl", "lte", "da2gc", 
 def trials(rows: Sequence[dict[str, Any]] | pd.DataFrame, **defaults: Any) -> pd.DataFrame:
     """A contract-shaped trials frame from partial rows (for hand-made test cases).
 
-    Each row needs site, network, protocol and run; the rest default to an ok
+    Each row needs site, network, setting and run; the rest default to an ok
     trial with no metrics, rtt 0 and one origin (override via `defaults`).
     """
     base = {"campaign": "test", "status": "ok", "reason": None, "attempt": 1,
             "started_at": "2024-05-01T08:00:00Z", "wall_s": 1.0, "requests": None,
-            "bytes": None, "misses": 0, "protocols": None, "rtt_ms": 0.0, "origins": 1,
+            "bytes": None, "misses": 0, "http_versions": None, "rtt_ms": 0.0, "origins": 1,
             "trial_id": None, **defaults}
     if isinstance(rows, pd.DataFrame):
         df = rows.copy()
@@ -197,7 +197,7 @@ def trials(rows: Sequence[dict[str, Any]] | pd.DataFrame, **defaults: Any) -> pd
         if column not in df.columns:
             df[column] = base.get(column)
     if df["trial_id"].isna().any():
-        df["trial_id"] = [trial_id(*t) for t in zip(df["site"], df["network"], df["protocol"],
+        df["trial_id"] = [trial_id(*t) for t in zip(df["site"], df["network"], df["setting"],
                                                      df["run"])]
     return normalise(df, "test trials")
 
@@ -277,8 +277,8 @@ def connections(trials: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
         model = NETWORKS.get(t.network)
         if model is None:
             continue
-        quic = str(t.protocol).startswith("quic")
-        bbr = "bbr" in str(t.protocol)
+        quic = str(t.setting).startswith("quic")
+        bbr = "bbr" in str(t.setting)
         count = int(min(max(int(t.origins), 1), 6))
         total = float(t.bytes) if pd.notna(t.bytes) else 500_000.0
         weights = rng.lognormal(0, 1.2, count)
@@ -346,9 +346,11 @@ def manifest_protocols(settings: Sequence[str]) -> dict[str, Any]:
             for s in settings if s in PROTOCOLS}
 
 
-def har(site: str, page_bytes: int, requests: int, seed: int = 0) -> dict[str, Any]:
+def har(site: str, page_bytes: int, requests: int, seed: int = 0,
+        version: str = "h2") -> dict[str, Any]:
     """A small HAR of one page load of `site`: `requests` entries whose bodies add up to
-    about `page_bytes` (one object of a third of it), timings in the HAR's phases."""
+    about `page_bytes` (one object of a third of it), timings in the HAR's phases, every
+    response over HTTP `version` (h2, h3)."""
     rng = np.random.default_rng(seed)
     requests = max(int(requests), 2)
     sizes = rng.lognormal(0, 1.0, requests - 1)
@@ -365,7 +367,7 @@ def har(site: str, page_bytes: int, requests: int, seed: int = 0) -> dict[str, A
             .replace("+00:00", "Z"),
             "time": wait + receive, "connection": str(1 + i % 2), "serverIPAddress": "10.0.0.1",
             "request": {"method": "GET", "url": f"https://{host}/asset-{i}"},
-            "response": {"status": 200, "httpVersion": "h2", "bodySize": int(size),
+            "response": {"status": 200, "httpVersion": version, "bodySize": int(size),
                          "_transferSize": int(size) + 100,
                          "content": {"size": int(size), "mimeType": "text/plain"}},
             "timings": {"blocked": 1.0, "dns": 0.1, "connect": 40.0 if first else -1,
@@ -407,5 +409,5 @@ def blocked_measurements(values: np.ndarray, settings: Sequence[str] = ("tcp-plu
     s, p, r = (a.ravel() for a in np.meshgrid(np.arange(sites), np.arange(k), np.arange(runs),
                                               indexing="ij"))
     return pd.DataFrame({"site": [f"site-{i:02d}.example" for i in s], "network": network,
-                         "protocol": np.asarray(settings)[p], "run": r, "metric": metric,
+                         "setting": np.asarray(settings)[p], "run": r, "metric": metric,
                          "value": values.reshape(-1)})

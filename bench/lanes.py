@@ -46,15 +46,15 @@ def centred_logs(rows: Sequence[Mapping], metric: str, centre: Mapping[str, floa
                  ) -> np.ndarray:
     """log(metric) of the ok rows minus the one-lane mean log of their setting (the
     settings' own difference is no noise of the comparison)."""
-    return np.array([math.log(r[metric]) - centre[r["protocol"]] for r in rows
-                     if r["status"] == "ok" and r[metric] and r["protocol"] in centre])
+    return np.array([math.log(r[metric]) - centre[r["setting"]] for r in rows
+                     if r["status"] == "ok" and r[metric] and r["setting"] in centre])
 
 
 def centres(rows: Sequence[Mapping], metric: str) -> dict[str, float]:
     by: dict[str, list[float]] = {}
     for r in rows:
         if r["status"] == "ok" and r[metric]:
-            by.setdefault(r["protocol"], []).append(math.log(r[metric]))
+            by.setdefault(r["setting"], []).append(math.log(r[metric]))
     return {p: float(np.mean(v)) for p, v in by.items()}
 
 

@@ -44,7 +44,7 @@ def main() -> None:
         fits = []
         for values in v:
             meas = synthetic.blocked_measurements(values, ("tcp", "quic"))
-            g = meas.assign(x=(meas["protocol"] == "quic").astype(float))
+            g = meas.assign(x=(meas["setting"] == "quic").astype(float))
             fits.append(across.mixed_fit(g))
         est = np.array([f["estimate"] for f in fits])
         se = np.array([f["se"] for f in fits])

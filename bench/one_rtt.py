@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         if cp.returncode != 0:
             raise SystemExit(f"testbed run failed: {cp.stderr[-2000:]}")
         rows = read_rows(out / "trials.sqlite")
-        ok = {s: [r for r in rows if r["protocol"] == s and r["status"] == "ok"] for s in STACKS}
+        ok = {s: [r for r in rows if r["setting"] == s and r["status"] == "ok"] for s in STACKS}
         print(f"{a.client} on {a.network}: min RTT {rtt:g} ms; video {a.fps} fps (frame {step:.1f} ms); "
               f"{len(rows)} trials in {time.monotonic() - t0:.0f} s, ok: "
               + ", ".join(f"{s} {len(ok[s])}/{a.runs}" for s in STACKS))

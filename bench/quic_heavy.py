@@ -131,7 +131,7 @@ def samples(plan) -> dict[tuple[str, str, str, str], np.ndarray]:
     out = {}
     for toml, _b, folder in plan:
         t = ok_trials(load(folder))
-        for (site, net, proto), g in t.groupby(["site", "network", "protocol"]):
+        for (site, net, proto), g in t.groupby(["site", "network", "setting"]):
             out[(toml.stem, site, net, proto)] = g["plt_ms"].to_numpy(float)
     return out
 
@@ -178,8 +178,8 @@ def print_pooling(plan) -> None:
         if c.empty:
             continue
         parts = c["trial_id"].str.split("+", expand=True)
-        c = c.assign(site=parts[0], network=parts[1], protocol=parts[2])
-        per = c.groupby(["site", "network", "protocol", "trial_id"])["bytes_sent"].agg(
+        c = c.assign(site=parts[0], network=parts[1], setting=parts[2])
+        per = c.groupby(["site", "network", "setting", "trial_id"])["bytes_sent"].agg(
             ["size", "max", "sum"])
         per = per.assign(top=per["max"] / per["sum"]).groupby(level=[0, 1, 2]).mean()
         for (site, net, proto), r in per.iterrows():

@@ -86,7 +86,7 @@ def main() -> None:
     print("  PLT median per setting (ms):   " + "  ".join(f"{p:>12}" for p in PROTOCOLS))
     for k, (_, rows) in got.items():
         med = [statistics.median([r["plt_ms"] for r in rows
-                                  if r["protocol"] == p and r["status"] == "ok"] or [float("nan")])
+                                  if r["setting"] == p and r["status"] == "ok"] or [float("nan")])
                for p in PROTOCOLS]
         print(f"    {k} worker(s):{' ' * 18}" + "  ".join(f"{m:12.0f}" for m in med))
     one = [r["plt_ms"] for r in got[1][1] if r["status"] == "ok"]

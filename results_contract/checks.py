@@ -4,7 +4,7 @@ results_contract.load casts a source to the contract's dtypes, then these check 
 each trial once, ids that can name a folder (results_contract.trialfiles), only the
 values a column allows (status: ok or failed), every required value present,
 numbers finite and in range (times from 0 to a day; counts from 0 to
-MAX_NUMBER; rates to MAX_BPS), JSON cells (protocols, max_in_flight) nested
+MAX_NUMBER; rates to MAX_BPS), JSON cells (http_versions, max_in_flight) nested
 at most MAX_DEPTH deep. The first problem is a ResultsError naming the file, the column, what
 was expected and the first bad trial.
 """
@@ -61,7 +61,7 @@ def trials(df: pd.DataFrame, source: str) -> None:
             _fail(df, source, column, bad, f"JSON nested at most {MAX_DEPTH} deep")
 
 
-JSON_COLUMNS = ("protocols", "max_in_flight")
+JSON_COLUMNS = ("http_versions", "max_in_flight")
 """Text columns holding JSON (an object of name -> count), parsed by the analysis."""
 
 

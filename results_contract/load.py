@@ -37,8 +37,10 @@ from results_contract.schema import (
     CONNECTIONS_TABLE,
     DTYPES,
     OK,
+    RENAMED,
     TABLE,
     TEXT,
+    renamed,
 )
 
 if TYPE_CHECKING:
@@ -147,12 +149,15 @@ def _read(source: Path, names: tuple[str, ...], table: str, columns: Sequence[st
 def _csv(raw: bytes, path: Path, columns: Sequence[str], text: Sequence[str]) -> pd.DataFrame:
     import pandas as pd
 
+    wanted = {*columns, *(RENAMED[c] for c in columns if c in RENAMED)}  # and old names
+    text = [*text, *(RENAMED[c] for c in text if c in RENAMED)]
     try:  # Only empty fields are missing: a site or reason spelled "NA" stays text.
-        return pd.read_csv(io.BytesIO(raw), usecols=lambda c: c in columns,
-                           dtype={c: "string" for c in text}, keep_default_na=False,
-                           na_values=[""], encoding="utf-8")
+        df = pd.read_csv(io.BytesIO(raw), usecols=lambda c: c in wanted,
+                         dtype={c: "string" for c in text}, keep_default_na=False,
+                         na_values=[""], encoding="utf-8")
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise ResultsError(f"{path}: not a CSV table ({str(e)[:80]})") from None
+    return df.rename(columns=renamed(df.columns))
 
 
 def _parquet(raw: bytes, path: Path, columns: Sequence[str], cap: int) -> pd.DataFrame:
@@ -165,7 +170,10 @@ def _parquet(raw: bytes, path: Path, columns: Sequence[str], cap: int) -> pd.Dat
         size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         if size > cap:
             raise ResultsError(f"{path}: {size} bytes when read; expected at most {cap}")
-        return f.read(columns=[c for c in columns if c in f.schema_arrow.names]).to_pandas()
+        names = f.schema_arrow.names
+        old = [RENAMED[c] for c in columns if c in RENAMED and c not in names]
+        df = f.read(columns=[c for c in (*columns, *old) if c in names]).to_pandas()
+        return df.rename(columns=renamed(df.columns))
     except (pa.ArrowException, OSError) as e:
         raise ResultsError(f"{path}: not a Parquet table ({str(e)[:80]})") from None
 
@@ -173,8 +181,9 @@ def _parquet(raw: bytes, path: Path, columns: Sequence[str], cap: int) -> pd.Dat
 def normalise(raw: pd.DataFrame, source: str = "trials") -> pd.DataFrame:
     """`raw` with exactly the contract's columns in order, cast to their dtypes (a
     column added to the contract later is all missing in an older source), every
-    value checked (results_contract.checks)."""
-
+    value checked (results_contract.checks). A column under its older name
+    (results_contract.schema.RENAMED: `protocol`, `protocols`) is read as its new one."""
+    raw = raw.rename(columns=renamed(raw.columns))
     missing = [c for c in COLUMNS if c not in raw.columns and c not in ADDED]
     if missing:
         raise ResultsError(f"{source}: missing column(s) {', '.join(missing)}; "

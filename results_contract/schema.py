@@ -14,6 +14,7 @@ A results folder:
                                  table stops: adaptive runs, why each site x network
                                  got no more runs (STOPS)
       manifest.json              versions, hashes, calibration, one entry per session
+                                 (one `testbed run` invocation)
       run.lock                   held by the one `testbed run` writing here
       logs/                      Browsertime's log of each block
       trials/<trial_id>/         the trial's files: browsertime.json, browsertime.har.gz,
@@ -21,13 +22,14 @@ A results folder:
                                  connections.json with telemetry, captures if asked)
 
 A trial's folder is named exactly by its trial_id,
-`<site>+<network>+<protocol>+<run>` (trial_id(); `+firefox` follows for a Firefox
+`<site>+<network>+<setting>+<run>` (trial_id(); `+firefox` follows for a Firefox
 trial, so Chromium's ids are those of every older store): every label matches LABEL
 (letters, digits, `.`, `_`, `-`; at most 64 characters; starting with a letter
 or digit; no name Windows reserves), so `+` separates the four parts without
 ambiguity, no part can be `..` or hold a `/`, and the name needs no quoting in a
 shell and is valid on Windows. Compare and the analysis match trials on their
-site, network, protocol, run and client columns.
+site, network, setting, run and client columns (docs/glossary.md: one word, one
+meaning; RENAMED: the columns' older names, still read).
 """
 
 from __future__ import annotations
@@ -62,14 +64,14 @@ TEXT_KIND, INTEGER_KIND, REAL_KIND = "text", "integer", "real"
 SEPARATOR = "+"
 """Between the parts of a trial_id (not a character LABEL allows)."""
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-"""What a site, network or protocol name must be (full match) to name trials."""
+"""What a site, network or setting name must be (full match) to name trials."""
 WINDOWS_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
                               *(f"LPT{i}" for i in range(1, 10))})
 """Names Windows refuses for a file, also with an extension (`nul.txt`)."""
 
 
 def label_problem(name: str) -> str | None:
-    """Why `name` cannot be a site, network or protocol label, or None if it can."""
+    """Why `name` cannot be a site, network or setting label, or None if it can."""
     if not LABEL.fullmatch(name):
         return ("expected at most 64 letters, digits, '.', '_' or '-', starting with a "
                 "letter or digit")
@@ -84,12 +86,12 @@ CLIENTS: tuple[Client, ...] = ("chromium", "firefox")
 DEFAULT_CLIENT: Client = CLIENTS[0]
 
 
-def trial_id(site: str, network: str, protocol: str, run: int,
+def trial_id(site: str, network: str, setting: str, run: int,
              client: str = DEFAULT_CLIENT) -> str:
-    """A new trial's id and folder name: `<site>+<network>+<protocol>+<run>` for
+    """A new trial's id and folder name: `<site>+<network>+<setting>+<run>` for
     Chromium (as in every store made before the second client), with `+<client>` after
-    it for another client: `<site>+<network>+<protocol>+<run>+firefox`."""
-    parts = [site, network, protocol, str(run)]
+    it for another client: `<site>+<network>+<setting>+<run>+firefox`."""
+    parts = [site, network, setting, str(run)]
     if client != DEFAULT_CLIENT:
         parts.append(client)
     return SEPARATOR.join(parts)
@@ -99,12 +101,12 @@ STATUSES = ("ok", "failed")
 
 TRIALS = (
     Column("trial_id", TEXT_KIND, True,
-           "`<site>+<network>+<protocol>+<run>`; also the name "
+           "`<site>+<network>+<setting>+<run>`; also the name "
            "of the trial's folder, trials/<trial_id>/.", key=True),
     Column("campaign", TEXT_KIND, True, "The campaign file's name."),
     Column("site", TEXT_KIND, True, "The recording's name."),
     Column("network", TEXT_KIND, True, "The network profile's name."),
-    Column("protocol", TEXT_KIND, True, "The protocol setting's name."),
+    Column("setting", TEXT_KIND, True, "The setting (`protocol` in older stores)."),
     Column("run", INTEGER_KIND, True, "Run number, from 0."),
     Column("status", TEXT_KIND, True, "Only ok trials enter statistics.", allowed=STATUSES),
     Column("reason", TEXT_KIND, False, "Why a trial failed (timeout, wrong-protocol, ...)."),
@@ -124,7 +126,8 @@ TRIALS = (
     Column("requests", INTEGER_KIND, False, "Requests the browser made."),
     Column("bytes", INTEGER_KIND, False, "Bytes the replay servers sent."),
     Column("misses", INTEGER_KIND, False, "Requests the replay had no response for."),
-    Column("protocols", TEXT_KIND, False, "JSON object protocol -> request count."),
+    Column("http_versions", TEXT_KIND, False,
+           "JSON: HTTP version -> requests (`protocols` in older stores)."),
     Column("rtt_ms", REAL_KIND, True, "The network profile's minimum RTT."),
     Column("origins", INTEGER_KIND, True, "Origins in the recording."),
     Column("max_in_flight", TEXT_KIND, False,
@@ -217,6 +220,37 @@ ADDED = ("max_in_flight", "fp_ms", "fcp_ms", "lcp_ms", "dcl_ms", "worker", "visi
          "tls_resumed", "early_data", "quic_0rtt", "lane", "client", *LOAD_COLUMNS)
 """Columns newer than the first stores and exports: missing (all NULL) in older ones.
 They come last and may be NULL, so an older store gains them with ALTER TABLE."""
+
+RENAMED = {"setting": "protocol", "http_versions": "protocols"}
+"""Column -> its name in older stores and exports (docs/glossary.md): the loaders read
+the old name as the new one, and a store a campaign resumes into is renamed in place."""
+
+
+def stored_name(column: str, have: Iterable[str]) -> str | None:
+    """The name `column` has among the columns `have` of a table: itself, its old name
+    (RENAMED), or None when it is neither."""
+    have = set(have)
+    if column in have:
+        return column
+    old = RENAMED.get(column)
+    return old if old is not None and old in have else None
+
+
+def select_list(columns: Iterable[str], have: Iterable[str]) -> str:
+    """The SQL select list of `columns` from a table with the columns `have`: an old
+    name read as its new one (`protocol AS setting`), a column it lacks as NULL."""
+    have = set(have)
+    out = []
+    for c in columns:
+        name = stored_name(c, have)
+        out.append(c if name == c else f"NULL AS {c}" if name is None else f"{name} AS {c}")
+    return ", ".join(out)
+
+
+def renamed(columns: Iterable[str]) -> dict[str, str]:
+    """Old name -> new name for the old names among `columns` whose new name is not."""
+    columns = set(columns)
+    return {old: new for new, old in RENAMED.items() if old in columns and new not in columns}
 
 DTYPES = {
     **{c: "string" for c in TEXT},

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from results_contract.results_io import Folder, ResultsError, open_regular
+from results_contract.schema import select_list, stored_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -179,10 +180,10 @@ def read_table(fd: int, path: Path, table: str, columns: Sequence[str], added: S
                                    "expected a campaign store")
             return pd.DataFrame(columns=list(columns))
         have = set(db.columns(table))
-        if not any(c in have for c in columns):  # then the loader names what is missing
+        if not any(stored_name(c, have) for c in columns):  # the loader names what is missing
             return pd.DataFrame()
-        wanted = [c for c in columns if c in have or c in added]
-        select = ", ".join(c if c in have else f"NULL AS {c}" for c in wanted)
+        wanted = [c for c in columns if stored_name(c, have) or c in added]
+        select = select_list(wanted, have)  # an old name read as its new one
         rows = db.rows(f"SELECT {select} FROM {table}", what=f"cannot read table {table}")
         return pd.DataFrame.from_records(rows, columns=wanted, coerce_float=True)
 

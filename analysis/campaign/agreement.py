@@ -122,7 +122,7 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame,
     share, and test per cell whether their effects are equivalent within ±margin (two
     one-sided tests at `equivalence_alpha`, by default `alpha`)."""
     equivalence_alpha = alpha if equivalence_alpha is None else equivalence_alpha
-    common = set(trials_a["protocol"]) & set(trials_b["protocol"])
+    common = set(trials_a["setting"]) & set(trials_b["setting"])
     if baseline is not None and baseline not in common:
         raise ValueError(f"no setting {baseline} in both campaigns; "
                          f"in both: {', '.join(sorted(common)) or 'none'}")

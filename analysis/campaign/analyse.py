@@ -71,7 +71,7 @@ def _statistics(trials: pd.DataFrame, config: Config, connections: pd.DataFrame 
         raise ValueError(f"unknown correction {config.correction!r}; "
                          f"known: {', '.join(CORRECTIONS)}")
     notes = []
-    baseline, why = choose_baseline(set(trials["protocol"]), config.baseline)
+    baseline, why = choose_baseline(set(trials["setting"]), config.baseline)
     meas = measurements(trials, config.metrics)
     empty = [m for m in config.metrics if m not in set(meas["metric"])]
     if empty and len(meas):
@@ -79,14 +79,14 @@ def _statistics(trials: pd.DataFrame, config: Config, connections: pd.DataFrame 
                      "every table (results stored before the metric was recorded, or the "
                      "browser never reported it).")
     summary = summarize(meas)
-    if baseline in set(summary["protocol"]):
+    if baseline in set(summary["setting"]):
         rel = relative_difference(summary, baseline)
     else:
         notes.append(f"No ok trials of the baseline setting {baseline!r}: "
                      "no relative differences or CDFs.")
-        rel = pd.DataFrame(columns=["network", "site", "protocol", "metric", "mean", "baseline",
+        rel = pd.DataFrame(columns=["network", "site", "setting", "metric", "mean", "baseline",
                                     "baseline_mean", "rel"])
-    pairs = pairs_of(set(trials["protocol"]), baseline, config)
+    pairs = pairs_of(set(trials["setting"]), baseline, config)
     timed_out = timeouts(trials, config.metrics)
     comparisons, effects = verdicts(meas, pairs, config, timed_out)
     design_metrics = [m for m in DESIGN_METRICS if m in config.metrics]
@@ -126,12 +126,12 @@ def examples(trials: pd.DataFrame, metric: str = "plt") -> pd.DataFrame:
     column = METRICS[metric]
     ok = trials[(trials["status"] == "ok") & trials[column].notna()]
     rows = []
-    for (network, protocol), g in ok.groupby(["network", "protocol"], sort=False,
+    for (network, protocol), g in ok.groupby(["network", "setting"], sort=False,
                                              observed=True):
         g = g.sort_values([column, "site", "run"], kind="stable")  # ties: run 9 before 10
         picks = {"fastest": 0, "median": (len(g) - 1) // 2, "slowest": len(g) - 1}
         for which, i in picks.items():
-            rows.append({"network": network, "protocol": protocol, "which": which,
+            rows.append({"network": network, "setting": protocol, "which": which,
                          "trial_id": g["trial_id"].iloc[i], "value": float(g[column].iloc[i])})
-    return sort_table(pd.DataFrame(rows, columns=["network", "protocol", "which", "trial_id",
+    return sort_table(pd.DataFrame(rows, columns=["network", "setting", "which", "trial_id",
                                                   "value"]))

@@ -336,7 +336,7 @@ class _Context:
         self.a = a
         self.busiest = busiest_connection(connections, a.trials)
         ok = a.trials[a.trials["status"] == "ok"]
-        self.present = {(n, p) for n, p in zip(ok["network"], ok["protocol"])}
+        self.present = {(n, p) for n, p in zip(ok["network"], ok["setting"])}
         self.networks = set(ok["network"])
         self.summary = a.summary
         self.across = a.reviewer.get("across_sites", pd.DataFrame())
@@ -350,12 +350,12 @@ class _Context:
 
     def runs(self, network: str, x: str, y: str, metric: str) -> tuple[int, int]:
         s = self.summary
-        s = s[(s["network"] == network) & (s["metric"] == metric) & s["protocol"].isin([x, y])]
+        s = s[(s["network"] == network) & (s["metric"] == metric) & s["setting"].isin([x, y])]
         return (int(s["n"].min()), int(s["n"].max())) if len(s) else (0, 0)
 
     def has_metric(self, network: str, setting: str, metric: str) -> bool:
         s = self.summary
-        return bool(((s["network"] == network) & (s["protocol"] == setting)
+        return bool(((s["network"] == network) & (s["setting"] == setting)
                      & (s["metric"] == metric) & (s["n"] > 0)).any())
 
 
@@ -441,7 +441,7 @@ def _ms(v: float) -> str:
 def _site_means(ctx: _Context, network: str, x: str, y: str, metric: str) -> pd.DataFrame:
     s = ctx.summary
     s = s[(s["network"] == network) & (s["metric"] == metric)]
-    wide = s.pivot_table(index="site", columns="protocol", values="mean", observed=True)
+    wide = s.pivot_table(index="site", columns="setting", values="mean", observed=True)
     return wide[[x, y]].dropna() if x in wide and y in wide else pd.DataFrame(columns=[x, y])
 
 
@@ -570,7 +570,7 @@ def residuals(ctx_summary: pd.DataFrame, design: pd.DataFrame) -> pd.DataFrame:
     """`design` (the 1-RTT table's rows of one pair, network and metric) with each
     site's residual's standard error and Welch degrees of freedom, in RTTs
     (residual_se, residual_df), from the groups' n and std in `ctx_summary`."""
-    g = ctx_summary.set_index(["site", "network", "protocol", "metric"])
+    g = ctx_summary.set_index(["site", "network", "setting", "metric"])
     ka = list(zip(design["site"], design["network"], design["tcp"], design["metric"]))
     kb = list(zip(design["site"], design["network"], design["quic"], design["metric"]))
     na, sa = g.loc[ka, "n"].to_numpy(float), g.loc[ka, "std"].to_numpy(float)
@@ -663,7 +663,7 @@ def busiest_connection(conns: pd.DataFrame | None, trials: pd.DataFrame) -> pd.D
     (share), the number of connections (connections), the busiest connection's delivery
     rate in bit/s (delivery_bps) and the share of its bytes sent that were sent again
     (retrans)."""
-    columns = ["network", "protocol", "trials", "share", "connections", "delivery_bps",
+    columns = ["network", "setting", "trials", "share", "connections", "delivery_bps",
                "retrans"]
     if conns is None or conns.empty:
         return pd.DataFrame(columns=columns)
@@ -675,21 +675,21 @@ def busiest_connection(conns: pd.DataFrame | None, trials: pd.DataFrame) -> pd.D
     for col in ("delivery_rate_bps", "bytes_retrans"):
         if col not in c:
             c[col] = np.nan
-    keys = ["network", "protocol", "trial_id"]
+    keys = ["network", "setting", "trial_id"]
     g = c.groupby(keys, observed=True)["bytes_sent"]
     c = c.assign(total=g.transform("sum"), n=g.transform("count"))
     top = c.loc[g.idxmax()]
     top = top[top["total"] > 0].assign(
         share=lambda d: d["bytes_sent"] / d["total"],
         retrans=lambda d: (d["bytes_retrans"] / d["bytes_sent"]).where(d["bytes_sent"] > 0))
-    return (top.groupby(["network", "protocol"], observed=True)
+    return (top.groupby(["network", "setting"], observed=True)
             .agg(trials=("trial_id", "count"), share=("share", "median"),
                  connections=("n", "median"), delivery_bps=("delivery_rate_bps", "median"),
                  retrans=("retrans", "median")).reset_index())
 
 
 def _busiest(busiest: pd.DataFrame, network: str, x: str, y: str) -> pd.DataFrame | None:
-    b = busiest[busiest["network"] == network].set_index("protocol")
+    b = busiest[busiest["network"] == network].set_index("setting")
     return b if x in b.index and y in b.index else None
 
 

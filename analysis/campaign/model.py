@@ -188,7 +188,7 @@ def caution(summary: pd.DataFrame, health: pd.DataFrame) -> list[str]:
     failing = health[health["failed"] > 0]
     if len(failing):
         groups = ", ".join(f"{label(n)}/{label(p)} ({f})" for n, p, f in
-                           zip(failing["network"], failing["protocol"], failing["failed"]))
+                           zip(failing["network"], failing["setting"], failing["failed"]))
         out.append(f"Failed trials in {len(failing)} of {len(health)} network × setting "
                    f"groups: {groups}. They are left out of the statistics; see Trial health.")
     return out
@@ -229,7 +229,7 @@ def few_runs(summary: pd.DataFrame) -> list[str]:
     if not len(summary) or int(summary["n"].min()) >= MIN_RUNS:
         return []
     fewest = int(summary["n"].min())
-    low = summary.groupby(["site", "network", "protocol"], observed=True)["n"].max()
+    low = summary.groupby(["site", "network", "setting"], observed=True)["n"].max()
     line = (f"Few runs: {int((low < MIN_RUNS).sum())} of {len(low)} groups "
             f"(site × network × setting) have fewer than {MIN_RUNS} ok runs "
             f"(fewest: {fewest}). The per-site tests can then only see large "
@@ -272,7 +272,7 @@ QUANTILES = {"p10": 0.1, "p25": 0.25, "median": 0.5, "p75": 0.75, "p90": 0.9}
 def distribution(meas: pd.DataFrame) -> pd.DataFrame:
     """Per network x setting x metric over every ok trial of every site: n, mean and
     the 10th, 25th, 50th, 75th and 90th percentiles (ms)."""
-    g = meas.groupby(["network", "protocol", "metric"], sort=False, observed=True)["value"]
+    g = meas.groupby(["network", "setting", "metric"], sort=False, observed=True)["value"]
     out = g.agg(n="count", mean="mean").reset_index()
     for name, q in QUANTILES.items():
         out[name] = g.quantile(q).to_numpy()

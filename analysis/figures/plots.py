@@ -57,14 +57,14 @@ def cdf_figure(rel: pd.DataFrame, network: str, metric: str, baseline: str = "tc
     fig = Figure(figsize=(5.2, 3.6))
     fig.subplots_adjust(left=0.12, right=0.97, bottom=0.14, top=0.92)
     ax = fig.add_subplot()
-    for setting in settings_in(data["protocol"]):
-        points = ecdf(data.loc[data["protocol"] == setting, "rel"])
+    for setting in settings_in(data["setting"]):
+        points = ecdf(data.loc[data["setting"] == setting, "rel"])
         if points.empty:
             continue
         # Start the step at p=0 so the first site shows as a jump.
         x = [points["x"].iloc[0], *points["x"]]
         p = [0.0, *points["p"]]
-        ax.step(x, p, where="post", label=f"{plot_label(setting)} (n={len(data[data.protocol == setting])})",
+        ax.step(x, p, where="post", label=f"{plot_label(setting)} (n={len(data[data.setting == setting])})",
                 color=COLORS.get(setting), linestyle=STYLES.get(setting, "-"), linewidth=1.6)
     ax.axvline(0, color="black", linewidth=0.8, alpha=0.6)
     ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
@@ -94,7 +94,7 @@ def cdf_row_figure(rel: pd.DataFrame, metric: str, networks: list[str],
     relative difference to `baseline`, one line per setting. The panels share the
     x-range (the same percent means the same place), the legend is drawn once."""
     data = rel[rel["metric"] == metric]
-    settings = settings_in(data["protocol"])
+    settings = settings_in(data["setting"])
     cols = max(len(networks), 1)
     fig = Figure(figsize=(width_in, 3.3 + 0.25 * (len(settings) > 3)))
     axes = fig.subplots(1, cols, sharex=True, sharey=True, squeeze=False)[0]
@@ -102,7 +102,7 @@ def cdf_row_figure(rel: pd.DataFrame, metric: str, networks: list[str],
     for ax, network in zip(axes, networks):
         here = data[data["network"] == network]
         for setting in settings:
-            values = here.loc[here["protocol"] == setting, "rel"]
+            values = here.loc[here["setting"] == setting, "rel"]
             if values.notna().any():
                 _step(ax, values, color=COLORS.get(setting), linestyle=STYLES.get(setting, "-"),
                       linewidth=1.6, label=plot_label(setting))
@@ -161,14 +161,14 @@ def distribution_figure(meas: pd.DataFrame, metric: str, networks: list[str],
     setting over its ok trials (all sites): median, quartiles, whiskers at 1.5 IQR,
     n under each box; a setting without values is marked "no data"."""
     data = meas[meas["metric"] == metric]
-    settings = settings_in(data["protocol"])
+    settings = settings_in(data["setting"])
     cols = max(len(networks), 1)
     fig = Figure(figsize=(width_in, 3.4))
     axes = fig.subplots(1, cols, squeeze=False)[0]
     for ax, network in zip(axes, networks):
         here = data[data["network"] == network]
         for i, setting in enumerate(settings):
-            values = here.loc[here["protocol"] == setting, "value"].dropna().to_numpy()
+            values = here.loc[here["setting"] == setting, "value"].dropna().to_numpy()
             if len(values) == 0:
                 if not here.empty:  # an empty panel says so once, below
                     _no_data(ax, i, 0.5, ax.get_xaxis_transform())
@@ -202,15 +202,15 @@ def drift_figure(trials: pd.DataFrame, networks: list[str], column: str = "plt_m
     when = pd.to_datetime(ok["started_at"], errors="coerce", utc=True)
     by_time = bool(when.notna().any())
     x = when.dt.tz_localize(None) if by_time else ok["run"]
-    keys = ["site", "network", "protocol"]
+    keys = ["site", "network", "setting"]
     norm = ok[column] / ok.groupby(keys, observed=True)[column].transform("median")
     cols = max(len(networks), 1)
     fig = Figure(figsize=(width_in, 3.2))
     axes = fig.subplots(1, cols, sharey=True, squeeze=False)[0]
     for ax, network in zip(axes, networks):
         mine = ok["network"] == network
-        for setting in settings_in(ok.loc[mine, "protocol"]):
-            sel = mine & (ok["protocol"] == setting)
+        for setting in settings_in(ok.loc[mine, "setting"]):
+            sel = mine & (ok["setting"] == setting)
             ax.plot(x[sel], norm[sel], ".", markersize=2.5, alpha=0.6,
                     color=COLORS.get(setting), label=plot_label(setting))
         ax.axhline(1, color="black", linewidth=0.8, alpha=0.6)

@@ -25,7 +25,7 @@ def figures(result: Agreement) -> dict[str, bytes]:
     one line per pair: the CDF over sites of rel_A − rel_B (0: the campaigns agree)."""
     s = result.sites
     pair = [f"{label(a)} vs {label(b)}" for a, b in zip(s["a"], s["b"])]
-    rel = s.assign(protocol=pair, rel=s["diff_rel"])
+    rel = s.assign(setting=pair, rel=s["diff_rel"])
     networks = networks_in(rel["network"])
     out = {}
     for metric in PLOTTED_METRICS:

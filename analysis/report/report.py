@@ -72,7 +72,7 @@ def _html_table(df: pd.DataFrame, formats: dict[str, str] | None = None,
     """`df` as an HTML table: names shown as labels (TCP+, DSL, PLT), numbers formatted."""
     formats = {**FORMATS, **(formats or {})}
     shown = df.copy()
-    for column in ("network", "protocol", "metric", "a", "b", "tcp", "quic", "baseline"):
+    for column in ("network", "setting", "metric", "a", "b", "tcp", "quic", "baseline"):
         if column in shown.columns:
             shown[column] = shown[column].map(label)
     formatters = {}
@@ -96,7 +96,7 @@ def _relative_pivot(a: Analysis) -> pd.DataFrame:
         return pd.DataFrame()
     rs = rs.assign(cell=[f"{m:+.1%} ({round(f * n)}/{n} faster)" for m, f, n in
                          zip(rs["median"], rs["faster"], rs["sites"])])
-    pivot = rs.pivot(index=["network", "metric"], columns="protocol", values="cell")
+    pivot = rs.pivot(index=["network", "metric"], columns="setting", values="cell")
     pivot = pivot.reindex(columns=settings_in(pivot.columns))
     pivot = sort_table(pivot.reset_index().rename_axis(columns=None))
     pivot["network"] = pivot["network"].map(label)
@@ -276,9 +276,9 @@ def by_run(trials: pd.DataFrame) -> pd.DataFrame:
     """`trials` in reading order: site, network and setting (the paper's order), then
     the run as a number (run 10 after run 9)."""
     keys = {"site": sorted(set(trials["site"])), "network": networks_in(trials["network"]),
-            "protocol": settings_in(trials["protocol"])}
+            "setting": settings_in(trials["setting"])}
     return trials.sort_values(
-        ["site", "network", "protocol", "run"], kind="stable",
+        ["site", "network", "setting", "run"], kind="stable",
         key=lambda s: s.map({v: i for i, v in enumerate(keys[s.name])}) if s.name in keys
         else pd.to_numeric(s, errors="coerce"))
 

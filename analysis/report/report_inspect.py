@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from analysis.campaign.model import Analysis
 
 TRANSPORT_HEADERS = {
-    "protocol": "setting", "cc": "congestion control", "per_trial": "per trial",
+    "cc": "congestion control", "per_trial": "per trial",
     "handshake_ms": "handshake (ms, median)", "retrans_rate": "retransmitted (of bytes sent)",
     "cwnd_packets": "final cwnd (packets, median)", "cwnd_bytes": "final cwnd (bytes, median)",
     "rwnd_limited_ms": "receive-window limited (ms, median)",
@@ -102,7 +102,7 @@ def _examples(a: Analysis, out: Path, results_dir: Path | None) -> Markup | None
         if results_dir is not None and r.trial_id not in written:
             href = _write_page(a, out, Path(results_dir), str(r.trial_id), conns)
             written[r.trial_id] = href
-        cells.setdefault((r.network, r.protocol), []).append(
+        cells.setdefault((r.network, r.setting), []).append(
             {"href": href, "trial_id": r.trial_id, "text": f"{r.which} {r.value:.0f} ms"})
     return pages.piece("examples.html.j2", rows=[
         {"network": label(n), "setting": label(p), "cells": c} for (n, p), c in cells.items()])

@@ -99,6 +99,4 @@ def setup_tables(a: Analysis, manifest: Manifest | None,
             if not runs.empty else None,
             "precision": adaptive_runs(manifest),
             "networks": table(networks_table(manifest, set(a.trials["network"]))),
-            "settings": table(settings_table(manifest, set(a.trials["protocol"]))
-                              .rename(columns={"setting": "protocol"}),  # shown as labels
-                              rename={"protocol": "setting"})}
+            "settings": table(settings_table(manifest, set(a.trials["setting"])))}

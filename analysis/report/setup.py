@@ -127,8 +127,8 @@ def runs_table(trials: pd.DataFrame, manifest: Manifest | None) -> pd.DataFrame:
         runs = int(g["run"].max()) + 1
         ok = g[(g["status"] == OK) & (g["plt_ms"] > 0)]
         widths, met = [], True
-        for protocol in g["protocol"].unique():
-            values = ok.loc[ok["protocol"] == protocol, "plt_ms"].astype(float).tolist()
+        for protocol in g["setting"].unique():
+            values = ok.loc[ok["setting"] == protocol, "plt_ms"].astype(float).tolist()
             met = met and meets(values, bound)
             if len(values) >= 2:
                 widths.append((half_width(values), sum(values) / len(values)))

@@ -1,4 +1,4 @@
-"""One trial, looked at: its row, protocols, connections, a waterfall and a filmstrip.
+"""One trial, looked at: its row, HTTP versions, connections, a waterfall and a filmstrip.
 
     v = trial_view("results/paper", "local-news+dsl+quic+0")
     v.text()                        # what `testbed trial` prints
@@ -89,12 +89,12 @@ class TrialView:
         out = [f"trial {self.trial_id}: {r['status']}"
                + (f" ({r['reason']})" if _present(r.get("reason")) else ""),
                (f"  site {r['site']}, network {r['network']} (RTT {r['rtt_ms']:g} ms), "
-               f"setting {r['protocol']}, run {r['run']}, attempt {r['attempt']}, "
+               f"setting {r['setting']}, run {r['run']}, attempt {r['attempt']}, "
                f"started {r['started_at']}")]
         metrics = [f"{label(m)} {r[c]:.0f}" for m, c in METRICS.items() if _present(r.get(c))]
         out.append("  metrics (ms): " + (", ".join(metrics) or "none"))
         out.append(f"  requests {_int(r.get('requests'))}, bytes {_int(r.get('bytes'))}, "
-                   f"misses {_int(r.get('misses'))}, protocols {r.get('protocols') or '–'}")
+                   f"misses {_int(r.get('misses'))}, HTTP versions {r.get('http_versions') or '–'}")
         machine = machine_load(r)
         if machine:
             out.append(f"  machine during the load: {machine}")
@@ -157,7 +157,7 @@ def _timing(timings: dict[str, Any], key: str) -> float:
 
 
 def waterfall(har: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per HAR entry, in the HAR's order: url, host, protocol, connection,
+    """One row per HAR entry, in the HAR's order: url, host, HTTP version, connection,
     status, bytes, start (ms after the page started) and each phase's ms."""
     log = har.get("log", {}) if isinstance(har, dict) else {}
     entries = [e for e in log.get("entries", []) if isinstance(e, dict)]
@@ -177,7 +177,7 @@ def waterfall(har: dict[str, Any]) -> list[dict[str, Any]]:
         start = _epoch_ms(e.get("startedDateTime"))
         rows.append({
             "url": url, "host": urlsplit(url).hostname or url.split(":")[0],
-            "protocol": str(res.get("httpVersion", "")), "connection": str(e.get("connection", "")),
+            "http_version": str(res.get("httpVersion", "")), "connection": str(e.get("connection", "")),
             "status": res.get("status"), "bytes": size if isinstance(size, int) and size >= 0
             else None, "start": (start - zero) if start else 0.0, **phases})
     return rows
@@ -194,7 +194,7 @@ def trial_view(source: str | Path, trial_id: str, trials: pd.DataFrame | None = 
     match = trials[trials["trial_id"] == trial_id]
     if match.empty:
         raise ResultsError(f"{source}: no trial {trial_id!r} among its {len(trials)} trials; "
-                           "expected an id as the store has it (site+network+protocol+run)")
+                           "expected an id as the store has it (site+network+setting+run)")
     row = {k: (None if not _present(v) else v) for k, v in match.iloc[0].to_dict().items()}
     folder = source if source.is_dir() else source.parent
     conns = connections_of(source) if conns is None else conns
@@ -324,7 +324,7 @@ def _waterfall(rows: list[dict[str, Any]], marks: dict[str, float]) -> dict[str,
         path = parts.path + (f"?{parts.query}" if parts.query else "") if parts.scheme else r["url"]
         shown.append({
             "i": i, "number": i + 1, "host": r["host"], "url": r["url"], "path": path[:200],
-            "protocol": r["protocol"], "connection": r["connection"], "status": str(r["status"]),
+            "http_version": r["http_version"], "connection": r["connection"], "status": str(r["status"]),
             "bytes": _int(r["bytes"]), "start": f"{r['start']:.0f}",
             "total": f"{sum(r[p] for p in PHASES):.0f}",
             "title": " · ".join(f"{p} {r[p]:.1f}" for p in PHASES if r[p] > 0),
@@ -348,11 +348,11 @@ def render(view: TrialView) -> str:
     r = view.row
     facts = [("status", r["status"] + (f": {r['reason']}" if r.get("reason") else "")),
              ("site", r["site"]), ("network", f"{label(r['network'])} (RTT {r['rtt_ms']:g} ms)"),
-             ("setting", label(r["protocol"])), ("run", str(r["run"])),
+             ("setting", label(r["setting"])), ("run", str(r["run"])),
              ("attempt", str(r["attempt"])), ("started", str(r["started_at"])),
              ("requests", _int(r.get("requests"))), ("bytes", _int(r.get("bytes"))),
              ("replay misses", _int(r.get("misses"))),
-             ("protocols", str(r.get("protocols") or "–")), ("worker", str(r.get("worker") or "–"))]
+             ("HTTP versions", str(r.get("http_versions") or "–")), ("worker", str(r.get("worker") or "–"))]
     machine = machine_load(r)
     if machine:
         facts.append(("machine during the load", machine))

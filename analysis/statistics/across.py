@@ -128,8 +128,8 @@ def site_table(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> pd.DataF
     logs), the geometric means of a and b (ms) and their runs (n_a, n_b)."""
     m = meas[meas["value"] > 0]
     by = (m.assign(logv=np.log(m["value"]))
-          .groupby(["network", "metric", "site", "protocol"], observed=True)["logv"])
-    g, n = by.mean().unstack("protocol"), by.count().unstack("protocol")
+          .groupby(["network", "metric", "site", "setting"], observed=True)["logv"])
+    g, n = by.mean().unstack("setting"), by.count().unstack("setting")
     parts = []
     for a, b in pairs:
         if a not in g.columns or b not in g.columns:
@@ -259,14 +259,14 @@ def mixed_models(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     rows = []
     m = meas[meas["metric"].isin(metrics) & (meas["value"] > 0)]
     for a, b in pairs:
-        sub = m[m["protocol"].isin([a, b])]
+        sub = m[m["setting"].isin([a, b])]
         for (network, metric), g in sub.groupby(["network", "metric"], sort=False,
                                                 observed=True):
-            both = g.groupby("site", observed=True)["protocol"].nunique()
+            both = g.groupby("site", observed=True)["setting"].nunique()
             g = g[g["site"].isin(both[both == 2].index)]
             if g["site"].nunique() < 3:
                 continue
-            fit = mixed_fit(g.assign(x=(g["protocol"] == a).astype(float)), confidence)
+            fit = mixed_fit(g.assign(x=(g["setting"] == a).astype(float)), confidence)
             rows.append((a, b, network, metric, g["site"].nunique(), len(g),
                          *(float(np.expm1(fit[k])) for k in ("estimate", "low", "high")),
                          fit["p"], fit["site_slope_sd"], fit["block"], fit["converged"],

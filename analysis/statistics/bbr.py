@@ -121,7 +121,7 @@ def site_effects(trials: pd.DataFrame, sizes: pd.DataFrame, losses: dict[str, fl
     columns = ["stack", "bbr", "cubic", "network", "site", "metric", "n_bbr", "n_cubic",
                "bbr_ms", "cubic_ms", "rel", "d", "p", "verdict", "page_bytes", "largest_bytes",
                "rtt_ms", "loss_percent"]
-    pairs = pairs_in(trials["protocol"])
+    pairs = pairs_in(trials["setting"])
     meas = measurements(trials, [metric])
     if not pairs or meas.empty:
         return pd.DataFrame(columns=columns)
@@ -160,7 +160,7 @@ def delivery_per_site(conns: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame
     bucket), then per site and setting (mean over its trials), so every site counts
     once whatever its connections; n_bbr, n_cubic: connections; d = log_bbr -
     log_cubic (NaN without both)."""
-    pairs = pairs_in(trials["protocol"])
+    pairs = pairs_in(trials["setting"])
     c = with_trials(conns, trials)
     c = c[c["delivery_rate_bps"].notna() & (c["delivery_rate_bps"] > 0)
           & c["bytes_sent"].notna()]
@@ -169,14 +169,14 @@ def delivery_per_site(conns: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame
     per_request = c["bytes_sent"] / c["requests"].where(c["requests"] > 0)
     c = c.assign(bucket=bucket_of(per_request.fillna(c["bytes_sent"])),
                  logr=np.log(c["delivery_rate_bps"] / 1e6))
-    keys = ["network", "bucket", "site", "protocol"]
+    keys = ["network", "bucket", "site", "setting"]
     per_trial = c.groupby(keys + ["trial_id"], observed=True).agg(
         logr=("logr", "mean"), n=("logr", "size")).reset_index()
     per_site = per_trial.groupby(keys, observed=True).agg(
         logr=("logr", "mean"), n=("n", "sum")).reset_index()
     parts = []
     for stack, bbr, cubic in pairs:
-        sides = [per_site[per_site["protocol"] == s].drop(columns="protocol")
+        sides = [per_site[per_site["setting"] == s].drop(columns="setting")
                  .rename(columns={"logr": f"log_{n}", "n": f"n_{n}"})
                  for s, n in ((bbr, "bbr"), (cubic, "cubic"))]
         both = sides[0].merge(sides[1], on=keys[:3], how="outer").assign(stack=stack)
@@ -403,7 +403,7 @@ def analyse_bbr(trials: pd.DataFrame, conns: pd.DataFrame, manifest: dict[str, A
     per_site = delivery_per_site(conns, trials)
     delivery = delivery_by_size(conns, trials, per_site)
     missing = []
-    if not pairs_in(trials["protocol"]):
+    if not pairs_in(trials["setting"]):
         missing.append("no pair of a BBR setting with its CUBIC twin (TCP+BBR and TCP+, "
                        "QUIC+BBR and QUIC) in this campaign")
     if conns.empty:

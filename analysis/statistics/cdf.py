@@ -24,14 +24,14 @@ def ecdf(values: Any) -> pd.DataFrame:
 def relative_cdfs(rel: pd.DataFrame) -> pd.DataFrame:
     """ECDF points of `rel` (from stats.relative_difference) per network x metric x setting."""
     parts = []
-    for (network, metric, protocol), group in rel.groupby(["network", "metric", "protocol"],
+    for (network, metric, protocol), group in rel.groupby(["network", "metric", "setting"],
                                                           sort=False, observed=True):
         points = ecdf(group["rel"])
-        points.insert(0, "protocol", protocol)
+        points.insert(0, "setting", protocol)
         points.insert(0, "metric", metric)
         points.insert(0, "network", network)
         points.insert(3, "sites", int(group["rel"].notna().sum()))
         parts.append(points)
     if not parts:
-        return pd.DataFrame(columns=["network", "metric", "protocol", "sites", "x", "p"])
+        return pd.DataFrame(columns=["network", "metric", "setting", "sites", "x", "p"])
     return sort_table(pd.concat(parts, ignore_index=True))

@@ -60,13 +60,13 @@ def side_by_side(trials: pd.DataFrame, baseline: str, metric: str = "plt_ms") ->
     ok = ok[ok[metric].notna()]
     if ok.empty:
         return pd.DataFrame()
-    g = ok.groupby(["client", "network", "protocol"], observed=True)[metric]
+    g = ok.groupby(["client", "network", "setting"], observed=True)[metric]
     table = pd.DataFrame({"n": g.size(), "median": g.median()}).reset_index()
-    base = table[table["protocol"] == baseline].set_index(["client", "network"])["median"]
+    base = table[table["setting"] == baseline].set_index(["client", "network"])["median"]
     keys = pd.MultiIndex.from_frame(table[["client", "network"]])
     table["vs_" + baseline] = table["median"].to_numpy() / base.reindex(keys).to_numpy() - 1
-    table["protocol"] = table["protocol"].astype(str)
-    wide = table.set_index(["network", "protocol", "client"]).unstack("client")
+    table["setting"] = table["setting"].astype(str)
+    wide = table.set_index(["network", "setting", "client"]).unstack("client")
     wide.columns = wide.columns.swaplevel(0, 1)
     order = [c for c in CLIENTS if c in wide.columns.get_level_values(0)]
     return wide[[(c, v) for c in order for v in ("n", "median", "vs_" + baseline)

@@ -70,7 +70,7 @@ def normalise(raw: pd.DataFrame, source: str) -> pd.DataFrame:
 
 def with_trials(conns: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     """The connections of ok trials, with their trial's site, network, protocol, run."""
-    ok = trials.loc[trials["status"] == OK, ["trial_id", "site", "network", "protocol", "run"]]
+    ok = trials.loc[trials["status"] == OK, ["trial_id", "site", "network", "setting", "run"]]
     return conns.merge(ok, on="trial_id", how="inner")
 
 
@@ -85,7 +85,7 @@ def transport_summary(conns: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame
     congestion control, median handshake (QUIC), retransmitted share of bytes sent,
     median final cwnd, and the share of the connections' busy time limited by the
     receiver's window or the sender's buffer (with the median ms of each)."""
-    columns = ["network", "protocol", "transport", "cc", "connections", "per_trial",
+    columns = ["network", "setting", "transport", "cc", "connections", "per_trial",
                "handshake_ms", "retrans_rate", "cwnd_packets", "cwnd_bytes",
                "rwnd_limited_ms", "rwnd_limited_share", "sndbuf_limited_ms",
                "sndbuf_limited_share"]
@@ -93,12 +93,12 @@ def transport_summary(conns: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame
     if c.empty:
         return pd.DataFrame(columns=columns)
     rows = []
-    for (network, protocol), g in c.groupby(["network", "protocol"], sort=False):
+    for (network, protocol), g in c.groupby(["network", "setting"], sort=False):
         retrans = _share(g["bytes_retrans"], g["bytes_sent"])
         if np.isnan(retrans):
             retrans = _share(g["packets_retrans"], g["packets_sent"])
         rows.append({
-            "network": network, "protocol": protocol,
+            "network": network, "setting": protocol,
             "transport": ", ".join(sorted(set(g["transport"].dropna()))),
             "cc": ", ".join(sorted(set(g["cc"].dropna()))),
             "connections": len(g), "per_trial": len(g) / g["trial_id"].nunique(),

@@ -56,7 +56,7 @@ def design_impact(trials: pd.DataFrame, summary: pd.DataFrame,
     sites = single_origin_sites(ok_trials(trials))
     rtts = network_rtts(trials)
     means = summary[summary["site"].isin(sites) & summary["metric"].isin(metrics)]
-    means = means.set_index(["site", "network", "protocol", "metric"])["mean"]
+    means = means.set_index(["site", "network", "setting", "metric"])["mean"]
     rows = []
     for (site, network, protocol, metric), tcp_ms in means.items():
         for tcp, quic in pairs:
@@ -84,7 +84,7 @@ def with_intervals(design: pd.DataFrame, summary: pd.DataFrame,
 
     if design.empty:
         return design.assign(**{c: pd.Series(dtype=float) for c in INTERVAL_COLUMNS})
-    g = summary.set_index(["site", "network", "protocol", "metric"])
+    g = summary.set_index(["site", "network", "setting", "metric"])
     ka = list(zip(design["site"], design["network"], design["tcp"], design["metric"]))
     kb = list(zip(design["site"], design["network"], design["quic"], design["metric"]))
     na, sa = g.loc[ka, "n"].to_numpy(float), g.loc[ka, "std"].to_numpy(float)

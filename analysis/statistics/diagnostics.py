@@ -29,7 +29,7 @@ from results_contract.schema import METRICS, OK
 OUTLIER_Z = 3.5
 """|robust z| above which a residual counts as an outlier (Iglewicz & Hoaglin)."""
 
-GROUP_COLUMNS = ["network", "protocol", "trials", "failed", "failed_share", "outlier_share",
+GROUP_COLUMNS = ["network", "setting", "trials", "failed", "failed_share", "outlier_share",
                  "sd_within", "drift_per_hour", "drift_p"]
 
 
@@ -40,7 +40,7 @@ def with_residuals(trials: pd.DataFrame, metric: str = "plt") -> pd.DataFrame:
     col = METRICS[metric]
     ok = trials[(trials["status"] == OK) & (trials[col] > 0)].copy()
     logv = np.log(ok[col].astype(float))
-    ok["res"] = logv - logv.groupby([ok["site"], ok["network"], ok["protocol"]],
+    ok["res"] = logv - logv.groupby([ok["site"], ok["network"], ok["setting"]],
                                     observed=True).transform("mean")
     started = pd.to_datetime(trials["started_at"], utc=True, errors="coerce")
     ok["hours"] = (started.loc[ok.index] - started.min()).dt.total_seconds() / 3600
@@ -53,10 +53,10 @@ def group_checks(trials: pd.DataFrame, metric: str = "plt") -> pd.DataFrame:
     """Per network x setting: trials, failed (count, share), outlier share, within-site SD
     of log values, drift (slope of the residuals over time, % per hour) and its p."""
     ok = with_residuals(trials, metric)
-    counts = trials.groupby(["network", "protocol"], observed=True)["status"].agg(
+    counts = trials.groupby(["network", "setting"], observed=True)["status"].agg(
         trials="size", failed=lambda s: int((s != OK).sum()))
     rows = []
-    for (network, protocol), g in ok.groupby(["network", "protocol"], observed=True):
+    for (network, protocol), g in ok.groupby(["network", "setting"], observed=True):
         res = g["res"].to_numpy()
         mad = np.median(np.abs(res - np.median(res)))
         z = 0.6745 * (res - np.median(res)) / mad if mad > 0 else np.zeros_like(res)
@@ -67,9 +67,9 @@ def group_checks(trials: pd.DataFrame, metric: str = "plt") -> pd.DataFrame:
         rows.append((network, protocol, float(np.mean(np.abs(z) > OUTLIER_Z)),
                      float(np.sqrt(np.sum(res**2) / max(len(res) - g["site"].nunique(), 1))),
                      slope, p))
-    out = pd.DataFrame(rows, columns=["network", "protocol", "outlier_share", "sd_within",
+    out = pd.DataFrame(rows, columns=["network", "setting", "outlier_share", "sd_within",
                                       "drift_per_hour", "drift_p"])
-    out = counts.reset_index().merge(out, on=["network", "protocol"], how="left")
+    out = counts.reset_index().merge(out, on=["network", "setting"], how="left")
     out["failed_share"] = out["failed"] / out["trials"]
     return sort_table(out[GROUP_COLUMNS])
 
@@ -101,8 +101,8 @@ def variance_checks(trials: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     rows = []
     for a, b in pairs:
         for network, g in ok.groupby("network", observed=True):
-            ra = g.loc[g["protocol"] == a, "res"].to_numpy()
-            rb = g.loc[g["protocol"] == b, "res"].to_numpy()
+            ra = g.loc[g["setting"] == a, "res"].to_numpy()
+            rb = g.loc[g["setting"] == b, "res"].to_numpy()
             if len(ra) < 3 or len(rb) < 3:
                 continue
             p = float(stats.levene(ra, rb, center="median").pvalue)
@@ -119,7 +119,7 @@ def failures_beside(table: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     the keys (a, b, network, metric)."""
     if table is None or table.empty or "network" not in table.columns:
         return table
-    counts = trials.groupby(["network", "protocol"], observed=True)["status"].agg(
+    counts = trials.groupby(["network", "setting"], observed=True)["status"].agg(
         trials="size", failed=lambda x: int((x != OK).sum()))
     out = table.copy()
     at = list(out.columns).index("metric") + 1 if "metric" in out.columns else 3

@@ -58,9 +58,9 @@ def trial_health(trials: pd.DataFrame) -> pd.DataFrame:
         retried=trials["attempt"] > 1,
         with_misses=trials["misses"].fillna(0) > 0,
         mismatch=[s == OK and protocol_mismatch(p, c) for s, p, c in
-                  zip(trials["status"], trials["protocol"], trials["protocols"])],
+                  zip(trials["status"], trials["setting"], trials["http_versions"])],
     )
-    g = t.groupby(["network", "protocol"], sort=False, observed=True)
+    g = t.groupby(["network", "setting"], sort=False, observed=True)
     out = g.agg(trials=("trial_id", "size"), ok=("ok", "sum"), failed=("failed", "sum"),
                 wrong_protocol=("wrong_protocol", "sum"), retried=("retried", "sum"),
                 with_misses=("with_misses", "sum"), misses=("misses", "sum"),
@@ -74,11 +74,11 @@ def failures_by_reason(trials: pd.DataFrame) -> pd.DataFrame:
     failed = trials[trials["status"] != OK]
     failed = failed.assign(kind=[reason_kind(r) for r in failed["reason"]])
     rows = []
-    for (kind, network, protocol), group in failed.groupby(["kind", "network", "protocol"],
+    for (kind, network, protocol), group in failed.groupby(["kind", "network", "setting"],
                                                            sort=False, observed=True):
         examples = list(dict.fromkeys(group["reason"].dropna()))[:3]
         rows.append((kind, network, protocol, len(group), "; ".join(examples)))
-    out = pd.DataFrame(rows, columns=["reason", "network", "protocol", "trials", "examples"])
+    out = pd.DataFrame(rows, columns=["reason", "network", "setting", "trials", "examples"])
     out = sort_table(out)
     return out.sort_values("reason", kind="stable", ignore_index=True)
 
@@ -90,7 +90,7 @@ def overview(trials: pd.DataFrame) -> dict[str, Any]:
         "sites": int(trials["site"].nunique()),
         "single_origin_sites": int((trials.groupby("site")["origins"].max() == 1).sum()),
         "networks": int(trials["network"].nunique()),
-        "settings": int(trials["protocol"].nunique()),
+        "settings": int(trials["setting"].nunique()),
         "runs": int(trials["run"].max() + 1) if len(trials) else 0,
         "trials": len(trials),
         "ok": int((trials["status"] == OK).sum()),

@@ -46,7 +46,7 @@ def _blocks(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Any:
     """Yield (a, b, keys, xa, xb, ya, yb): per pair and group of sites with the same number
     of paired runs: xa, xb the paired runs (same run on both sides, one row a site);
     ya, yb every ok run of each side (for Welch and ANOVA) as lists of arrays."""
-    wide = meas.pivot_table(index=["network", "metric", "site", "run"], columns="protocol",
+    wide = meas.pivot_table(index=["network", "metric", "site", "run"], columns="setting",
                             values="value", aggfunc="first", observed=True)
     for a, b in pairs:
         if a not in wide.columns or b not in wide.columns:

@@ -38,11 +38,11 @@ def pilot_spread(trials: pd.DataFrame, metric: str = "plt") -> pd.DataFrame:
     ok = trials[(trials["status"] == OK) & (trials[col] > 0)]
     rows = []
     for network, g in ok.groupby("network", observed=True):
-        by = g.groupby(["site", "protocol"], observed=True)[col]
+        by = g.groupby(["site", "setting"], observed=True)[col]
         n, sd, mean = by.count(), by.std(), by.mean()
         keep = n >= 2
         logv = np.log(g[col].astype(float))
-        res = logv - logv.groupby([g["site"], g["protocol"]], observed=True).transform("mean")
+        res = logv - logv.groupby([g["site"], g["setting"]], observed=True).transform("mean")
         dof = int(n[keep].sum() - keep.sum())
         rows.append((network, int(keep.sum()), float(sd[keep].median()),
                      float(np.sqrt((res**2).sum() / dof)) if dof > 0 else np.nan,

@@ -20,7 +20,7 @@ from results_contract import profiles_meta
 from results_contract.load import ok_trials
 from results_contract.schema import ANALYSED_METRICS, METRICS, networks_in, ordered, settings_in
 
-GROUP = ["site", "network", "protocol", "metric"]
+GROUP = ["site", "network", "setting", "metric"]
 """The keys of one statistics group: a site loaded under one network, setting and metric."""
 
 DEFAULT_ALPHA = 0.01
@@ -38,7 +38,7 @@ def measurements(trials: pd.DataFrame, metrics: Iterable[str] = ANALYSED_METRICS
     if unknown:
         raise ValueError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(METRICS)}")
     ok = ok_trials(trials)
-    long = ok.melt(id_vars=["site", "network", "protocol", "run"],
+    long = ok.melt(id_vars=["site", "network", "setting", "run"],
                    value_vars=[METRICS[m] for m in metrics], var_name="metric", value_name="value")
     long["metric"] = long["metric"].map({METRICS[m]: m for m in metrics}).astype("string")
     return long.dropna(subset=["value"]).reset_index(drop=True)
@@ -52,7 +52,7 @@ def timeouts(trials: pd.DataFrame, metrics: Iterable[str] = ANALYSED_METRICS) ->
     metrics = list(metrics)
     kind = trials["reason"].astype("string").str.split(":").str[0].str.strip()
     t = trials[(trials["status"] != "ok") & (kind == "timeout").fillna(False)]
-    rows = t[["site", "network", "protocol", "run"]].merge(
+    rows = t[["site", "network", "setting", "run"]].merge(
         pd.DataFrame({"metric": pd.array(metrics, dtype="string")}), how="cross")
     return rows.assign(value=np.inf)
 
@@ -62,7 +62,7 @@ def rank_input(meas: pd.DataFrame, timed_out: pd.DataFrame | None, test: str) ->
     groups added when `test` is a rank test; `meas` otherwise."""
     if test not in inference.RANK_TESTS or timed_out is None or timed_out.empty:
         return meas
-    keys = ["site", "network", "protocol", "metric"]
+    keys = ["site", "network", "setting", "metric"]
     present = meas[keys].drop_duplicates()
     extra = timed_out.merge(present, on=keys, how="inner")
     return pd.concat([meas, extra[meas.columns]], ignore_index=True)
@@ -75,7 +75,7 @@ def sort_table(df: pd.DataFrame) -> pd.DataFrame:
                           ("site", sorted(set(df.get("site", ())))),
                           ("a", settings_in(df.get("a", ()))),
                           ("b", settings_in(df.get("b", ()))),
-                          ("protocol", settings_in(df.get("protocol", ()))),
+                          ("setting", settings_in(df.get("setting", ()))),
                           ("metric", ordered(df.get("metric", ()), METRICS))):
         if column in df.columns:
             keys.append(column)
@@ -110,26 +110,26 @@ def relative_difference(summary: pd.DataFrame, baseline: str | None = None) -> p
     Negative means faster than the baseline. Baseline rows are left out, and so
     are sites without baseline trials in that network.
     """
-    settings = set(summary["protocol"])
+    settings = set(summary["setting"])
     baseline = baseline or profiles_meta.current().baseline
     if baseline not in settings:
         raise ValueError(f"baseline setting {baseline!r} has no ok trials; "
                          f"settings present: {', '.join(sorted(settings)) or 'none'}")
     keys = ["site", "network", "metric"]
-    means = summary[keys + ["protocol", "mean"]]
-    base = (means[means["protocol"] == baseline].drop(columns="protocol")
+    means = summary[keys + ["setting", "mean"]]
+    base = (means[means["setting"] == baseline].drop(columns="setting")
             .rename(columns={"mean": "baseline_mean"}))
-    rel = means[means["protocol"] != baseline].merge(base, on=keys, how="inner")
+    rel = means[means["setting"] != baseline].merge(base, on=keys, how="inner")
     rel["rel"] = (rel["mean"] - rel["baseline_mean"]) / rel["baseline_mean"]
     rel.insert(rel.columns.get_loc("baseline_mean"), "baseline", baseline)
-    return sort_table(rel[["network", "site", "protocol", "metric", "mean", "baseline",
+    return sort_table(rel[["network", "site", "setting", "metric", "mean", "baseline",
                            "baseline_mean", "rel"]])
 
 
 def relative_summary(rel: pd.DataFrame) -> pd.DataFrame:
     """Per network x metric x setting, over sites: median and mean relative difference,
     and the share of sites faster than the baseline (rel < 0)."""
-    g = rel.groupby(["network", "metric", "protocol"], sort=False, observed=True)["rel"]
+    g = rel.groupby(["network", "metric", "setting"], sort=False, observed=True)["rel"]
     out = g.agg(sites="count", median="median", mean="mean",
                 faster=lambda r: float((r < 0).mean())).reset_index()
     return sort_table(out)
@@ -261,7 +261,7 @@ def _finite_mean(x: np.ndarray) -> np.ndarray:
 
 def _value_arrays(meas: pd.DataFrame) -> dict[tuple[Any, ...], np.ndarray]:
     values = meas["value"].to_numpy(dtype=float)
-    indices = meas.groupby(["site", "network", "protocol", "metric"], sort=False,
+    indices = meas.groupby(["site", "network", "setting", "metric"], sort=False,
                            observed=True).indices
     return {key: values[idx] for key, idx in indices.items()}
 

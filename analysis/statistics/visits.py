@@ -21,7 +21,7 @@ from results_contract.schema import METRICS, OK, label, networks_in, settings_in
 VISIT_METRICS = ("ttfb", "fcp", "plt", "si")
 """Metrics the first-vs-warm table shows (the handshake shows first in TTFB)."""
 
-KEYS = ["network", "protocol", "visit"]
+KEYS = ["network", "setting", "visit"]
 
 
 def visits(trials: pd.DataFrame) -> pd.Series:
@@ -58,7 +58,7 @@ def visit_pivot(trials: pd.DataFrame, metrics: Sequence[str] = VISIT_METRICS) ->
     m = visit_means(trials, metrics)
     if m.empty:
         return pd.DataFrame()
-    m = m.assign(column=[f"{label(p)} · {v}" for p, v in zip(m["protocol"], m["visit"])],
+    m = m.assign(column=[f"{label(p)} · {v}" for p, v in zip(m["setting"], m["visit"])],
                  cell=[f"{x:.0f} ms ({n})" for x, n in zip(m["mean"], m["n"])])
     order = list(dict.fromkeys(m.sort_values("visit", kind="stable")["column"]))
     rows = list(dict.fromkeys(zip(m["network"], m["metric"])))  # m is in the paper's order
@@ -92,10 +92,10 @@ def resumption(trials: pd.DataFrame) -> pd.DataFrame:
 
 def _sorted(df: pd.DataFrame, metrics: Sequence[str] = ()) -> pd.DataFrame:
     rank = {"network": {n: i for i, n in enumerate(networks_in(df["network"]))},
-            "protocol": {p: i for i, p in enumerate(settings_in(df["protocol"]))},
+            "setting": {p: i for i, p in enumerate(settings_in(df["setting"]))},
             "visit": {"first": 0, "warm": 1},
             "metric": {m: i for i, m in enumerate(metrics)}}
-    by = [c for c in ("network", "protocol", "visit", "metric") if c in df.columns
+    by = [c for c in ("network", "setting", "visit", "metric") if c in df.columns
           and (c != "metric" or metrics)]
     return df.sort_values(by, key=lambda s: s.map(lambda v: rank[s.name].get(v, len(rank[s.name]))),
                           kind="stable", ignore_index=True)

@@ -22,7 +22,7 @@ from results_contract.manifest import Manifest
 from results_contract.schema import OK, networks_in, settings_in
 
 METRIC = "plt_ms"
-KEYS = ["network", "protocol", "worker"]
+KEYS = ["network", "setting", "worker"]
 
 
 def workers(trials: pd.DataFrame) -> pd.Series:
@@ -40,8 +40,8 @@ def _ok(trials: pd.DataFrame) -> pd.DataFrame:
 
 def _sorted(df: pd.DataFrame) -> pd.DataFrame:
     nets = networks_in(df["network"])
-    sets = settings_in(df["protocol"])
-    return (df.assign(_n=df["network"].map(nets.index), _p=df["protocol"].map(sets.index))
+    sets = settings_in(df["setting"])
+    return (df.assign(_n=df["network"].map(nets.index), _p=df["setting"].map(sets.index))
             .sort_values(["_n", "_p", *(["worker"] if "worker" in df.columns else [])])
             .drop(columns=["_n", "_p"]).reset_index(drop=True))
 
@@ -61,7 +61,7 @@ def residuals(ok: pd.DataFrame) -> pd.Series:
     """log PLT minus its site's mean log PLT for the same network and setting: what is
     left once the site is accounted for (the test stratifies by site)."""
     logv = np.log(ok[METRIC].astype(float))
-    return logv - logv.groupby([ok["site"], ok["network"], ok["protocol"]],
+    return logv - logv.groupby([ok["site"], ok["network"], ok["setting"]],
                                observed=True).transform("mean")
 
 
@@ -70,10 +70,10 @@ def worker_shifts(ok: pd.DataFrame, margin: float = DEFAULT_MARGIN,
     """Per network x setting x worker: per site, the worker's mean log residual minus the
     other workers' (sites both measured); across those sites the shift (ratio - 1)
     and two one-sided tests at ±margin (analysis.statistics.across.equivalence)."""
-    cols = ["network", "protocol", "worker", *EQUIVALENCE_COLUMNS]
+    cols = ["network", "setting", "worker", *EQUIVALENCE_COLUMNS]
     ok = ok.assign(res=residuals(ok))
     rows = []
-    for (network, protocol), g in ok.groupby(["network", "protocol"], sort=False,
+    for (network, protocol), g in ok.groupby(["network", "setting"], sort=False,
                                              observed=True):
         means = g.groupby(["site", "worker"], observed=True)["res"].agg(["sum", "count"])
         site_sum = means.groupby(level="site")["sum"].transform("sum")
@@ -99,13 +99,13 @@ def worker_tests(trials: pd.DataFrame, alpha: float = DEFAULT_ALPHA,
     'different' if any is, else 'inconclusive' if any is, else 'equivalent'."""
     from scipy import stats
 
-    cols = ["network", "protocol", "workers", "median_spread_ms", "p", "verdict",
+    cols = ["network", "setting", "workers", "median_spread_ms", "p", "verdict",
             "largest_shift", "equivalence", "margin"]
     ok = _ok(trials)
     shifts = worker_shifts(ok, margin, alpha)
     ok = ok.assign(res=residuals(ok))
     rows = []
-    for (network, protocol), g in ok.groupby(["network", "protocol"], sort=False,
+    for (network, protocol), g in ok.groupby(["network", "setting"], sort=False,
                                              observed=True):
         groups = [s for _, s in g.groupby("worker", observed=True) if len(s) >= 2]
         if len(groups) < 2:
@@ -113,10 +113,10 @@ def worker_tests(trials: pd.DataFrame, alpha: float = DEFAULT_ALPHA,
         medians = [float(s[METRIC].median()) for s in groups]
         with np.errstate(all="ignore"):
             p = float(stats.f_oneway(*[s["res"].to_numpy() for s in groups]).pvalue)
-        sh = shifts[(shifts["network"] == network) & (shifts["protocol"] == protocol)]
+        sh = shifts[(shifts["network"] == network) & (shifts["setting"] == protocol)]
         worst = next((v for v in ("different", "inconclusive", "equivalent")
                       if (sh["verdict"] == v).any()), "inconclusive")
-        rows.append({"network": network, "protocol": protocol, "workers": len(groups),
+        rows.append({"network": network, "setting": protocol, "workers": len(groups),
                      "median_spread_ms": max(medians) - min(medians),
                      "p": p if np.isfinite(p) else 1.0,
                      "verdict": "differ" if np.isfinite(p) and p < alpha else "agree",

@@ -25,7 +25,7 @@ from testbed.host import safefs
               help="Run the trials stored as failed again (their rows are replaced).")
 @click.option("--rerun-runs", "rerun_runs", metavar="RUNS",
               help="Measure the stored trials of these runs again (e.g. 0-3 or 0,2,5; "
-                   "of the sites, networks and settings --site, --network and --protocol "
+                   "of the sites, networks and settings --site, --network and --setting "
                    "leave), after a fix to what measured them: their rows are replaced and "
                    "the manifest's session says so.")
 @click.option("--resume-from", "resume_from", metavar="DIR",
@@ -42,8 +42,8 @@ from testbed.host import safefs
               help="Run only this site of the campaign (a recording's name; repeatable).")
 @click.option("--network", "networks", multiple=True, metavar="NAME",
               help="Run only this network profile of the campaign (repeatable).")
-@click.option("--protocol", "protocols", multiple=True, metavar="NAME",
-              help="Run only this protocol setting of the campaign (repeatable).")
+@click.option("--setting", "settings", multiple=True, metavar="NAME",
+              help="Run only this setting of the campaign (repeatable).")
 @click.option("--dry-run", is_flag=True,
               help="Print the plan (matrix, trial count, how many are stored, order) and the "
                    "estimated duration; start nothing (no root needed).")
@@ -66,14 +66,14 @@ from testbed.host import safefs
                    "replay topology of its own; auto: per network, what bench/lanes found "
                    "equivalent to one lane here (default: the campaign's key lanes, 1).")
 def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bool,
-        sites: tuple[str, ...], networks: tuple[str, ...], protocols: tuple[str, ...],
+        sites: tuple[str, ...], networks: tuple[str, ...], settings: tuple[str, ...],
         dry_run: bool, as_json: bool, scheduler: str | None, workers: str | None,
         tls: Path | None = None, resume_from: Path | None = None,
         lanes: str | None = None, rerun_runs: str | None = None,
         mixed_versions: bool = False):
     """Run CAMPAIGN (a file in profiles/campaigns/ or a path): every trial not yet in
     the results is measured and stored as it ends. Stop with Ctrl-C; run the same
-    command again to resume. --site, --network and --protocol narrow the campaign to
+    command again to resume. --site, --network and --setting narrow the campaign to
     the trials they name."""
     import os
 
@@ -83,7 +83,7 @@ def run(campaign_file: str, out: Path | None, runs: str | None, retry_failed: bo
         raise InputError("testbed run: needs root (namespaces, Mahimahi); run it as root")
     if as_json and not dry_run:
         raise InputError("--json: only with --dry-run (a campaign's results are in its store)")
-    campaign = config.narrowed(config.load(campaign_file), sites, networks, protocols)
+    campaign = config.narrowed(config.load(campaign_file), sites, networks, settings)
     if lanes is not None:
         campaign = campaign.model_copy(update={"lanes": _lanes_option(lanes)})
     n = None

@@ -280,7 +280,7 @@ class Runner:
             return
         for kind, column, digest_key in (("sites", "site", "manifest_sha256"),
                                          ("networks", "network", "sha256"),
-                                         ("protocols", "protocol", "sha256")):
+                                         ("protocols", "setting", "sha256")):
             section = "recordings" if kind == "sites" else kind
             for label, entry in self.entries[kind].items():
                 before: list[Listed] = [b for s in found.sessions
@@ -409,7 +409,7 @@ class Runner:
         left = block
         while left.trials:
             failed_again = []
-            results = self._session(left, servers, work, progress, task)
+            results = self._measure_block(left, servers, work, progress, task)
             for trial, outcome, record in results:
                 if outcome is None:  # not reached: run again, no attempt used
                     failed_again.append(trial)
@@ -430,7 +430,7 @@ class Runner:
                                        soft_wrap=True)
             left = plan_mod.Block(block.run, block.site, block.network, tuple(failed_again))
 
-    def _session(self, block: plan_mod.Block, servers: Servers, work: Path,
+    def _measure_block(self, block: plan_mod.Block, servers: Servers, work: Path,
                  progress: Progress, task):
         def on_trial(t: plan_mod.Trial):
             progress.update(task, description=progress_mod.describe(t))
@@ -452,14 +452,14 @@ class Runner:
         commit.store_trial(self.out, store, row, files)
 
 
-def _count_other_visits(db: Path, protocol: str, visit: str) -> int:
-    """Stored trials of `protocol` whose visit is not `visit` (a store without the
+def _count_other_visits(db: Path, setting: str, visit: str) -> int:
+    """Stored trials of `setting` whose visit is not `visit` (a store without the
     column holds first visits only)."""
-    n = _count(db, "protocol", protocol)
+    n = _count(db, "setting", setting)
     if n == 0:
         return 0
-    return n - store_mod.count_where(db, "protocol = ? AND COALESCE(visit, 'first') = ?",
-                                     (protocol, visit))
+    return n - store_mod.count_where(db, "setting = ? AND COALESCE(visit, 'first') = ?",
+                                     (setting, visit))
 
 
 def _same_content(before: Listed, digest_key: str, entry: config_mod.Entry) -> bool:

@@ -1,9 +1,9 @@
-"""`testbed replay RECORDING [--stack tcp|quic] [--protocol NAME] [--network PROFILE] -- CMD ...`
+"""`testbed replay RECORDING [--stack tcp|quic] [--setting NAME] [--network PROFILE] -- CMD ...`
 
 Like Mahimahi's mm-webreplay: brings the replay up (topology, certificate,
 servers), runs CMD as the testbed user in the client namespace, tears
 everything down when CMD ends, and exits with CMD's status (under --network:
-Mahimahi's, 0 or 1). A protocol setting names its stack, so --protocol alone is
+Mahimahi's, 0 or 1). A setting names its stack, so --setting alone is
 enough (with --stack too, the two must agree). --network puts CMD inside the
 profile's Mahimahi shells, the calibrated chain a campaign's trials run in
 (testbed.emulate.calibrate). CMD learns how to reach the replay from its
@@ -57,14 +57,14 @@ def protocol_options(name: str | None, stack: str | None) -> tuple[str, ServerOp
     neither option, is an InputError."""
     if name is None:
         if stack is None:
-            raise InputError("--stack: expected tcp or quic, or --protocol NAME (a setting "
+            raise InputError("--stack: expected tcp or quic, or --setting NAME (a setting "
                              "names its stack); got neither")
         return stack, None
     opts = server_options(name)
     if stack is not None and opts.stack != stack:
-        raise InputError(f"--protocol {name}: expected a {stack} setting to match --stack "
+        raise InputError(f"--setting {name}: expected a {stack} setting to match --stack "
                          f"{stack}, got a {opts.stack} setting ({opts.source}); give "
-                         "--protocol alone or a --stack that agrees")
+                         "--setting alone or a --stack that agrees")
     return opts.stack, opts
 
 
@@ -125,9 +125,9 @@ def firefox_env(env: ReplayEnv) -> tuple[dict[str, str], dict[str, Path]]:
 @click.argument("recording")
 @click.option("--stack", type=click.Choice(STACKS), default=None,
               help="tcp: nginx + uWSGI (TLS 1.3, HTTP/2); quic: h3server (HTTP/3). "
-                   "Optional with --protocol (its setting names the stack).")
-@click.option("--protocol", "protocol", metavar="NAME",
-              help="A protocol setting (profiles/protocols/NAME or a path) applied to the "
+                   "Optional with --setting (it names the stack).")
+@click.option("--setting", "setting", metavar="NAME",
+              help="A setting (profiles/protocols/NAME or a path) applied to the "
                    "servers.")
 @click.option("--network", "network", metavar="PROFILE",
               help="Run CMD inside this network profile's Mahimahi shells "
@@ -137,13 +137,13 @@ def firefox_env(env: ReplayEnv) -> tuple[dict[str, str], dict[str, Path]]:
               help="The browser CMD will run: what its environment tells it (firefox: "
                    "also the replay's names in /etc/hosts of CMD's own mount namespace).")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
-def replay(recording: str, stack: str | None, protocol: str | None, network: str | None,
+def replay(recording: str, stack: str | None, setting: str | None, network: str | None,
            client: str, cmd: tuple[str, ...]):
     """Run CMD (as the testbed user, in the replay's client namespace) against
     RECORDING served over STACK; everything is torn down when CMD ends, and
     CMD's exit status is returned. Put `--` before CMD."""
     loaded = rec.load(recording)
-    stack, opts = protocol_options(protocol, stack)
+    stack, opts = protocol_options(setting, stack)
     profile = load_network(network) if network is not None else None
     with ExitStack() as exits:
         chain = network_chain(profile) if profile is not None else None

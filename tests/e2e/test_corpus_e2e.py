@@ -80,7 +80,7 @@ def check(tmp_path: Path, out: Path, lock: Path, packages) -> None:
                         timeout=900, check=False)
     assert cp.returncode == 0, cp.stderr[-3000:]
     db = sqlite3.connect(tmp_path / "res" / "trials.sqlite")
-    rows = db.execute("SELECT site, protocol, status, reason, misses, requests "
+    rows = db.execute("SELECT site, setting, status, reason, misses, requests "
                       "FROM trials").fetchall()
     db.close()
     assert len(rows) == 2 * len(SITES)

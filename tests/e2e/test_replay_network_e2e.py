@@ -1,6 +1,6 @@
 """End to end: `testbed replay --network PROFILE` puts the command behind the profile's
 Mahimahi shells (a TCP connect to a replay server takes at least the profile's
-minimum RTT), and `--protocol NAME` alone picks the setting's stack."""
+minimum RTT), and `--setting NAME` alone picks the setting's stack."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_replay_through_a_network_profile_has_its_delay():
 
 
 def test_protocol_alone_names_the_stack():
-    cp = subprocess.run([TESTBED, "replay", NEWS, "--protocol", "tcp-plus", "--", "sh", "-c",
+    cp = subprocess.run([TESTBED, "replay", NEWS, "--setting", "tcp-plus", "--", "sh", "-c",
                          'echo "$TESTBED_STACK"; echo "$TESTBED_CHROMIUM_FLAGS"'],
                         check=False, capture_output=True, text=True, timeout=120)
     assert cp.returncode == 0, cp.stderr

@@ -1,4 +1,4 @@
-"""End to end, from the wire: `testbed replay --protocol NAME` serves what the setting
+"""End to end, from the wire: `testbed replay --setting NAME` serves what the setting
 says. Under tcp-plus-0rtt a TLS client that returns with the session ticket of its
 first connection resumes the session and has its early data accepted (openssl s_client
 in the replay's client namespace); under tcp-plus it gets no ticket to return with."""
@@ -37,7 +37,7 @@ rm -rf "$d"
 
 
 def probe(setting: str) -> str:
-    cp = run_testbed("replay", NEWS, "--protocol", setting, "--", "sh", "-c", PROBE,
+    cp = run_testbed("replay", NEWS, "--setting", setting, "--", "sh", "-c", PROBE,
                      timeout=180)
     assert cp.returncode == 0, cp.stderr[-3000:]
     return cp.stdout

@@ -42,7 +42,7 @@ def test_smoke_campaign_in_both_clients_all_ok_with_protocol_proven(smoke_campai
     out = smoke_campaign
     got = rows(out)
     settings = SETTINGS
-    assert sorted((r["client"], r["protocol"]) for r in got) == sorted(
+    assert sorted((r["client"], r["setting"]) for r in got) == sorted(
         (c, p) for c in ("chromium", "firefox") for p in settings)
     for r in got:
         assert (r["status"], r["reason"]) == ("ok", None), r
@@ -55,8 +55,8 @@ def test_smoke_campaign_in_both_clients_all_ok_with_protocol_proven(smoke_campai
             p.name for p in files.iterdir()}
     for r in (r for r in got if r["client"] == "chromium"):
         assert all(r[m] is not None and r[m] > 0 for m in METRICS), r
-        want = "h3" if r["protocol"].startswith("quic") else "h2"
-        proven = json.loads(r["protocols"])
+        want = "h3" if r["setting"].startswith("quic") else "h2"
+        proven = json.loads(r["http_versions"])
         assert list(proven) == [want] and proven[want] == r["requests"] > 0, r
         # the browser's timings, in the order the browser reaches them
         assert r["ttfb_ms"] < r["dcl_ms"] and r["fp_ms"] <= r["fcp_ms"] <= r["lcp_ms"], r

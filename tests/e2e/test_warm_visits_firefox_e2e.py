@@ -53,7 +53,7 @@ def test_a_firefox_warm_visit_over_tcp_resumes_with_early_data_as_the_servers_se
         evidence = json.loads((out / "trials" / row["trial_id"] / "trial.json").read_text()
                               )["evidence"]
         warm_up, measured = evidence["warm_up"], evidence["server"]
-        seen[row["protocol"]] = (warm_up, measured)
+        seen[row["setting"]] = (warm_up, measured)
         # the warm-up's connections were closed: the measured load opened its own, each
         # resumed but those of a name the warm-up made no connection of
         assert measured["connections"] > 0 and warm_up["connections"] > 0

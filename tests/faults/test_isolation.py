@@ -209,7 +209,7 @@ def campaign(tmp_path_factory) -> Observed:
 
 def test_campaign_ran(campaign):
     assert campaign.returncode == 0, campaign.stderr[-3000:]
-    assert sorted((r["protocol"], r["status"]) for r in campaign.rows) == [
+    assert sorted((r["setting"], r["status"]) for r in campaign.rows) == [
         ("quic", "ok"), ("tcp", "ok")], campaign.rows
 
 

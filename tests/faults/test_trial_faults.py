@@ -174,4 +174,4 @@ def test_a_server_killed_or_stopped_mid_trial_fails_that_trial_and_the_next_work
     assert evidence(out, second["trial_id"])["server_error"] == why
     assert (third["status"], third["reason"]) == ("ok", None), third
     want = "h3" if protocol == "quic" else "h2"
-    assert list(json.loads(third["protocols"])) == [want], third
+    assert list(json.loads(third["http_versions"])) == [want], third

@@ -31,7 +31,7 @@ TRIALS = synthetic.campaign(sites=1, networks=["dsl"], settings=["tcp", "quic"],
 
 SLOWER_TCP = ("CREATE TRIGGER slower_tcp AFTER INSERT ON trials BEGIN UPDATE trials "
               "SET plt_ms = NEW.plt_ms * 0.8 WHERE trial_id = NEW.trial_id "
-              "AND protocol LIKE 'quic%'; END")
+              "AND setting LIKE 'quic%'; END")
 """What a store's author could leave behind: every QUIC row stored later is made faster."""
 
 ENDLESS = ("CREATE VIEW trials AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL "

@@ -127,7 +127,7 @@ CASES = [
     Case("report integer out of int64", REPORT, [S, "column bytes"],
          prepare=raw_store(bytes="9" * 30)),
     Case("report protocols cell nested 100000 deep", REPORT,
-         [S, "column protocols", "nested at most"], prepare=raw_store(protocols=DEEP)),
+         [S, "column http_versions", "nested at most"], prepare=raw_store(http_versions=DEEP)),
     Case("compare unknown status", COMPARE, [S, "column status", "one of ok, failed", ID],
          prepare=raw_store(status="great")),
     Case("report trial id longer than a file name", REPORT,

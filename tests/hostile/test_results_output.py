@@ -171,7 +171,7 @@ def test_a_real_video_still_gives_a_filmstrip(tmp_path):
 # -- 3. escape sequences and markup from stored strings never reach the terminal -----
 
 def escaped_store(d: Path, host: Host) -> None:
-    trials = synthetic.trials([{"site": f"s{ESC}", "network": "dsl", "protocol": "tcp",
+    trials = synthetic.trials([{"site": f"s{ESC}", "network": "dsl", "setting": "tcp",
                                 "run": 0, "status": "failed", "reason": f"r{ESC}"}])
     synthetic.write_folder(trials, d / "r")
 
@@ -193,7 +193,7 @@ def escaped_recording(d: Path, host: Host) -> None:
 
 
 def test_trial_prints_stored_names_without_escapes(tmp_path):
-    trial_id = synthetic.trials([{"site": f"s{ESC}", "network": "dsl", "protocol": "tcp",
+    trial_id = synthetic.trials([{"site": f"s{ESC}", "network": "dsl", "setting": "tcp",
                                   "run": 0}])["trial_id"].iloc[0]
     cp, _, _ = run_ok(tmp_path, ["trial", "{dir}/r", trial_id, "--output", "{dir}/p.html"],
                       escaped_store)
@@ -210,7 +210,7 @@ def test_compare_prints_stored_manifests_without_escapes(tmp_path):
 
 def test_an_error_line_holds_no_stored_escapes(tmp_path):
     def prepare(d, host):
-        trials = synthetic.trials([{"site": "s", "network": "dsl", "protocol": f"p{ESC}",
+        trials = synthetic.trials([{"site": "s", "network": "dsl", "setting": f"p{ESC}",
                                     "run": 0}])
         synthetic.write_folder(trials, d / "a")
     host = make_host(tmp_path)
@@ -243,7 +243,7 @@ def test_recording_show_prints_recorded_strings_literally(tmp_path):
 # -- 4, 5, 6. the report: names with $, cells a spreadsheet runs, links to symlinks ---
 
 def dollar_store(d: Path, host: Host) -> None:
-    rows = [{"site": "s", "network": net, "protocol": p, "run": i, "plt_ms": 100.0 + i + k,
+    rows = [{"site": "s", "network": net, "setting": p, "run": i, "plt_ms": 100.0 + i + k,
              "fvc_ms": 50.0 + i, "si_ms": 70.0 + i, "vc85_ms": 80.0 + i}
             for net in ("$x^2$", "a$b") for k, p in enumerate(("tcp", "$\\frac$"))
             for i in range(3)]
@@ -257,7 +257,7 @@ def test_report_shows_dollar_names_literally(tmp_path):
 
 
 def formula_store(d: Path, host: Host) -> None:
-    rows = [{"site": "s", "network": "dsl", "protocol": p, "run": i, "plt_ms": 100.0 + i,
+    rows = [{"site": "s", "network": "dsl", "setting": p, "run": i, "plt_ms": 100.0 + i,
              "status": "failed" if i == 0 else "ok",
              "reason": "=HYPERLINK(\"http://x.test\",\"y\")" if i == 0 else None}
             for p in ("tcp", "quic") for i in range(4)]
@@ -378,7 +378,7 @@ def test_hostile_recording_manifest(case, tmp_path):
 
 def test_report_prints_stored_names_without_escapes(tmp_path):
     def prepare(d, host):
-        rows = [{"site": "s", "network": f"n{ESC}", "protocol": p, "run": i,
+        rows = [{"site": "s", "network": f"n{ESC}", "setting": p, "run": i,
                  "plt_ms": 100.0 + i, "status": "failed" if i == 0 else "ok", "reason": "x"}
                 for p in ("tcp", "quic") for i in range(3)]
         synthetic.write_folder(synthetic.trials(rows), d / "r")

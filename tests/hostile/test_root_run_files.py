@@ -59,7 +59,7 @@ CASES = [
          ["TESTBED_H3SERVER", "{dir}/bin", "nobody"], prepare=nobodys_program,
          env={"TESTBED_H3SERVER": "{dir}/bin/h3server"}, timeout=60),
     Case("replay: TESTBED_H3QUINN names a program of nobody's",
-         ["replay", "local-news", "--protocol", "quic-quinn", "--", "true"],
+         ["replay", "local-news", "--setting", "quic-quinn", "--", "true"],
          ["TESTBED_H3QUINN", "{dir}/bin", "nobody"], prepare=nobodys_program,
          env={"TESTBED_H3QUINN": "{dir}/bin/h3server"}, timeout=60),
     Case("run --lanes auto: TESTBED_LANES_DIR is a folder of nobody's",

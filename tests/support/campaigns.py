@@ -28,4 +28,4 @@ def run_warm(tmp_path: Path, campaign: str, out: Path) -> dict[str, dict]:
                                            "--out", str(out)],
                         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert cp.returncode == 0, cp.stderr[-3000:]
-    return {r["protocol"]: r for r in rows(out)}
+    return {r["setting"]: r for r in rows(out)}

@@ -35,7 +35,7 @@ def varied_plt(trial) -> float:
     import random
 
     rng = random.Random(trial.id)
-    base = 500 * (1.1 if trial.protocol == "tcp" else 1.0) * (2 if trial.site != "local-news" else 1)
+    base = 500 * (1.1 if trial.setting == "tcp" else 1.0) * (2 if trial.site != "local-news" else 1)
     return max(1.0, round(rng.gauss(base, base * NOISE.get(trial.network, 0.05)), 1))
 
 
@@ -82,7 +82,7 @@ class ScriptedRunner(Runner):
     def _open_site(self, r, stack):
         return SimpleNamespace(applied={}, broken=None, close=lambda: None)
 
-    def _session(self, block, servers, work, progress, task):
+    def _measure_block(self, block, servers, work, progress, task):
         self.blocks += 1
         if self.before_block is not None:
             self.before_block(self.blocks)
@@ -92,9 +92,9 @@ class ScriptedRunner(Runner):
                 time.sleep(0.05)
         out = []
         for k, t in enumerate(block.trials):
-            setting = self.settings[t.protocol]
+            setting = self.settings[t.setting]
             time.sleep(self.pause_s)
-            o = outcome(k, setting.stack, ok=t.protocol not in self.failing,
+            o = outcome(k, setting.stack, ok=t.setting not in self.failing,
                         plt=varied_plt(t) if self.varied else 500)
             o.kept = Kept(files=commit.collect(o, self.out, self.campaign.keep_video))
             out.append((t, o, TrialRecord(setting, before={}, after={})))

@@ -113,7 +113,7 @@ def test_the_report_shows_across_sites_paired_tests_diagnostics_and_planner(tmp_
     table = a.reviewer["across_sites"]
     assert list(table.columns[4:8]) == ["failed_a", "failed_share_a", "failed_b",
                                         "failed_share_b"]
-    failed = trials[trials["status"] != "ok"].groupby(["network", "protocol"]).size()
+    failed = trials[trials["status"] != "ok"].groupby(["network", "setting"]).size()
     for r in table.itertuples():
         assert r.failed_a == failed.get((r.network, r.a), 0)
         assert r.failed_b == failed.get((r.network, r.b), 0)
@@ -182,7 +182,7 @@ def test_every_mixed_model_fit_on_the_fixture_lies_within_its_sites_differences(
 
     trials = load(FIXTURES / "results")
     meas = measurements(trials, ["plt"])
-    pairs = default_pairs(set(trials["protocol"]), "tcp")
+    pairs = default_pairs(set(trials["setting"]), "tcp")
     fits = across.mixed_models(meas, pairs).set_index(["a", "b", "network"])
     sites = across.site_table(meas, pairs).groupby(["a", "b", "network"])["d"].agg(["min", "max"])
     assert len(fits) == 24 and fits["converged"].all()

@@ -39,10 +39,10 @@ def hand_made(sites: int = 1):
             factor *= 1 + 0.01 * (i - (sites - 1) / 2)
             for run in range(4):
                 jitter = 1 + 0.001 * run
-                rows += [{"site": site, "network": network, "protocol": "tcp-plus",
+                rows += [{"site": site, "network": network, "setting": "tcp-plus",
                           "run": run, "plt_ms": 1000.0 * jitter, "rtt_ms": rtt,
                           "bytes": 2_000_000},
-                         {"site": site, "network": network, "protocol": "tcp-plus-bbr",
+                         {"site": site, "network": network, "setting": "tcp-plus-bbr",
                           "run": run, "plt_ms": 1000.0 * factor * jitter, "rtt_ms": rtt,
                           "bytes": 2_000_000}]
     return synthetic.trials(rows)
@@ -89,10 +89,10 @@ def noisy(factors: dict[str, float], spread: float, sites: int = 5) -> pd.DataFr
             for run in range(4):
                 jitter = 1 + spread * (1 if run % 2 else -1)
                 other = 1 - spread * (1 if run % 2 else -1)
-                rows += [{"site": f"s{i}", "network": network, "protocol": "tcp-plus",
+                rows += [{"site": f"s{i}", "network": network, "setting": "tcp-plus",
                           "run": run, "plt_ms": 1000.0 * jitter, "rtt_ms": rtt,
                           "bytes": 2_000_000},
-                         {"site": f"s{i}", "network": network, "protocol": "tcp-plus-bbr",
+                         {"site": f"s{i}", "network": network, "setting": "tcp-plus-bbr",
                           "run": run, "plt_ms": 1000.0 * f * other, "rtt_ms": rtt,
                           "bytes": 2_000_000}]
     return synthetic.trials(rows)
@@ -193,7 +193,7 @@ def test_zero_effect_across_sites_gives_helped_or_hurt_at_most_alpha_plus_two_po
 def test_connections_count_once_per_trial_and_site_not_per_connection():
     """A site with a hundred connections a trial weighs as much as a site with one."""
     trials = hand_made(sites=3)
-    ids = trials.set_index(["site", "network", "protocol", "run"])["trial_id"]
+    ids = trials.set_index(["site", "network", "setting", "run"])["trial_id"]
     rows = []
     for site, many in (("s0", 100), ("s1", 1), ("s2", 1)):
         for run in range(4):
@@ -210,7 +210,7 @@ def test_connections_count_once_per_trial_and_site_not_per_connection():
 
 def test_delivery_by_object_size_bucket():
     trials = hand_made()
-    ids = trials.set_index(["network", "protocol", "run"])["trial_id"]
+    ids = trials.set_index(["network", "setting", "run"])["trial_id"]
     rows = []
     for run in range(3):
         for protocol, rate in (("tcp-plus", 1e6), ("tcp-plus-bbr", 2e6)):
@@ -236,7 +236,7 @@ def test_fixture_claims_and_transport():
     assert a.missing == ()
     assert set(a.claims["verdict"]) <= {"holds", "contradicted", "inconclusive"}
     assert a.effects["largest_bytes"].notna().all()
-    t = transport_summary(conns, trials).set_index(["network", "protocol"])
+    t = transport_summary(conns, trials).set_index(["network", "setting"])
     assert t.loc[("da2gc", "quic"), "handshake_ms"] > 262
     assert pd.isna(t.loc[("da2gc", "tcp"), "handshake_ms"])  # NULL for TCP
     assert t.loc[("da2gc", "tcp-plus-bbr"), "retrans_rate"] < t.loc[("da2gc", "tcp-plus"),

@@ -20,7 +20,7 @@ from analysis import (
 def rows(site, network, protocol, metric_values, **extra):
     """One trial per value tuple; metric_values maps metric column -> list of values."""
     n = len(next(iter(metric_values.values())))
-    return [{"site": site, "network": network, "protocol": protocol, "run": i,
+    return [{"site": site, "network": network, "setting": protocol, "run": i,
              **{k: v[i] for k, v in metric_values.items()}, **extra} for i in range(n)]
 
 
@@ -39,7 +39,7 @@ def test_relative_cdfs_by_hand():
         data += rows(site, "dsl", "quic", {"plt_ms": [quic, quic]})
     rel = relative_difference(summarize(measurements(synthetic.trials(data), ["plt"])))
     cdf = relative_cdfs(rel)
-    assert set(cdf["protocol"]) == {"quic"} and set(cdf["sites"]) == {4}
+    assert set(cdf["setting"]) == {"quic"} and set(cdf["sites"]) == {4}
     assert cdf["x"].tolist() == pytest.approx([-0.1, -0.05, 0.0, 0.1])
     assert cdf["p"].tolist() == pytest.approx([0.25, 0.5, 0.75, 1.0])
 
@@ -52,7 +52,7 @@ def design_trials():
     data += rows("gnu.org", "dsl", "quic", {"fvc_ms": [76, 77], "plt_ms": [490, 500]},
                  rtt_ms=24.0, origins=1)
     # A failed QUIC trial that must not count, and a multi-origin site that must not appear.
-    data.append({"site": "gnu.org", "network": "dsl", "protocol": "quic", "run": 2,
+    data.append({"site": "gnu.org", "network": "dsl", "setting": "quic", "run": 2,
                  "fvc_ms": 10_000.0, "plt_ms": 20_000.0, "status": "failed",
                  "reason": "timeout", "rtt_ms": 24.0, "origins": 1})
     data += rows("news.example", "dsl", "tcp-plus", {"fvc_ms": [300, 300], "plt_ms": [900, 900]},

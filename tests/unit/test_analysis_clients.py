@@ -14,9 +14,9 @@ def frame(rows: list[tuple[str | None, str, str, float, str]]) -> pd.DataFrame:
     """(client, network, protocol, plt_ms, status) rows."""
     return pd.DataFrame(
         [{"trial_id": f"s+{n}+{p}+{k}" + (f"+{c}" if c == "firefox" else ""), "client": c,
-          "network": n, "protocol": p, "plt_ms": v, "status": s}
+          "network": n, "setting": p, "plt_ms": v, "status": s}
          for k, (c, n, p, v, s) in enumerate(rows)]).astype({"client": "string",
-                                                              "protocol": "category"})
+                                                              "setting": "category"})
 
 
 def two_clients() -> pd.DataFrame:
@@ -37,12 +37,12 @@ def test_an_older_store_is_chromium_only():
 
 def test_one_clients_trials_lose_the_others_categories():
     t = two_clients()
-    t.loc[t.client == "firefox", "protocol"] = "tcp"
-    t["protocol"] = t["protocol"].cat.add_categories(["tcp-plus"])
+    t.loc[t.client == "firefox", "setting"] = "tcp"
+    t["setting"] = t["setting"].cat.add_categories(["tcp-plus"])
     ff = clients.of_client(t, "firefox")
     assert set(ff.trial_id.str.endswith("+firefox")) == {True}
     assert len(ff) == 7
-    assert list(ff.protocol.cat.categories) == ["tcp"]
+    assert list(ff.setting.cat.categories) == ["tcp"]
     chromium = clients.of_client(t, "chromium")  # NULL client rows are chromium's
     assert len(chromium) == 6 and not chromium.trial_id.str.endswith("+firefox").any()
 

@@ -55,12 +55,12 @@ def test_the_first_load_of_each_block_slower_is_found():
 
 def test_unequal_variances_failures_and_outliers():
     t = small(seed=2, failure_rate=0.1)
-    quic = t["protocol"] == "quic"
-    mean = t.groupby(["site", "protocol"])["plt_ms"].transform("mean")
+    quic = t["setting"] == "quic"
+    mean = t.groupby(["site", "setting"])["plt_ms"].transform("mean")
     t.loc[quic, "plt_ms"] = mean[quic] + 3 * (t.loc[quic, "plt_ms"] - mean[quic])
     v = variance_checks(t, [("quic", "tcp")]).iloc[0]
     assert v["p"] < 1e-4 and v["sd_ratio"] > 2
-    g = group_checks(t).set_index("protocol")
+    g = group_checks(t).set_index("setting")
     assert g["failed"].sum() == int((t["status"] != "ok").sum())
     assert (g["failed_share"] > 0).all() and (g["outlier_share"] < 0.05).all()
     t.loc[t.index[t["status"] == "ok"][:5], "plt_ms"] *= 3
@@ -109,11 +109,11 @@ def test_the_1rtt_table_interval_is_welchs_and_the_one_sided_bound_decides():
     rng = np.random.default_rng(5)
     for protocol, mean, sd in (("tcp-plus", 1100.0, 40.0), ("quic", 1080.0, 10.0)):
         for run, v in enumerate(rng.normal(mean, sd, 12)):
-            rows.append({"site": "s", "network": "dsl", "protocol": protocol, "run": run,
+            rows.append({"site": "s", "network": "dsl", "setting": protocol, "run": run,
                          "metric": "plt", "value": v})
     meas = pd.DataFrame(rows)
     summary = summarize(meas)
-    a, b = (meas.loc[meas["protocol"] == p, "value"] for p in ("tcp-plus", "quic"))
+    a, b = (meas.loc[meas["setting"] == p, "value"] for p in ("tcp-plus", "quic"))
     design = pd.DataFrame([{"network": "dsl", "rtt_ms": 24.0, "site": "s", "tcp": "tcp-plus",
                             "quic": "quic", "metric": "plt",
                             "diff_ms": a.mean() - 24 - b.mean(),

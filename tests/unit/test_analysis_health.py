@@ -8,28 +8,28 @@ from analysis.statistics.health import protocol_mismatch, reason_kind
 
 def test_health_counts_by_hand():
     t = synthetic.trials([
-        {"site": "a", "network": "dsl", "protocol": "quic", "run": 0, "plt_ms": 1.0,
-         "protocols": '{"h3": 40}'},
-        {"site": "a", "network": "dsl", "protocol": "quic", "run": 1, "plt_ms": 1.0,
-         "protocols": '{"h3": 38, "h2": 2}', "misses": 3, "attempt": 2},
-        {"site": "a", "network": "dsl", "protocol": "quic", "run": 2, "status": "failed",
+        {"site": "a", "network": "dsl", "setting": "quic", "run": 0, "plt_ms": 1.0,
+         "http_versions": '{"h3": 40}'},
+        {"site": "a", "network": "dsl", "setting": "quic", "run": 1, "plt_ms": 1.0,
+         "http_versions": '{"h3": 38, "h2": 2}', "misses": 3, "attempt": 2},
+        {"site": "a", "network": "dsl", "setting": "quic", "run": 2, "status": "failed",
          "reason": "wrong-protocol: 2 of 40 requests over h2", "misses": None, "attempt": 3},
-        {"site": "a", "network": "dsl", "protocol": "quic", "run": 3, "status": "failed",
+        {"site": "a", "network": "dsl", "setting": "quic", "run": 3, "status": "failed",
          "reason": "server-died: h3server", "misses": None},
-        {"site": "a", "network": "dsl", "protocol": "tcp", "run": 0, "status": "failed",
+        {"site": "a", "network": "dsl", "setting": "tcp", "run": 0, "status": "failed",
          "reason": "server-died: nginx", "misses": None},
-        {"site": "a", "network": "dsl", "protocol": "tcp", "run": 1, "plt_ms": 1.0,
-         "protocols": '{"h2": 40}', "misses": 1},
+        {"site": "a", "network": "dsl", "setting": "tcp", "run": 1, "plt_ms": 1.0,
+         "http_versions": '{"h2": 40}', "misses": 1},
     ])
-    h = trial_health(t).set_index("protocol")
+    h = trial_health(t).set_index("setting")
     assert h.loc["quic"][["trials", "ok", "failed", "wrong_protocol", "retried", "with_misses",
                           "misses", "ok_protocol_mismatch"]].tolist() == [4, 2, 2, 1, 2, 1, 3, 1]
     assert h.loc["tcp"][["trials", "ok", "failed", "wrong_protocol", "misses"]].tolist() == [
         2, 1, 1, 0, 1]
     f = failures_by_reason(t)
-    assert sorted(zip(f["reason"], f["protocol"], f["trials"])) == [
+    assert sorted(zip(f["reason"], f["setting"], f["trials"])) == [
         ("server-died", "quic", 1), ("server-died", "tcp", 1), ("wrong-protocol", "quic", 1)]
-    assert "server-died: nginx" in f.set_index("protocol").loc["tcp", "examples"]
+    assert "server-died: nginx" in f.set_index("setting").loc["tcp", "examples"]
 
 
 def test_reason_kind_and_protocol_mismatch():

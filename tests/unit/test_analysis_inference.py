@@ -14,7 +14,7 @@ RUNS = 31
 
 
 def rows(site, protocol, values):
-    return [{"site": site, "network": "dsl", "protocol": protocol, "run": i, "plt_ms": v}
+    return [{"site": site, "network": "dsl", "setting": protocol, "run": i, "plt_ms": v}
             for i, v in enumerate(values)]
 
 

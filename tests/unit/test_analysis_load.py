@@ -45,8 +45,8 @@ def test_sqlite_csv_and_parquet_read_identically(fixture_trials, tmp_path):
 
 def test_nulls_and_text_survive_every_format(tmp_path):
     trials = synthetic.trials([
-        {"site": "NA", "network": "dsl", "protocol": "tcp", "run": 0, "plt_ms": 1000.0},
-        {"site": "NA", "network": "dsl", "protocol": "tcp", "run": 1, "status": "failed",
+        {"site": "NA", "network": "dsl", "setting": "tcp", "run": 0, "plt_ms": 1000.0},
+        {"site": "NA", "network": "dsl", "setting": "tcp", "run": 1, "status": "failed",
          "reason": "server-died: nginx", "misses": None},
     ])
     synthetic.write_sqlite(trials, tmp_path / "t.sqlite")

@@ -40,7 +40,7 @@ def test_without_an_effect_each_test_errs_at_about_alpha():
 
 def test_runs_missing_on_one_side_are_not_paired():
     m = campaign(-0.05, sites=2, runs=6)
-    m = m[~((m["protocol"] == "quic") & (m["run"] == 0))]
+    m = m[~((m["setting"] == "quic") & (m["run"] == 0))]
     t = paired_tests(m, [("quic", "tcp-plus")], ALPHA)
     assert (t["pairs"] == 5).all()
 
@@ -75,10 +75,10 @@ def test_rank_tests_count_a_timeout_as_the_worst_value_instead_of_dropping_it():
     for run in range(12):
         # quic's finished loads are faster, but 5 of its 12 loads time out
         out = run < 5
-        rows += [{"site": "s", "network": "dsl", "protocol": "quic", "run": run,
+        rows += [{"site": "s", "network": "dsl", "setting": "quic", "run": run,
                   "plt_ms": None if out else 900.0 + run, "status": "failed" if out else "ok",
                   "reason": "timeout: page load" if out else None},
-                 {"site": "s", "network": "dsl", "protocol": "tcp", "run": run,
+                 {"site": "s", "network": "dsl", "setting": "tcp", "run": run,
                   "plt_ms": 1000.0 + run}]
     trials = synthetic.trials(rows)
     meas = measurements(trials, ["plt"])

@@ -88,9 +88,9 @@ def test_same_data_gives_the_same_files(tmp_path):
 
 def test_campaign_without_ok_baseline_still_reports_health(tmp_path):
     trials = synthetic.trials(
-        [{"site": "a", "network": "dsl", "protocol": "tcp", "run": i, "status": "failed",
+        [{"site": "a", "network": "dsl", "setting": "tcp", "run": i, "status": "failed",
           "reason": "timeout"} for i in range(3)]
-        + [{"site": "a", "network": "dsl", "protocol": "quic", "run": i, "plt_ms": 100.0 + i}
+        + [{"site": "a", "network": "dsl", "setting": "quic", "run": i, "plt_ms": 100.0 + i}
            for i in range(3)])
     result = analyse(trials)
     assert result.relative.empty and result.design.empty

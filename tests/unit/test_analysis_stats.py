@@ -22,7 +22,7 @@ RUNS = 31
 
 
 def rows(site, network, protocol, values, **extra):
-    return [{"site": site, "network": network, "protocol": protocol, "run": i, "plt_ms": v,
+    return [{"site": site, "network": network, "setting": protocol, "run": i, "plt_ms": v,
              **extra} for i, v in enumerate(values)]
 
 
@@ -63,9 +63,9 @@ def test_summary_by_hand():
 def test_failed_trials_and_missing_metrics_stay_out():
     trials = synthetic.trials(
         rows("a", "dsl", "tcp", [100, 200])
-        + [{"site": "a", "network": "dsl", "protocol": "tcp", "run": 2, "plt_ms": 90000.0,
+        + [{"site": "a", "network": "dsl", "setting": "tcp", "run": 2, "plt_ms": 90000.0,
             "status": "failed", "reason": "timeout"},
-           {"site": "a", "network": "dsl", "protocol": "tcp", "run": 3, "plt_ms": None}])
+           {"site": "a", "network": "dsl", "setting": "tcp", "run": 3, "plt_ms": None}])
     s = summarize(measurements(trials, ["plt"]))
     assert s.iloc[0]["n"] == 2 and s.iloc[0]["mean"] == 150
     assert np.isnan(summarize(measurements(trials.iloc[:1], ["plt"])).iloc[0]["ci_low"])
@@ -78,7 +78,7 @@ def test_relative_difference_by_hand():
         + rows("c", "dsl", "quic", [500, 500]))  # no baseline: left out
     rel = relative_difference(summarize(measurements(trials, ["plt"])), "tcp")
     assert rel.set_index("site")["rel"].to_dict() == pytest.approx({"a": -0.1, "b": 0.05})
-    assert set(rel["protocol"]) == {"quic"}
+    assert set(rel["setting"]) == {"quic"}
     rs = relative_summary(rel).iloc[0]
     assert (rs["sites"], rs["median"], rs["faster"]) == (2, pytest.approx(-0.025), 0.5)
     with pytest.raises(ValueError, match="baseline setting 'tcp-plus'"):
@@ -120,8 +120,8 @@ def test_batched_anova_equals_scipy_per_site():
     got = compare(meas, [("quic", "tcp-plus")]).set_index("site")
     assert sorted(got.index) == [f"s{s}" for s in range(5)]
     for site, g in meas.groupby("site"):
-        a = g[g.protocol == "quic"]["value"].to_numpy()
-        b = g[g.protocol == "tcp-plus"]["value"].to_numpy()
+        a = g[g.setting == "quic"]["value"].to_numpy()
+        b = g[g.setting == "tcp-plus"]["value"].to_numpy()
         assert got.loc[site, "p"] == pytest.approx(stats.f_oneway(a, b).pvalue)
         assert (got.loc[site, "n_a"], got.loc[site, "n_b"]) == (len(a), len(b))
         assert got.loc[site, "diff_ms"] == pytest.approx(a.mean() - b.mean())
@@ -156,5 +156,5 @@ def test_synthetic_campaign_reproduces_the_papers_direction():
     w = win_tie_loss(compare(meas, [("quic", "tcp")])).set_index("metric")
     assert w.loc["plt", "wins"] >= 8 and w.loc["plt", "losses"] == 0
     rel = relative_difference(summarize(meas))
-    assert rel[(rel.protocol == "quic") & (rel.metric == "plt")]["rel"].median() < -0.03
+    assert rel[(rel.setting == "quic") & (rel.metric == "plt")]["rel"].median() < -0.03
     assert isinstance(rel, pd.DataFrame)

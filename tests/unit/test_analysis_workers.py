@@ -26,13 +26,13 @@ def test_by_worker_counts_every_ok_trial_once_per_worker():
     table = by_worker(t)
     assert set(table["worker"]) == {"vm-a/0", "vm-b/0"}
     assert table["n"].sum() == int((t["status"] == "ok").sum())
-    assert list(table.columns) == ["network", "protocol", "worker", "n", "plt_mean_ms",
+    assert list(table.columns) == ["network", "setting", "worker", "n", "plt_mean_ms",
                                    "plt_median_ms"]
 
 
 def test_workers_that_measure_alike_agree_and_a_slower_machine_differs():
     same = worker_tests(two_workers(0))
-    assert len(same) == len(set(two_workers(0)["protocol"]))
+    assert len(same) == len(set(two_workers(0)["setting"]))
     assert (same["verdict"] == "agree").mean() >= 0.8  # 5 % false alarms expected
     slow = worker_tests(two_workers(2000))
     assert (slow["verdict"] == "differ").all(), slow

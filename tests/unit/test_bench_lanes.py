@@ -53,14 +53,14 @@ def test_a_shift_inside_the_margin_with_many_trials_is_equivalent_and_false_rate
 
 
 def test_centred_logs_take_out_the_settings_own_difference():
-    one = [{"status": "ok", "protocol": "quic", "plt_ms": 1000.0},
-           {"status": "ok", "protocol": "quic", "plt_ms": 1000.0},
-           {"status": "ok", "protocol": "tcp-plus", "plt_ms": 2000.0},
-           {"status": "failed", "protocol": "tcp-plus", "plt_ms": None}]
+    one = [{"status": "ok", "setting": "quic", "plt_ms": 1000.0},
+           {"status": "ok", "setting": "quic", "plt_ms": 1000.0},
+           {"status": "ok", "setting": "tcp-plus", "plt_ms": 2000.0},
+           {"status": "failed", "setting": "tcp-plus", "plt_ms": None}]
     c = L.centres(one, "plt_ms")
     assert c == pytest.approx({"quic": math.log(1000), "tcp-plus": math.log(2000)})
-    many = [{"status": "ok", "protocol": "quic", "plt_ms": 1100.0},
-            {"status": "ok", "protocol": "tcp-plus", "plt_ms": 2200.0}]
+    many = [{"status": "ok", "setting": "quic", "plt_ms": 1100.0},
+            {"status": "ok", "setting": "tcp-plus", "plt_ms": 2200.0}]
     assert L.centred_logs(many, "plt_ms", c) == pytest.approx([math.log(1.1)] * 2)
 
 

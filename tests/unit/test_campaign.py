@@ -82,7 +82,7 @@ def test_every_run_visits_every_combination_once():
     trials = plan.trials(blocks)
     assert len(trials) == len({t.id for t in trials}) == 4 * 4 * 5 * 7
     for run in range(7):
-        combos = {(t.site, t.network, t.protocol) for t in trials if t.run == run}
+        combos = {(t.site, t.network, t.setting) for t in trials if t.run == run}
         assert len(combos) == 4 * 4 * 5
     # runs come one after the other: a stopped campaign leaves complete runs
     assert [t.run for t in trials] == sorted(t.run for t in trials)
@@ -92,7 +92,7 @@ def test_blocks_group_one_site_and_network_with_all_protocols():
     blocks = list(plan.blocks(SITES, NETS, PROTOS, runs=3, seed=1))
     assert len(blocks) == len(SITES) * len(NETS) * 3
     for b in blocks:
-        assert {t.protocol for t in b.trials} == set(PROTOS)
+        assert {t.setting for t in b.trials} == set(PROTOS)
         assert {(t.site, t.network, t.run) for t in b.trials} == {(b.site, b.network, b.run)}
 
 
@@ -112,9 +112,9 @@ def test_no_protocol_is_favoured_by_its_place_in_the_order():
     first, last = Counter(), Counter()
     for b in blocks:
         for i, t in enumerate(b.trials):
-            positions[t.protocol].append(i)
-        first[b.trials[0].protocol] += 1
-        last[b.trials[-1].protocol] += 1
+            positions[t.setting].append(i)
+        first[b.trials[0].setting] += 1
+        last[b.trials[-1].setting] += 1
     middle = (len(PROTOS) - 1) / 2
     n = len(blocks)
     for p in PROTOS:
@@ -141,12 +141,12 @@ def test_trial_id_format():
 # --- store -------------------------------------------------------------------------------------
 def row(trial_id="s+dsl+tcp+0", status="ok", **kw):
     site, network, protocol, run = trial_id.split("+")
-    base = {"trial_id": trial_id, "campaign": "c", "site": site, "network": network, "protocol": protocol,
+    base = {"trial_id": trial_id, "campaign": "c", "site": site, "network": network, "setting": protocol,
                 "run": int(run), "status": status, "reason": None if status == "ok" else "timeout",
                 "attempt": 1, "started_at": "2026-01-01T00:00:00.000+00:00", "wall_s": 3.5,
                 "plt_ms": 500.0, "fvc_ms": 200.0, "lvc_ms": 480.0, "vc85_ms": 300.0, "si_ms": 260.0,
                 "ttfb_ms": 40.0, "requests": 30, "bytes": 100_000, "misses": 0,
-                "protocols": Row.protocols_json({"h2": 30}),
+                "http_versions": Row.versions_json({"h2": 30}),
                 "max_in_flight": Row.in_flight_json({"a.test": 12, "b.test": 2}),
                 "rtt_ms": 24.0, "origins": 4}
     return Row(**{**base, **kw})
@@ -184,7 +184,7 @@ def test_store_keeps_each_trial_once_in_wal_mode(tmp_path):
     assert tuple(cols) == NAMES
     rows = read_rows(db)
     assert [r["trial_id"] for r in rows] == ["s+dsl+quic+0", "s+dsl+tcp+0"]
-    assert rows[1]["protocols"] == '{"h2": 30}'
+    assert rows[1]["http_versions"] == '{"h2": 30}'
 
 
 def test_a_failed_insert_leaves_nothing_half_written(tmp_path):
@@ -233,7 +233,7 @@ def test_protocols_sharing_servers_stay_together_without_favouring_any():
     blocks = plan.blocks(SITES, NETS, PROTOS, runs=31, seed=2019, groups=GROUPS)
     positions = defaultdict(list)
     for b in blocks:
-        order = [t.protocol for t in b.trials]
+        order = [t.setting for t in b.trials]
         assert sorted(order) == sorted(PROTOS)
         tcp = [i for i, p in enumerate(order) if GROUPS[p] == "tcp"]
         assert tcp == list(range(tcp[0], tcp[0] + 3)), order  # one server start for the three
@@ -242,7 +242,7 @@ def test_protocols_sharing_servers_stay_together_without_favouring_any():
     n = len(blocks)
     for p in PROTOS:
         assert abs(statistics.mean(positions[p]) - 2) < 4 * (2 / n) ** 0.5, p
-    orders = {tuple(t.protocol for t in b.trials) for b in blocks}
+    orders = {tuple(t.setting for t in b.trials) for b in blocks}
     assert len(orders) > 12  # many different orders, not a fixed rotation
 
 

@@ -81,7 +81,7 @@ after the minimum to never precise within the maximum."""
 
 def _plt(trial: plan.Trial, truth: dict) -> float:
     rng = random.Random(trial.id)
-    mean = truth[(trial.site, trial.network, trial.protocol)]
+    mean = truth[(trial.site, trial.network, trial.setting)]
     return max(1.0, rng.gauss(mean, mean * NOISE[trial.network]))
 
 
@@ -116,7 +116,7 @@ def _simulate(db_path: Path, runs: AdaptiveRuns, sites, networks, settings, trut
                     continue
                 ok = random.Random(t.id + "fail").random() > 0.05  # 5 % fail
                 _insert(store.db, trial_id=t.id, site=t.site, network=t.network,
-                        protocol=t.protocol, run=t.run, status="ok" if ok else "failed",
+                        setting=t.setting, run=t.run, status="ok" if ok else "failed",
                         plt_ms=_plt(t, truth) if ok else None)
         decider.finish(store, [(s, n) for s in sites for n in networks])
     return ran
@@ -136,7 +136,7 @@ def _ok_plts(db_path: Path) -> dict:
     try:
         out: dict = {}
         for site, network, protocol, run, plt in db.execute(
-                "SELECT site, network, protocol, run, plt_ms FROM trials WHERE status = 'ok'"):
+                "SELECT site, network, setting, run, plt_ms FROM trials WHERE status = 'ok'"):
             out.setdefault((site, network, protocol), []).append((run, plt))
         return out
     finally:
@@ -342,9 +342,9 @@ def scripted_execute(job, block, attempts):
         setup = SCRIPTED_SETUP["setup"]
         results = []
         for k, t in enumerate(block.trials):
-            o = outcome(k, setup.settings[t.protocol].stack, plt=varied_plt(t))
+            o = outcome(k, setup.settings[t.setting].stack, plt=varied_plt(t))
             o.kept = Kept(files={"browsertime.json": b"{}"}, log="", wall_s=1.0)
-            results.append((t, o, TrialRecord(setup.settings[t.protocol], before={},
+            results.append((t, o, TrialRecord(setup.settings[t.setting], before={},
                                               after={})))
         return block_mod.pack(results, attempts, setup, "h/scripted"), {
             "worker": "h/scripted", "calibration": {}}

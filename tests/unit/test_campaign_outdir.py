@@ -124,7 +124,7 @@ def test_a_disk_full_mid_campaign_stops_cleanly_and_resumes(tmp_path, small_fs):
 
 
 def test_a_narrowed_campaign_runs_only_its_trials_and_the_whole_one_resumes(tmp_path):
-    """`testbed run --protocol quic` (config.narrowed) measures only quic's trials; the
+    """`testbed run --setting quic` (config.narrowed) measures only quic's trials; the
     whole campaign run into the same folder afterwards measures only the rest."""
     campaign = config.load(write_campaign(tmp_path, runs=1))
     out = tmp_path / "out"

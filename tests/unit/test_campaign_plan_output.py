@@ -80,11 +80,11 @@ def test_estimate_is_within_30_percent_of_the_measured_campaign(tmp_path, monkey
 
 
 def row(status, plt):
-    return Row(trial_id="s+dsl+tcp+0", campaign="c", site="s", network="dsl", protocol="tcp",
+    return Row(trial_id="s+dsl+tcp+0", campaign="c", site="s", network="dsl", setting="tcp",
                run=0, status=status, reason=None if status == "ok" else "timeout", attempt=1,
                started_at="", wall_s=1.0, plt_ms=plt, fvc_ms=None, lvc_ms=None, vc85_ms=None,
                si_ms=None, ttfb_ms=None, requests=None, bytes=None, misses=None,
-               protocols=None, rtt_ms=24.0, origins=1)
+               http_versions=None, rtt_ms=24.0, origins=1)
 
 
 def test_trial_lines_give_id_status_plt_and_eta():
@@ -136,7 +136,7 @@ def test_dry_run_says_how_far_the_estimate_was_off(tmp_path, monkeypatch, bundle
                     row = {col.name: made_up[col.kind] for col in schema.TRIALS if col.required}
                     wall = factor * per_trial[network]  # dsl as modelled, mss twice as long
                     row.update(trial_id=f"local-news+{network}+{protocol}+{run}",
-                               site="local-news", network=network, protocol=protocol, run=run,
+                               site="local-news", network=network, setting=protocol, run=run,
                                status="ok", wall_s=wall,
                                plt_ms=1000 * (1 + 0.03 * ((run + k) % 3 - 1)),
                                started_at=(t0 + dt.timedelta(seconds=clock)).isoformat())

@@ -77,7 +77,7 @@ def test_resume_from_a_checkpoint_measures_only_the_rest(tmp_path):
     assert [("seeded_from" in s) for s in sessions] == [False, True, False]
     # the seeded rows are the checkpoint's, byte for byte
     rows = {r[0]: r for r in sqlite3.connect(fresh / "trials.sqlite").execute(
-        "SELECT * FROM trials WHERE protocol = 'quic'")}
+        "SELECT * FROM trials WHERE setting = 'quic'")}
     assert rows == {r[0]: r for r in sqlite3.connect(ref / "trials.sqlite").execute(
         "SELECT * FROM trials")}
     # a second resume into a folder that has a store: refused, nothing changed
@@ -203,7 +203,7 @@ def test_seed_refuses_a_trial_id_that_is_not_one_folder_name(tmp_path):
 
     source = tmp_path / "kept"
     source.mkdir()
-    rows = synthetic.trials([{"site": "s", "network": "dsl", "protocol": "tcp", "run": 0}])
+    rows = synthetic.trials([{"site": "s", "network": "dsl", "setting": "tcp", "run": 0}])
     synthetic.write_sqlite(rows, source / "trials.sqlite")
     db = sqlite3.connect(source / "trials.sqlite")  # a store someone edited
     with db:

@@ -27,13 +27,13 @@ class Scripted(Runner):
         self.networks = {"dsl": SimpleNamespace(min_rtt_ms=24)}
         self.recordings = {"s": SimpleNamespace(hosts=["a.test", "b.test"])}
 
-    def _session(self, block, servers, work, progress, task):
+    def _measure_block(self, block, servers, work, progress, task):
         out = []
         for k, t in enumerate(block.trials):
             n = self.calls[t.id] = self.calls.get(t.id, 0) + 1
             result = self.script.get((t.id, n), True)
-            o = None if result is None else outcome(k, t.protocol, result)
-            out.append((t, o, TrialRecord(self.settings[t.protocol], before={}, after={})))
+            o = None if result is None else outcome(k, t.setting, result)
+            out.append((t, o, TrialRecord(self.settings[t.setting], before={}, after={})))
         return out
 
 

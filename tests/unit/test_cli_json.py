@@ -43,10 +43,10 @@ def two_campaigns(tmp_path_factory):
 def trial_row(trial_id: str) -> TrialRow:
     site, network, protocol, run = trial_id.split("+")
     return TrialRow(trial_id=trial_id, campaign="smoke", site=site, network=network,
-                    protocol=protocol, run=int(run), status="ok", reason=None, attempt=1,
+                    setting=protocol, run=int(run), status="ok", reason=None, attempt=1,
                     started_at="", wall_s=1.0, plt_ms=900.0, fvc_ms=None, lvc_ms=None,
                     vc85_ms=None, si_ms=None, ttfb_ms=None, requests=None, bytes=None,
-                    misses=None, protocols=None, rtt_ms=24.0, origins=1)
+                    misses=None, http_versions=None, rtt_ms=24.0, origins=1)
 
 
 def test_run_dry_run_json_narrowed_with_what_is_stored(tmp_path, bundled_only):
@@ -56,13 +56,13 @@ def test_run_dry_run_json_narrowed_with_what_is_stored(tmp_path, bundled_only):
         store.add(trial_row("local-news+dsl+quic+0"))
         store.add(trial_row("local-news+dsl+tcp-plus+0"))  # stored, but narrowed away
     plan = parsed(["run", "smoke", "--dry-run", "--json", "--out", str(out),
-                   "--protocol", "quic", "--protocol", "tcp"])
+                   "--setting", "quic", "--setting", "tcp"])
     assert [s["name"] for s in plan["settings"]] == ["tcp", "quic"]
     assert sorted(plan["order"]) == ["local-news+dsl+quic+0", "local-news+dsl+tcp+0"]
     assert plan["trials"] == 2 and plan["stored"] == 1
     assert plan["estimated_s"] > 0 and set(plan["per_network_s"]) == {"dsl"}
     text = CliRunner().invoke(cli, ["run", "smoke", "--dry-run", "--out", str(out),
-                                    "--protocol", "quic", "--protocol", "tcp"])
+                                    "--setting", "quic", "--setting", "tcp"])
     assert "trials: 1 x 1 x 2 x 1 = 2" in text.output
     assert "stored: 1 of these 2 trials are in the results; 1 to run" in text.output
 
@@ -73,7 +73,7 @@ def test_run_dry_run_json_without_a_store(tmp_path, bundled_only):
 
 
 @pytest.mark.parametrize("option, name", [("--site", "nope"), ("--network", "lte"),
-                                          ("--protocol", "quic-bbr2")])
+                                          ("--setting", "quic-bbr2")])
 def test_run_narrowing_to_what_the_campaign_lacks_is_one_line(option, name, bundled_only,
                                                                capsys):
     err = one_line_error(["run", "smoke", "--dry-run", option, name], capsys)
@@ -206,13 +206,13 @@ def test_validate_protocols_json_doc_on_canned_results():
     from testbed.formats.profiles import load_network, load_protocol
     from testbed.validate import protocols
 
-    results = [protocols.Result(load_protocol("quic"), [Row("protocol", "h3", "h3", True)]),
+    results = [protocols.Result(load_protocol("quic"), [Row("setting", "h3", "h3", True)]),
                protocols.Result(load_protocol("tcp"), [Row("cc", "cubic", "bbr", False)])]
     doc = json.loads(protocols.jsonout.dumps(
         protocols.json_doc(results, load_network("dsl"), 11, [Row("one BBR", ok=None)])))
     assert doc["ok"] is False and doc["settings"] == {"quic": True, "tcp": False}
     assert [(r["group"], r["name"], r["verdict"]) for r in doc["rows"]] == [
-        ("quic", "protocol", "yes"), ("tcp", "cc", "NO"), ("", "one BBR", "-")]
+        ("quic", "setting", "yes"), ("tcp", "cc", "NO"), ("", "one BBR", "-")]
 
 
 def test_validate_servers_json_doc_on_canned_results():

@@ -50,7 +50,7 @@ def test_a_campaign_stored_before_the_paint_timings_compares_on_the_metrics_both
 
 def test_disagreement_is_counted_per_site():
     def rows(protocol, values):
-        return [{"site": "s", "network": "dsl", "protocol": protocol, "run": i, "plt_ms": v}
+        return [{"site": "s", "network": "dsl", "setting": protocol, "run": i, "plt_ms": v}
                 for i, v in enumerate(values)]
     a = synthetic.trials(rows("tcp", [100, 101, 99, 100]) + rows("quic", [90, 91, 89, 90]))
     b = synthetic.trials(rows("tcp", [100, 101, 99, 100]) + rows("quic", [110, 111, 109, 110]))
@@ -152,7 +152,7 @@ def test_two_halves_of_one_campaign_are_equivalent_in_at_least_90_percent_of_cel
 def test_one_setting_made_3_percent_slower_is_different_in_90_percent_of_its_cells(halves):
     a, b = halves
     b = b.copy()
-    slow = b["protocol"] == "quic"
+    slow = b["setting"] == "quic"
     for m in EQ_METRICS:
         b.loc[slow, f"{m}_ms"] *= 1.03
     eq = agreement(a, b, metrics=EQ_METRICS, resamples=50).equivalence
@@ -229,7 +229,7 @@ def test_the_planner_says_how_many_runs_show_equivalence_on_noisy_networks():
     assert (eq["verdict"] == "equivalent").mean() >= 0.9, eq["verdict"].value_counts()
     b = b.copy()
     for m in EQ_METRICS:
-        b.loc[b["protocol"] == "quic", f"{m}_ms"] *= 1.03
+        b.loc[b["setting"] == "quic", f"{m}_ms"] *= 1.03
     eq = agreement(a, b, metrics=EQ_METRICS, resamples=20).equivalence
     mine = eq[(eq["a"] == "quic") | (eq["b"] == "quic")]
     assert (mine["verdict"] == "different").mean() >= 0.9, mine["verdict"].value_counts()

@@ -44,7 +44,7 @@ def one(rows: pd.DataFrame, fid: str, network: str, a: str | None = None,
 def scaled(trials: pd.DataFrame, setting: str, factor: float, network: str | None = None):
     """`trials` with every time of `setting` (on `network`, or all) times `factor`."""
     out = trials.copy()
-    rows = out["protocol"] == setting
+    rows = out["setting"] == setting
     if network is not None:
         rows &= out["network"] == network
     for c in ("plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms"):
@@ -63,12 +63,12 @@ def dsl_only():
     rng = np.random.default_rng(7)
     twins = []
     for bbr, cubic in (("tcp-plus-bbr", "tcp-plus"), ("quic-bbr", "quic")):
-        twin = t[t["protocol"] == cubic].assign(protocol=bbr)
+        twin = t[t["setting"] == cubic].assign(setting=bbr)
         noise = rng.lognormal(0, 0.05, len(twin))
         for c in ("plt_ms", "fvc_ms", "lvc_ms", "vc85_ms", "si_ms"):
             twin[c] = twin[c].to_numpy() * noise
         twins.append(twin)
-    kept = t[~t["protocol"].isin(["tcp-plus-bbr", "quic-bbr"])]
+    kept = t[~t["setting"].isin(["tcp-plus-bbr", "quic-bbr"])]
     return synthetic.trials(pd.concat([kept, *twins]).drop(columns="trial_id"))
 
 
@@ -134,7 +134,7 @@ def test_holding_findings_are_reproduced_and_missing_networks_not_tested(dsl_onl
 
 def test_reversed_findings_are_contradicted(dsl_only):
     # TCP's and TCP+'s labels swapped: TCP+ is now the slower one
-    swapped = dsl_only.assign(protocol=dsl_only["protocol"].replace(
+    swapped = dsl_only.assign(setting=dsl_only["setting"].replace(
         {"tcp": "tcp-plus", "tcp-plus": "tcp"}))
     # and QUIC+BBR 10 % slower than QUIC: BBR no longer the same as CUBIC
     swapped = scaled(swapped, "quic-bbr", 1.10)
@@ -153,8 +153,8 @@ def test_no_effect_where_the_paper_has_one_is_smaller_than_the_paper():
     t = synthetic.campaign(sites=12, networks=["dsl"], settings=["tcp", "tcp-plus"], runs=6,
                            seed=5, failure_rate=0.0)
     # TCP+ given TCP's very values (same site, run): no difference at all but the noise
-    same = t[t["protocol"] == "tcp"].assign(protocol="tcp-plus")
-    noisy = pd.concat([t[t["protocol"] == "tcp"], scaled(same, "tcp-plus", 1.0)])
+    same = t[t["setting"] == "tcp"].assign(setting="tcp-plus")
+    noisy = pd.concat([t[t["setting"] == "tcp"], scaled(same, "tcp-plus", 1.0)])
     rng = pd.Series(range(len(noisy))) % 7 - 3  # ±0.3 % deterministic jitter
     noisy["plt_ms"] = noisy["plt_ms"].to_numpy() * (1 + 0.001 * rng.to_numpy())
     noisy = synthetic.trials(noisy.drop(columns="trial_id"))
@@ -201,7 +201,7 @@ def single_origin(lead_ms: float, runs: int = 10) -> pd.DataFrame:
         jitter = (r % 5 - 2) * 2.0
         for protocol, minus in (("tcp-plus", 0.0), ("quic", lead_ms)):
             plt = 1000.0 + jitter - minus
-            rows.append({"site": "gnu.org", "network": "dsl", "protocol": protocol, "run": r,
+            rows.append({"site": "gnu.org", "network": "dsl", "setting": protocol, "run": r,
                          "rtt_ms": 24.0, "origins": 1, "plt_ms": plt, "fvc_ms": plt - 500,
                          "si_ms": plt * 0.6, "vc85_ms": plt * 0.8, "lvc_ms": plt})
     return synthetic.trials(rows)
@@ -229,7 +229,7 @@ def test_busiest_connection_evidence_from_table_connections():
     t = synthetic.campaign(sites=3, networks=["dsl"], settings=["tcp-plus", "quic"], runs=2,
                            seed=1, failure_rate=0.0)
     rows = []
-    for tid, protocol in zip(t["trial_id"], t["protocol"]):
+    for tid, protocol in zip(t["trial_id"], t["setting"]):
         sent = [80, 10, 10] if protocol == "quic" else [50, 30, 20, 0]
         # the busiest connection delivers 20 (QUIC) or 16 Mbit/s and sends 10 % or 5 % again;
         # the others would give other figures
@@ -238,7 +238,7 @@ def test_busiest_connection_evidence_from_table_connections():
                   "delivery_rate_bps": (20e6 if protocol == "quic" else 16e6) if i == 0 else 1e6,
                   "bytes_retrans": b * (0.10 if protocol == "quic" else 0.05) if i == 0 else b}
                  for i, b in enumerate(sent)]
-    b = busiest_connection(connections_frame(pd.DataFrame(rows), "test"), t).set_index("protocol")
+    b = busiest_connection(connections_frame(pd.DataFrame(rows), "test"), t).set_index("setting")
     assert b.at["quic", "share"] == pytest.approx(0.8) and b.at["quic", "connections"] == 3
     assert b.at["tcp-plus", "share"] == pytest.approx(0.5) and b.at["tcp-plus", "connections"] == 4
     assert b.at["quic", "trials"] == 6

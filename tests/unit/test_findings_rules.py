@@ -29,7 +29,7 @@ def pair_campaign(network: str, a: str, b: str, effects: list[float], runs: int 
     t = synthetic.campaign(sites=len(effects), networks=[network], settings=[b], runs=runs,
                            seed=seed, failure_rate=0.0)
     rng = np.random.default_rng(seed)
-    twin = t.assign(protocol=a)
+    twin = t.assign(setting=a)
     factor = 1 + twin["site"].map(dict(zip(sorted(t["site"].unique()), effects)))
     scale = factor.to_numpy(float) * rng.lognormal(0, noise, len(twin))
     for c in METRICS:

@@ -17,7 +17,7 @@ def test_plot_label_escapes_every_dollar():
 
 
 def test_dollar_names_are_drawn_literally(tmp_path):
-    rel = pd.DataFrame([{"network": n, "site": f"s{i}", "protocol": p, "metric": "plt",
+    rel = pd.DataFrame([{"network": n, "site": f"s{i}", "setting": p, "metric": "plt",
                          "rel": 0.01 * i * (1 if p == "quic" else -1)}
                         for n in NAMES for p in ("quic", "$p$") for i in range(3)])
     files = save(cdf_row_figure(rel, "plt", NAMES, "tcp"), tmp_path, "cdf", formats=("svg",))

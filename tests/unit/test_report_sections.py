@@ -94,9 +94,9 @@ def test_absolute_distributions_per_network_and_setting(report):
     for metric in result.config.plot_metrics:
         if metric in set(result.distribution["metric"]):
             assert (out / "plots" / f"distribution-{metric}.svg").stat().st_size > 1000
-    d = result.distribution.set_index(["network", "protocol", "metric"])
+    d = result.distribution.set_index(["network", "setting", "metric"])
     ok = result.trials[(result.trials["status"] == "ok") & (result.trials["network"] == "lte")
-                       & (result.trials["protocol"] == "quic")]["plt_ms"].dropna()
+                       & (result.trials["setting"] == "quic")]["plt_ms"].dropna()
     assert d.loc[("lte", "quic", "plt"), "median"] == pytest.approx(ok.median())
     assert d.loc[("lte", "quic", "plt"), "n"] == len(ok)
     assert d.loc[("lte", "quic", "plt"), "p90"] == pytest.approx(ok.quantile(0.9))
@@ -112,8 +112,8 @@ def test_each_sites_anova_f_df_and_p_are_in_the_page_as_scipy_computes_them(repo
     for r in result.comparisons[result.comparisons["metric"] == "plt"].itertuples():
         side = meas[(meas["site"] == r.site) & (meas["network"] == r.network)
                     & (meas["metric"] == "plt")]
-        xa = side.loc[side["protocol"] == r.a, "value"].to_numpy()
-        xb = side.loc[side["protocol"] == r.b, "value"].to_numpy()
+        xa = side.loc[side["setting"] == r.a, "value"].to_numpy()
+        xb = side.loc[side["setting"] == r.b, "value"].to_numpy()
         want = stats.f_oneway(xa, xb)
         assert r.statistic == pytest.approx(want.statistic)
         assert r.p == pytest.approx(want.pvalue)
@@ -169,12 +169,12 @@ def test_trials_page_lists_runs_in_numeric_order(report):
 
 def test_empty_groups_are_marked_no_data():
     meas = pd.DataFrame({"site": "a", "network": ["dsl", "dsl", "lte", "lte"],
-                         "protocol": ["tcp", "tcp", "quic", "quic"], "run": [0, 1, 0, 1],
+                         "setting": ["tcp", "tcp", "quic", "quic"], "run": [0, 1, 0, 1],
                          "metric": "plt", "value": [1000.0, 1100.0, 900.0, 950.0]})
     fig = distribution_figure(meas, "plt", ["dsl", "lte", "mss"])
     texts = [[t.get_text() for t in ax.texts] for ax in fig.axes]
     assert texts == [["no data"]] * 3  # dsl's QUIC, lte's TCP, the whole of mss
-    rel = pd.DataFrame({"network": "dsl", "site": "a", "protocol": "quic", "metric": "plt",
+    rel = pd.DataFrame({"network": "dsl", "site": "a", "setting": "quic", "metric": "plt",
                         "rel": [-0.004, 0.003]})
     fig = cdf_row_figure(rel, "plt", ["dsl", "lte"])
     assert [t.get_text() for ax in fig.axes for t in ax.texts] == ["no data"]
@@ -196,7 +196,7 @@ def test_trials_to_look_at_break_ties_by_run_number():
 
 def test_percent_ticks_carry_the_decimals_their_spacing_needs():
     for (lo, hi), want in (((-0.12, 0.09), "3%"), ((-0.0025, 0.0025), "0.2%")):
-        rel = pd.DataFrame({"network": "dsl", "site": "a", "protocol": "quic",
+        rel = pd.DataFrame({"network": "dsl", "site": "a", "setting": "quic",
                             "metric": "plt", "rel": [lo, hi]})
         fig = cdf_row_figure(rel, "plt", ["dsl"])
         FigureCanvasAgg(fig)
@@ -226,9 +226,9 @@ def test_adaptive_runs_table_per_site_and_network(tmp_path):
         assert row["stopped"] == ("precision met" if network == "dsl" else "max reached")
         g = trials[(trials["site"] == site) & (trials["network"] == network)
                    & (trials["status"] == "ok")]
-        widths = [half_width(g.loc[g["protocol"] == p, "plt_ms"].tolist()) for p in ("tcp", "quic")]
+        widths = [half_width(g.loc[g["setting"] == p, "plt_ms"].tolist()) for p in ("tcp", "quic")]
         assert row["widest ± (ms)"] == pytest.approx(max(widths))
-        met = all(meets(g.loc[g["protocol"] == p, "plt_ms"].tolist(), Precision(2, "%"))
+        met = all(meets(g.loc[g["setting"] == p, "plt_ms"].tolist(), Precision(2, "%"))
                   for p in ("tcp", "quic"))
         assert row["precision met"] == ("yes" if met else "no")
     assert runs_table(trials, parse(MANIFEST)).empty  # fixed runs

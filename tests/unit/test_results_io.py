@@ -42,7 +42,7 @@ def csv(tmp_path, **changes):
     ({"trial_id": "a/b"}, "column trial_id: expected the id of one trial"),
     ({"rtt_ms": float("nan")}, "column rtt_ms: expected a value in every row"),
     ({"run": "9" * 30}, "column run: expected int64"),
-    ({"protocols": DEEP}, "column protocols: expected JSON nested at most"),
+    ({"http_versions": DEEP}, "column http_versions: expected JSON nested at most"),
 ])
 def test_bad_values_name_the_file_the_column_and_the_trial(tmp_path, changes, message):
     path = csv(tmp_path, **changes)

@@ -83,7 +83,7 @@ def test_exports_read_back_as_the_store(stored, tmp_path):
 
 
 def test_synthetic_stores_are_made_like_the_campaign_store(tmp_path):
-    synthetic.write_sqlite(synthetic.trials([{"site": "s", "network": "dsl", "protocol": "tcp",
+    synthetic.write_sqlite(synthetic.trials([{"site": "s", "network": "dsl", "setting": "tcp",
                                               "run": 0}]), tmp_path / "synthetic.sqlite")
     with Store(tmp_path / "real.sqlite"):
         pass

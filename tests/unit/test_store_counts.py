@@ -28,7 +28,7 @@ def _store(tmp_path: Path) -> Path:
 
 def _counts(db: Path) -> list[int]:
     """Every way testbed (and the tests' cluster watch) counts a store's trials."""
-    return [_count(db, "protocol", "tcp"), _count_other_visits(db, "tcp", "warm"),
+    return [_count(db, "setting", "tcp"), _count_other_visits(db, "tcp", "warm"),
             count_where(db, "1 = 1"), stored_count(db)]
 
 
@@ -79,7 +79,7 @@ def _not_a_file(db: Path) -> None:
 def test_a_store_that_cannot_be_read_is_reported_not_counted_as_0(tmp_path, spoil, said):
     db = _store(tmp_path)
     spoil(db)
-    for count in (lambda: _count(db, "protocol", "tcp"),
+    for count in (lambda: _count(db, "setting", "tcp"),
                   lambda: _count_other_visits(db, "tcp", "warm"),
                   lambda: count_where(db, "1 = 1"), lambda: stored_count(db)):
         with pytest.raises(InputError) as e:

@@ -33,11 +33,11 @@ HOSTS = {"10.78.0.1": "static.a.test,www.a.test", "10.78.0.2": "img.b.test",
 
 def row(trial_id: str, status: str = "ok") -> Row:
     site, network, protocol, run = trial_id.split("+")
-    return Row(trial_id=trial_id, campaign="c", site=site, network=network, protocol=protocol,
+    return Row(trial_id=trial_id, campaign="c", site=site, network=network, setting=protocol,
                run=int(run), status=status, reason=None if status == "ok" else "timeout",
                attempt=1, started_at="2026-01-01T00:00:00.000+00:00", wall_s=3.5,
                plt_ms=None, fvc_ms=None, lvc_ms=None, vc85_ms=None, si_ms=None, ttfb_ms=None,
-               requests=None, bytes=None, misses=None, protocols=None, rtt_ms=24.0,
+               requests=None, bytes=None, misses=None, http_versions=None, rtt_ms=24.0,
                origins=2)
 
 

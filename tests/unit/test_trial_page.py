@@ -46,7 +46,7 @@ def test_waterfall_has_one_row_per_har_entry_with_its_phases(folder):
     rows = waterfall(har)
     assert len(rows) == len(har["log"]["entries"]) == 12
     first = rows[0]
-    assert first["start"] == 0 and first["protocol"] == "h2" and first["connection"] == "1"
+    assert first["start"] == 0 and first["http_version"] == "h2" and first["connection"] == "1"
     # HAR's connect includes ssl: the bar draws them apart
     assert (first["connect"], first["ssl"]) == (20.0, 20.0)
     assert rows[5]["connect"] == 0 and rows[5]["start"] > 0
@@ -133,8 +133,8 @@ def test_examples_are_the_fastest_median_and_slowest_trial(folder):
     _, trials, _, _ = folder
     ex = examples(trials)
     assert len(ex) == 2 * 3
-    g = trials[trials["protocol"] == "quic"].sort_values("plt_ms")
-    got = ex[ex["protocol"] == "quic"].set_index("which")["trial_id"]
+    g = trials[trials["setting"] == "quic"].sort_values("plt_ms")
+    got = ex[ex["setting"] == "quic"].set_index("which")["trial_id"]
     assert got["fastest"] == g["trial_id"].iloc[0] and got["slowest"] == g["trial_id"].iloc[-1]
     assert got["median"] == g["trial_id"].iloc[1]  # the lower middle of 4
 

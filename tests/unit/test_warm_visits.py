@@ -305,7 +305,7 @@ def trials_frame() -> pd.DataFrame:
             ("quic", "first", 100, 0, None, 0), ("quic-0rtt", "warm", 70, 1, None, 1)):
         for run in range(2):
             rows_.append({"trial_id": f"s+dsl+{proto}+{run}", "network": "dsl",
-                          "protocol": proto, "status": "ok", "reason": None, "visit": visit,
+                          "setting": proto, "status": "ok", "reason": None, "visit": visit,
                           "ttfb_ms": ttfb + run, "fcp_ms": 200.0, "plt_ms": 500.0,
                           "si_ms": None, "tls_resumed": resumed, "early_data": early,
                           "quic_0rtt": q0})
@@ -325,7 +325,7 @@ def test_first_and_warm_visits_side_by_side():
 
 
 def test_the_resumption_table_counts_the_proof():
-    r = visits_mod.resumption(trials_frame()).set_index("protocol")
+    r = visits_mod.resumption(trials_frame()).set_index("setting")
     assert r.loc["quic-0rtt", ["trials", "ok", "tls_resumed", "quic_0rtt", "not_resumed"]
                  ].tolist() == [3, 2, 3, 2, 1]
     assert r.loc["tcp-plus-0rtt", ["tls_resumed", "early_data"]].tolist() == [2, 2]

@@ -269,19 +269,20 @@ def runs_text(runs: frozenset[int] | set[int]) -> str:
 
 def narrowed(c: Campaign, sites: tuple[str, ...] = (), networks: tuple[str, ...] = (),
              protocols: tuple[str, ...] = ()) -> Campaign:
-    """The campaign with only the sites, networks and protocol settings named (by the
+    """The campaign with only the sites, networks and settings named (by the
     label their trials are stored under; none named: all of that kind), as `testbed
-    run --site/--network/--protocol` asks; a name the campaign lacks is an InputError."""
+    run --site/--network/--setting` asks; a name the campaign lacks is an InputError."""
     if not (sites or networks or protocols):
         return c
     entries = resolve(c)
     kept = {}
     for key, option, wanted in (("sites", "--site", sites), ("networks", "--network", networks),
-                                ("protocols", "--protocol", protocols)):
+                                ("protocols", "--setting", protocols)):
         have = entries[key]
         unknown = [w for w in wanted if w not in have]
         if unknown:
-            raise InputError(f"{option} {unknown[0]}: expected one of the campaign's {key} "
+            shown = "settings" if key == "protocols" else key
+            raise InputError(f"{option} {unknown[0]}: expected one of the campaign's {shown} "
                              f"({', '.join(have)})")
         kept[key] = {listed for w in (wanted or have) for listed in have[w].listed}
     out = c.model_copy(update={"networks": tuple(n for n in c.networks if n in kept["networks"]),

@@ -202,7 +202,7 @@ def measured_cv(rows: list[dict]) -> dict[str, float]:
 
     df = pd.DataFrame(rows)
     df = df[(df["status"] == "ok") & (df["plt_ms"].astype(float) > 0)]
-    counts = df.groupby(["site", "network", "protocol"])["plt_ms"].transform("count")
+    counts = df.groupby(["site", "network", "setting"])["plt_ms"].transform("count")
     df = df[counts >= 3]
     if df.empty:
         return {}
@@ -327,11 +327,11 @@ def _off(rows: list[dict], pages, links, transports, fps, lanes: int) -> dict | 
     out: dict[str, dict[str, Any]] = {}
     for name in links:
         mine = [r for r in rows if r.get("network") == name and r.get("site") in pages
-                and r.get("protocol") in transports]
+                and r.get("setting") in transports]
         if not mine:
             continue
         wall = sum(float(r["wall_s"] or 0) for r in mine)
-        model = sum(trial_s(pages[r["site"]], links[name], transports[r["protocol"]],
+        model = sum(trial_s(pages[r["site"]], links[name], transports[r["setting"]],
                             fps=fps[name]) for r in mine)
         out[name] = {"trials": len(mine), "wall_s": wall, "model_s": model,
                      "off_percent": 100 * (wall / model - 1) if model > 0 else None}

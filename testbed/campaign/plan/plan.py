@@ -36,15 +36,15 @@ from results_contract.schema import DEFAULT_CLIENT, trial_id
 class Trial:
     site: str
     network: str
-    protocol: str
+    setting: str
     run: int
     client: str = DEFAULT_CLIENT
 
     @property
     def id(self) -> str:
-        """The store's trial_id and the trial's folder name: `<site>+<network>+<protocol>+<run>`,
+        """The store's trial_id and the trial's folder name: `<site>+<network>+<setting>+<run>`,
         `+<client>` after it for a client other than Chromium (results_contract.schema.trial_id)."""
-        return trial_id(self.site, self.network, self.protocol, self.run, self.client)
+        return trial_id(self.site, self.network, self.setting, self.run, self.client)
 
 
 @dataclass(frozen=True)

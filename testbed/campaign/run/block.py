@@ -72,8 +72,8 @@ class BlockDriver:
     """Setting label -> its visit ("first" when not named)."""
 
     def __post_init__(self):
-        self.records = [TrialRecord(self.settings[t.protocol],
-                                    visit=self.visits.get(t.protocol, "first"))
+        self.records = [TrialRecord(self.settings[t.setting],
+                                    visit=self.visits.get(t.setting, "first"))
                         for t in self.block.trials]
 
     def prepare(self, k: int) -> None:
@@ -186,7 +186,7 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
     blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))
     session = Session(r.url, opts, blockdir, netns=servers.topology.client.name,
                       wrap=wrap, driver=driver,
-                      visits=[visits.get(t.protocol, "first") for t in block.trials],
+                      visits=[visits.get(t.setting, "first") for t in block.trials],
                       client=block.client, hosts=host_ips(r),
                       probe=Probe(servers.pids, limit=c.max_load_before_start))
     t0 = time.monotonic()

@@ -40,4 +40,4 @@ def counts(stats: dict[str, int]) -> str:
 
 def describe(t: plan_mod.Trial) -> str:
     """The bar's description while trial t runs."""
-    return f"run {t.run + 1} · {t.site} · {t.network} · {t.protocol}"
+    return f"run {t.run + 1} · {t.site} · {t.network} · {t.setting}"

@@ -105,7 +105,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
     wall_s = kept.wall_s if kept is not None and kept.wall_s is not None else None
     row = Row(
         trial_id=trial.id, campaign=campaign.name, site=trial.site,
-        network=trial.network, protocol=trial.protocol, run=trial.run,
+        network=trial.network, setting=trial.setting, run=trial.run,
         status=verdict.status, reason=verdict.reason, attempt=attempt,
         started_at=utc(record.started_at or time.time()),
         wall_s=float(wall_s if wall_s is not None else round(o.ended - o.began, 3)),
@@ -117,7 +117,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         requests=trial_har.requests(o.har) if o.har is not None else None,
         bytes=diff["bytes"] if diff else None,
         misses=diff["misses"] if diff else None,
-        protocols=Row.protocols_json(protocols) if o.har is not None else None,
+        http_versions=Row.versions_json(protocols) if o.har is not None else None,
         max_in_flight=(Row.in_flight_json(trial_har.max_in_flight(o.har))
                        if o.har is not None else None),
         rtt_ms=float(network.min_rtt_ms),

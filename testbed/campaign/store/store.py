@@ -56,7 +56,7 @@ EXPECTED = (f"expected only tables {', '.join(REQUIRED)} and their indexes (a ca
 
 
 def _json(counts: dict[str, int] | None) -> str | None:
-    """A count per protocol or host as the store keeps it (a JSON object, keys sorted)."""
+    """A count per HTTP version or host as the store keeps it (a JSON object, keys sorted)."""
     return None if counts is None else json.dumps(counts, sort_keys=True)
 
 
@@ -75,11 +75,11 @@ if TYPE_CHECKING:
 else:
     Row = make_dataclass(
         "Row", [_field(c) for c in TRIALS], frozen=True,
-        namespace={"protocols_json": staticmethod(_json), "in_flight_json": staticmethod(_json)})
+        namespace={"versions_json": staticmethod(_json), "in_flight_json": staticmethod(_json)})
     Row.__module__ = __name__
     Row.__doc__ = """One finished trial, as stored: a field per column of the results contract
-(results_contract.schema.TRIALS), in its order; protocols and max_in_flight are JSON objects
-(Row.protocols_json, Row.in_flight_json)."""
+(results_contract.schema.TRIALS), in its order; http_versions and max_in_flight are JSON
+objects (Row.versions_json, Row.in_flight_json)."""
 
 
 class Store:
@@ -114,6 +114,10 @@ class Store:
         _create(self.db)  # a store made before a table (connections, stops) gains it
         # a store made before a column was added to the contract gains it (NULL in its rows)
         have = {r[1] for r in self.db.execute("PRAGMA table_info(trials)")}
+        for column_name, old in schema.RENAMED.items():  # one under its older name: renamed
+            if old in have and column_name not in have:
+                self.db.execute(f"ALTER TABLE trials RENAME COLUMN {old} TO {column_name}")
+                have = (have - {old}) | {column_name}
         for column in TRIALS:
             if column.name in ADDED and column.name not in have:
                 self.db.execute(f"ALTER TABLE trials ADD COLUMN {schema.sql_declaration(column)}")
@@ -165,12 +169,12 @@ class Store:
         return self._forget("status = 'failed'", [])
 
     def forget_runs(self, runs: Iterable[int], sites: Sequence[str], networks: Sequence[str],
-                    protocols: Sequence[str], clients: Sequence[str]) -> list[str]:
-        """Delete the trials of these runs among these sites, networks, protocol settings
+                    settings: Sequence[str], clients: Sequence[str]) -> list[str]:
+        """Delete the trials of these runs among these sites, networks, settings
         and clients (one transaction), so that they run again; their ids. A row of a
         store older than the client column (NULL) is Chromium's."""
         names = {"run": sorted(set(runs)), "site": sites, "network": networks,
-                 "protocol": protocols,
+                 "setting": settings,
                  f"COALESCE(client, '{schema.DEFAULT_CLIENT}')": clients}
         where = " AND ".join(f"{col} IN ({', '.join('?' for _ in vals)})"
                              for col, vals in names.items())
@@ -203,11 +207,11 @@ class Store:
             f"SELECT {', '.join(STOP_COLUMNS)} FROM {schema.STOPS_TABLE}").fetchall()
 
     def ok_plts(self, site: str, network: str, before: int) -> list[tuple[str, float]]:
-        """(protocol, plt_ms) of the ok trials of `site` and `network` of the runs before
+        """(setting, plt_ms) of the ok trials of `site` and `network` of the runs before
         `before` that have a PLT, in run order."""
         assert self.db is not None
-        return [(protocol, float(plt)) for protocol, plt in self.db.execute(
-            "SELECT protocol, plt_ms FROM trials WHERE site = ? AND network = ? AND "
+        return [(setting, float(plt)) for setting, plt in self.db.execute(
+            "SELECT setting, plt_ms FROM trials WHERE site = ? AND network = ? AND "
             "run < ? AND status = 'ok' AND plt_ms > 0 ORDER BY run", (site, network, before))]
 
     def keep_stop(self, stop: dict[str, Any]) -> None:
@@ -257,16 +261,16 @@ def _check(db: Reader, contract: bool) -> None:
         raise InputError(f"{db.path}: no table {schema.TABLE}; {EXPECTED}")
     for table in sorted(tables) if contract else ():
         have = set(db.columns(table))
-        lacking = [c for c in REQUIRED[table] if c not in have]
+        lacking = [c for c in REQUIRED[table] if not schema.stored_name(c, have)]
         if lacking:
             raise InputError(f"{db.path}: table {table}: no column {', '.join(lacking)}; "
                              "expected a campaign store (see results_contract/schema.py)")
 
 
 def _select(db: Reader, table: str, columns: Sequence[str]) -> str:
-    """SELECT of `columns` of `table` (NULL for one the store lacks)."""
-    have = set(db.columns(table))
-    return f"SELECT {', '.join(c if c in have else f'NULL AS {c}' for c in columns)} FROM {table}"
+    """SELECT of `columns` of `table` (NULL for one the store lacks; an older name,
+    schema.RENAMED, read as its new one)."""
+    return f"SELECT {schema.select_list(columns, db.columns(table))} FROM {table}"
 
 
 def rebuild(source: Path, new: Path) -> list[str]:
@@ -306,7 +310,8 @@ def count_where(path: Path, where: str, params: Sequence[Any] = ()) -> int:
     the store lacks: NULL), read as reading() reads."""
     with reading(path, contract=False) as db:
         have = set(db.columns(schema.TABLE))
-        select = _select(db, schema.TABLE, [c for c in COLUMNS if c in ADDED or c in have])
+        select = _select(db, schema.TABLE,
+                         [c for c in COLUMNS if c in ADDED or schema.stored_name(c, have)])
         return int(db.rows(f"SELECT COUNT(*) FROM ({select}) WHERE {where}", params)[0][0])
 
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from results_contract import schema
 from testbed.campaign.store import store as store_mod
 from testbed.errors import InputError
 
@@ -39,14 +40,14 @@ class Forgotten:
     runs: frozenset[int]
     sites: Sequence[str]
     networks: Sequence[str]
-    protocols: Sequence[str]
+    settings: Sequence[str]
     clients: Sequence[str]
     default_client: str = "chromium"
 
     def covers(self, row: tuple) -> bool:
-        _, run, site, network, protocol, client = row
+        _, run, site, network, setting, client = row
         return (run in self.runs and site in self.sites and network in self.networks
-                and protocol in self.protocols
+                and setting in self.settings
                 and (client or self.default_client) in self.clients)
 
 
@@ -81,7 +82,7 @@ def _sessions(folder: Path) -> list[tuple[dt.datetime, int, dict[str, str]]]:
 
 
 def _ok_rows(db: Path) -> list[tuple]:
-    """(started_at, run, site, network, protocol, client) of the stored ok trials,
+    """(started_at, run, site, network, setting, client) of the stored ok trials,
     read as any store from elsewhere (testbed.campaign.store.store.reading); none without a
     store. InputError if it is not a regular file (a symlink is not followed, a FIFO
     never waited on) or cannot be read: a store that cannot be read is never taken for
@@ -94,8 +95,10 @@ def _ok_rows(db: Path) -> list[tuple]:
         raise InputError(f"{db}: expected a campaign store (a regular file, not a symlink "
                          "or anything else)")
     with store_mod.reading(db, contract=False) as con:
-        client = "client" if "client" in con.columns("trials") else "NULL"
-        return con.rows(f"SELECT started_at, run, site, network, protocol, {client} "
+        have = con.columns("trials")
+        client = "client" if "client" in have else "NULL"
+        setting = schema.stored_name("setting", have)  # `protocol` in an older store
+        return con.rows(f"SELECT started_at, run, site, network, {setting}, {client} "
                         "FROM trials WHERE status = 'ok'",
                         what="cannot read the stored trials' versions")
 
