@@ -1,4 +1,4 @@
-"""What the benches' sessions do around each load (testbed.measure.session.Driver)."""
+"""What the benches' sessions do around each load (testbed.measure.browser_process.Driver)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ from testbed.host.paths import ROOT
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
 from testbed.measure import browsertime, metrics, telemetry
-from testbed.measure.session import Session
+from testbed.measure.browser_process import BrowsertimeProcess
 from testbed.protocols.apply import applied, server_options
 from testbed.replay.env import ReplayEnv
 
@@ -160,7 +160,7 @@ def block(r: rec.Recording, profile, setting: str, variant: str, n: int, work: P
         recorder = (None if variant == "telemetry"  # as a campaign's block runs it otherwise
                     else telemetry.Recorder(topo.server.name, r.ips))
         exits.enter_context(recorder or nullcontext())
-        s = Session(r.url, options(variant, n), work / "session", netns=env.client_netns,
+        s = BrowsertimeProcess(r.url, options(variant, n), work / "session", netns=env.client_netns,
                     wrap=chain.argv([]),
                     driver=FixedDriver(env, list(opts.chromium_flags), recorder=recorder))
         outcomes = s.run()

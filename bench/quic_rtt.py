@@ -33,7 +33,7 @@ from testbed.host import safefs
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
 from testbed.measure import browsertime, metrics
-from testbed.measure.session import Session
+from testbed.measure.browser_process import BrowsertimeProcess
 from testbed.protocols.apply import applied, server_options
 from testbed.replay.env import ReplayEnv
 from testbed.validate import evidence
@@ -89,7 +89,7 @@ def block(binary: str, r: rec.Recording, setting: str, chain, n: int, work: Path
                                             h3server_args=[*opts.h3server_args,
                                                            "--qlog-dir", str(qdir)]))
         driver = QlogDriver(env, list(opts.chromium_flags), qdir)
-        s = Session(r.url, browsertime.BrowsertimeOptions(iterations=n, video=False),
+        s = BrowsertimeProcess(r.url, browsertime.BrowsertimeOptions(iterations=n, video=False),
                     work / "session", netns=env.client_netns, wrap=chain.argv([]),
                     driver=driver)
         outcomes = s.run()

@@ -11,7 +11,7 @@ One page (a bundled recording) over one network profile and the TCP stack:
    replay, shells and namespace as a trial;
 2. bare Browsertime with its own tuning options (page-complete check, no video
    re-encoding, no filmstrip), as a user of Browsertime would tune it;
-3. the testbed's session (testbed.measure.session) with video and visual
+3. the testbed's session (testbed.measure.browser_process) with video and visual
    metrics at VIDEO_FPS, 3b. the same at Browsertime's 30 fps, and 4. without
    video;
 5. the smoke campaign through `testbed run` (trials per hour);
@@ -64,7 +64,7 @@ from testbed.host.paths import ROOT
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
 from testbed.measure import browsertime, metrics, visual
-from testbed.measure.session import Session
+from testbed.measure.browser_process import BrowsertimeProcess
 from testbed.replay.env import ReplayEnv
 
 
@@ -111,7 +111,7 @@ def session_loads(env, chain, url, n, video, work,
     """n loads in one session; with budget, the machine's CPU time is sampled
     (BUDGETS) and each video's visual metrics are run again alone (VISUAL_CPU)."""
     opts = browsertime.BrowsertimeOptions(iterations=n, video=video, video_fps=fps, **options)
-    s = Session(url, opts, work / f"s{int(video)}-{fps}{tag}", netns=env.client_netns,
+    s = BrowsertimeProcess(url, opts, work / f"s{int(video)}-{fps}{tag}", netns=env.client_netns,
                 wrap=chain.argv([]), driver=FixedDriver(env, [], recorder, captures))
     sampler = cpu_budget.Sampler() if budget else None
     with sampler or nullcontext():

@@ -2,7 +2,7 @@
 
 A warm trial (column `visit` = "warm") loaded its page once, unmeasured, in the
 same browser before the measured load, which then resumed the TLS / QUIC
-sessions of that first load (see testbed.measure.session). Stores made before
+sessions of that first load (see testbed.measure.browser_process). Stores made before
 visits existed have no `visit`: their trials are first visits.
 
     visit_means(trials)      # network x setting x visit x metric: n, mean, median

@@ -56,7 +56,7 @@ from testbed.formats.profiles import NetworkProfile, load_network
 from testbed.host.runstate import USER, current
 from testbed.host.topology import ReplayTopology
 from testbed.measure import browsertime
-from testbed.measure.session import Outcome
+from testbed.measure.browser_process import Outcome
 from testbed.protocols import ServerOptions
 from testbed.protocols.apply import check_sysctls
 

@@ -1,7 +1,7 @@
 """Measure: page loads by Browsertime inside the replay and emulated network.
 
 - browsertime: Browsertime's command line (pinned install in .tools/)
-- session: one Browsertime process stepping through a block of trials
+- browser_process: one Browsertime process stepping through a block of trials (BrowsertimeProcess)
 - launcher, hooks/: Chromium's stand-in and Browsertime's pre/post scripts
 - xvfb: an X display of its own for each Browsertime process
 - visual: visual metrics from the screen recording

@@ -5,7 +5,7 @@ One Browsertime process measures a block of consecutive trials on one page
 trial is not on this command line: the Chromium flags come from the launcher
 (testbed/measure/launcher.py, given as Chrome's binary) and the pre/post
 scripts (hooks/) hold each load until the runner has the servers ready. See
-testbed/measure/session.py.
+testbed/measure/browser_process.py.
 
 Tuned for little overhead without touching the measurement (bench/trial_overhead
 shows PLT agreeing with bare Browsertime's):

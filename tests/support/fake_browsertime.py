@@ -1,5 +1,5 @@
 """A stand-in for Browsertime + launcher + hooks speaking the session's control
-files, for unit tests of testbed.measure.session without a browser.
+files, for unit tests of testbed.measure.browser_process without a browser.
 
     python fake_browsertime.py CTL OUT KIND,KIND,...
 

@@ -23,7 +23,7 @@ from testbed.campaign.runner import Runner
 from testbed.campaign.store import commit
 from testbed.errors import TestbedError
 from testbed.host import runstate
-from testbed.measure.session import Kept, Outcome
+from testbed.measure.browser_process import Kept, Outcome
 
 NOISE = {"dsl": 0.01, "lte": 0.03, "da2gc": 0.08, "mss": 0.2}
 """varied_plt's coefficient of variation per network (others: 0.05)."""

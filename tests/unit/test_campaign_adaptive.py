@@ -333,7 +333,7 @@ def scripted_execute(job, block, attempts):
     """testbed.campaign.cluster.worker.execute with scripted loads (varied_plt), 50 ms a block."""
     from testbed.campaign.run import block as block_mod
     from testbed.campaign.run.rows import TrialRecord
-    from testbed.measure.session import Kept
+    from testbed.measure.browser_process import Kept
 
     BUSY["now"] += 1
     BUSY["most"] = max(BUSY["most"], BUSY["now"])

@@ -20,7 +20,7 @@ from testbed.campaign.run.rows import TrialRecord
 from testbed.campaign.store.store import Store
 from testbed.formats import recording
 from testbed.host.paths import ROOT
-from testbed.measure.session import Kept
+from testbed.measure.browser_process import Kept
 from testbed.protocols import server_options
 
 

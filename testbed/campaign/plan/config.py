@@ -44,7 +44,7 @@ VISITS = ("first", "warm")
 """How a trial visits its page: `first`, a fresh browser profile (no cache, no
 session to resume); `warm`, the same browser loads the page once unmeasured, its
 HTTP cache is cleared and its connections closed, then the measured load
-resumes the TLS / QUIC sessions of that first load (testbed.measure.session)."""
+resumes the TLS / QUIC sessions of that first load (testbed.measure.browser_process)."""
 
 
 class Campaign(tomlfile.LoadedFile):

@@ -42,9 +42,9 @@ from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile
 from testbed.host import firefox
 from testbed.measure import browsertime, telemetry
+from testbed.measure.browser_process import BrowsertimeProcess, Kept, Outcome
 from testbed.measure.captures import Captures
 from testbed.measure.load import Probe
-from testbed.measure.session import Kept, Outcome, Session
 from testbed.protocols import ServerOptions
 from testbed.replay.env import host_ips
 
@@ -56,7 +56,7 @@ is on by default)."""
 
 @dataclass
 class BlockDriver:
-    """testbed.measure.session.Driver for one block."""
+    """testbed.measure.browser_process.Driver for one block."""
 
     block: plan_mod.Block
     servers: Servers
@@ -184,7 +184,7 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
         video_fps=c.fps_of(setup.networks[block.network]))
     wrap = setup.chains[block.network].argv([])
     blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))
-    session = Session(r.url, opts, blockdir, netns=servers.topology.client.name,
+    process = BrowsertimeProcess(r.url, opts, blockdir, netns=servers.topology.client.name,
                       wrap=wrap, driver=driver,
                       visits=[visits.get(t.setting, "first") for t in block.trials],
                       client=block.client, hosts=host_ips(r),
@@ -200,7 +200,7 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
         with recorder or nullcontext(), captures:
             driver.captures = captures if c.capture else None
             driver.recorder = recorder
-            outcomes = session.run()
+            outcomes = process.run()
             captures.stop()
             kept_captures = [captures.collect(k, qlogs_of(rec_, servers.qlog_dir))
                              for k, rec_ in enumerate(driver.records)]
@@ -211,10 +211,10 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
         who = "" if block.client == DEFAULT_CLIENT else f"-{block.client}"
         logname = f"run{block.run}-{block.site}-{block.network}{who}-{int(time.time())}.log"
         copied = None
-        if session.log_path.exists():
+        if process.log_path.exists():
             copy = out / "logs" / logname
             try:
-                shutil.copyfile(session.log_path, copy)
+                shutil.copyfile(process.log_path, copy)
             except BaseException:
                 copy.unlink(missing_ok=True)  # no half-copied log on a full disk
                 raise
@@ -232,7 +232,7 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
             results.append((trial, outcome, record))
         return results, copied
     finally:
-        session.remove()
+        process.remove()
 
 
 def qlogs_of(record: TrialRecord, folder: Path | None) -> list[Path]:

@@ -22,8 +22,8 @@ from testbed.campaign.store.store import Row
 from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile
 from testbed.measure import metrics, trial_har
+from testbed.measure.browser_process import Outcome
 from testbed.measure.load import Load
-from testbed.measure.session import Outcome
 from testbed.measure.trial import Evidence, Resumption, judge
 from testbed.protocols import ServerOptions
 from testbed.replay import server_summary

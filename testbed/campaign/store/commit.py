@@ -25,7 +25,7 @@ from pathlib import Path
 from results_contract import trial_folder as tf
 from testbed.campaign.store import outdir
 from testbed.campaign.store.store import Row, Store
-from testbed.measure.session import Outcome
+from testbed.measure.browser_process import Outcome
 
 
 def collect(o: Outcome, out: Path, keep_video: bool) -> dict[str, bytes | Path]:

@@ -1,8 +1,8 @@
 """One Browsertime process measuring a block of trials on one page.
 
-    session = Session(url, opts, workdir, netns=topo.client.name, wrap=shells,
+    process = BrowsertimeProcess(url, opts, workdir, netns=topo.client.name, wrap=shells,
                       driver=driver)
-    outcomes = session.run()        # one Outcome per trial, in order
+    outcomes = process.run()        # one Outcome per trial, in order
 
 Browsertime runs `-n len(block)` iterations, each in a fresh Chromium profile,
 as the testbed user inside the network's Mahimahi shells and an Xvfb of its
@@ -143,7 +143,7 @@ class Outcome:
     ended: float = 0.0
     kept: Kept | None = None
     load: Load | None = None
-    """How busy the machine was during the load (the session's `probe`); None: no probe,
+    """How busy the machine was during the load (the process's `probe`); None: no probe,
     or the load never started."""
 
 
@@ -156,7 +156,7 @@ def check_tmp_depth(tmp: Path) -> None:
             f"or folder name")
 
 
-class Session:
+class BrowsertimeProcess:
     def __init__(self, url: str, opts: browsertime.BrowsertimeOptions, workdir: Path, *,
                  netns: str | None, wrap: Sequence[str], driver: Driver,
                  env: dict[str, str] | None = None, visits: Sequence[str] = (),

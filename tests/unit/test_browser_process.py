@@ -1,4 +1,4 @@
-"""The session's stepping through a block, against a stand-in Browsertime (no browser)."""
+"""A Browsertime process stepping through a block, against a stand-in Browsertime (no browser)."""
 
 import sys
 import tempfile
@@ -9,13 +9,13 @@ from support.paths import SUPPORT
 
 from testbed.errors import TestbedError
 from testbed.measure import browsertime, trial_har
-from testbed.measure.session import Session
+from testbed.measure.browser_process import BrowsertimeProcess
 
 FAKE = SUPPORT / "fake_browsertime.py"
 
 
 class Recorder:
-    """A driver that records what the session asked for."""
+    """A driver that records what the process asked for."""
 
     def __init__(self, stacks, broken=()):
         self.stacks, self.broken, self.calls = stacks, set(broken), []
@@ -39,7 +39,7 @@ class Recorder:
         self.calls.append(("warmed", k))
 
 
-class FakeSession(Session):
+class FakeProcess(BrowsertimeProcess):
     def argv(self):
         return [sys.executable, str(FAKE), str(self.ctl), str(self.out), self.kinds]
 
@@ -49,7 +49,7 @@ def run(tmp_path, kinds, stacks=None, broken=(), timeout_s=30.0, visits=()):
     driver = Recorder(stacks, broken)
     opts = browsertime.BrowsertimeOptions(iterations=len(kinds), timeout_s=timeout_s,
                                           video=False)
-    s = FakeSession("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
+    s = FakeProcess("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
                     driver=driver, visits=visits)
     s.kinds = ",".join(kinds)
     return s.run(), driver
@@ -83,7 +83,7 @@ def test_the_first_trial_s_servers_start_while_browsertime_starts(tmp_path):
 
     driver = Slow(["tcp", "tcp"])
     opts = browsertime.BrowsertimeOptions(iterations=2, video=False)
-    s = FakeSession("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
+    s = FakeProcess("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
                     driver=driver)
     s.kinds = "ok,ok"
     driver.ctl = s.ctl
@@ -120,8 +120,8 @@ def test_a_crash_fails_the_running_trial_and_returns_the_rest_unrun(tmp_path):
 
 
 def test_a_load_past_the_timeout_stops_the_block(tmp_path, monkeypatch):
-    from testbed.measure import session
-    monkeypatch.setattr(session, "LOAD_GRACE_S", 0.0)
+    from testbed.measure import browser_process
+    monkeypatch.setattr(browser_process, "LOAD_GRACE_S", 0.0)
     outcomes, _ = run(tmp_path, ["hang", "ok"], timeout_s=0.3)
     assert outcomes[0].timed_out and not outcomes[0].measured
     assert outcomes[1] is None
@@ -146,7 +146,7 @@ def test_browsertime_keeps_its_temporary_files_in_the_block_folder(monkeypatch):
         short = Path(d)
         monkeypatch.setattr(runstate, "STATE_ROOT", short / "state")
         opts = browsertime.BrowsertimeOptions(iterations=1, video=False)
-        s = Session("https://a.test/", opts, short / "block", netns=None, wrap=[],
+        s = BrowsertimeProcess("https://a.test/", opts, short / "block", netns=None, wrap=[],
                     driver=Recorder(["tcp"]))
         s._prepare()
         assert (short / "block" / "tmp").is_dir()
@@ -158,19 +158,19 @@ def test_a_block_folder_too_deep_for_chromium_s_socket_is_refused_before_browser
     # SingletonSocket path, under TMPDIR, exceeds a Unix socket's 107 characters.
     opts = browsertime.BrowsertimeOptions(iterations=1, video=False)
     ok = Path("/run/testbed/4194304/campaign/block-31-1764042000000")
-    Session("https://a.test/", opts, ok, netns=None, wrap=[], driver=Recorder(["tcp"])).argv()
+    BrowsertimeProcess("https://a.test/", opts, ok, netns=None, wrap=[], driver=Recorder(["tcp"])).argv()
     deep = Path("/run/testbed/26829/bench-qzc_hcxg/session-True-60-capnetlog")
-    s = Session("https://a.test/", opts, deep, netns=None, wrap=[], driver=Recorder(["tcp"]))
+    s = BrowsertimeProcess("https://a.test/", opts, deep, netns=None, wrap=[], driver=Recorder(["tcp"]))
     with pytest.raises(TestbedError, match="too deep for Chromium's profile socket"):
         s.argv()
 
 
-def _video_session(tmp_path, monkeypatch):
-    from testbed.measure import session as session_mod
+def _video_process(tmp_path, monkeypatch):
+    from testbed.measure import browser_process as session_mod
 
     monkeypatch.setattr(session_mod.visual, "run", lambda video, log: {"SpeedIndex": 1})
     opts = browsertime.BrowsertimeOptions(iterations=1, video=True)
-    s = Session("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
+    s = BrowsertimeProcess("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
                 driver=Recorder(["tcp"]))
     s._prepare()
     (s.out / "pages" / "video").mkdir(parents=True)
@@ -178,9 +178,9 @@ def _video_session(tmp_path, monkeypatch):
 
 
 def test_the_video_is_linked_into_root_s_folder(tmp_path, monkeypatch):
-    from testbed.measure.session import Outcome
+    from testbed.measure.browser_process import Outcome
 
-    s = _video_session(tmp_path, monkeypatch)
+    s = _video_process(tmp_path, monkeypatch)
     (s.out / "pages" / "video" / "1.mp4").write_bytes(b"video")
     o = Outcome(index=0)
     s._start_visual(o, 1)
@@ -191,11 +191,11 @@ def test_the_video_is_linked_into_root_s_folder(tmp_path, monkeypatch):
 
 
 def test_a_video_that_is_a_symlink_is_neither_linked_nor_analysed(tmp_path, monkeypatch):
-    from testbed.measure.session import Outcome
+    from testbed.measure.browser_process import Outcome
 
     canary = tmp_path / "canary"
     canary.write_text("root only")
-    s = _video_session(tmp_path, monkeypatch)
+    s = _video_process(tmp_path, monkeypatch)
     (s.out / "pages" / "video" / "1.mp4").symlink_to(canary)
     o = Outcome(index=0)
     s._start_visual(o, 1)
@@ -251,7 +251,7 @@ class LoadProbe:
 def test_the_machine_is_read_right_before_go_and_right_after_done(tmp_path):
     driver = Recorder(["tcp", "tcp", "tcp"])
     opts = browsertime.BrowsertimeOptions(iterations=3, video=False)
-    s = FakeSession("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
+    s = FakeProcess("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
                     driver=driver, visits=["first", "warm", "first"])
     s.probe = LoadProbe(s.ctl)
     s.kinds = "ok,ok,fail"
