@@ -172,6 +172,10 @@ def _write(a: Analysis, out: Path, source: str, manifest: Manifest | None,
     (out / "tables").mkdir(parents=True, exist_ok=True)
     for name, table in a.tables().items():
         spreadsheet_safe(table).to_csv(out / "tables" / f"{name}.csv", index=False)
+    load_table = machine_load.busier_pairs(a.trials)
+    if len(load_table):
+        spreadsheet_safe(load_table).to_csv(out / "tables" / f"{MACHINE_LOAD}.csv",
+                                            index=False)
 
     figures = []  # one row per metric: all networks side by side, one shared x-range
     rel = a.relative
@@ -297,6 +301,10 @@ def _regular(trials_dir: Path, trial_id: str, name: str) -> bool:
     return True
 
 
+MACHINE_LOAD = "machine-load"
+"""The machine-load section's table in tables/ (tables/machine-load.csv)."""
+
+
 def _machine_load(a: Analysis) -> dict[str, Any] | None:
     """The machine-load section: each compared pair's median cpu_busy, a note per pair
     whose settings ran on unequally busy machines, and how many trials started over the
@@ -314,6 +322,7 @@ def _machine_load(a: Analysis) -> dict[str, Any] | None:
     return {"table": _table_or_none(shown, formats={"busy_a": "{:.0%}", "busy_b": "{:.0%}",
                                                     "busy_diff": "{:+.0%}"}),
             "flags": flags, "threshold": f"{machine_load.BUSIER_BY * 100:g}",
+            "csv": f"tables/{MACHINE_LOAD}.csv",
             "over_limit": (f"{n_over} trial(s) started while the machine was still over the "
                            f"campaign's max_load_before_start (column load_over_limit)"
                            if n_over else "")}

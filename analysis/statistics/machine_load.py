@@ -29,11 +29,6 @@ COLUMNS = ["network", "client", "a", "b", "n_a", "n_b", "busy_a", "busy_b", "bus
            "busier"]
 
 
-def _setting_column(trials: pd.DataFrame) -> str:
-    """The setting's column (`protocol` in frames loaded before the rename)."""
-    return "setting" if "setting" in trials.columns else "protocol"
-
-
 def pairs_of(meta: profiles_meta.ProfilesMeta | None = None) -> list[tuple[str, str]]:
     """The compared pairs: stack twins (TCP, QUIC) then BBR twins (BBR, CUBIC)."""
     meta = meta or profiles_meta.current()
@@ -52,10 +47,9 @@ def busier_pairs(trials: pd.DataFrame, pairs: Sequence[tuple[str, str]] | None =
     ok = ok[ok["cpu_busy"].notna()]
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
-    setting = _setting_column(ok)
     client = ok["client"].fillna("chromium") if "client" in ok.columns else "chromium"
     ok = ok.assign(client=client)
-    groups = ok.groupby(["network", "client", setting], observed=True)["cpu_busy"]
+    groups = ok.groupby(["network", "client", "setting"], observed=True)["cpu_busy"]
     medians, counts = groups.median(), groups.size()
     rows = []
     for (network, cl) in sorted({(n, c) for n, c, _ in medians.index}):

@@ -53,11 +53,11 @@ def test_stores_without_the_machine_load_give_no_table():
     assert machine_load.busier_pairs(only_one, PAIRS).empty
 
 
-def test_clients_are_compared_apart_and_an_older_frame_names_the_setting_protocol():
+def test_clients_are_compared_apart():
     trials = frame(rows("dsl", "tcp-plus", [0.3]), rows("dsl", "quic", [0.3]),
                    [{**r, "client": "firefox"} for r in rows("dsl", "tcp-plus", [0.3])],
                    [{**r, "client": "firefox"} for r in rows("dsl", "quic", [0.6])])
-    t = machine_load.busier_pairs(trials.rename(columns={"setting": "protocol"}), PAIRS)
+    t = machine_load.busier_pairs(trials, PAIRS)
     assert list(zip(t["client"], t["busier"])) == [("chromium", ""), ("firefox", "quic")]
 
 
@@ -87,3 +87,15 @@ def test_the_trial_page_says_how_busy_the_machine_was():
     assert waited.endswith("waited 60.2 s for a quiet machine and started over the "
                            "campaign's limit")
     assert words({**row, "cpu_busy": None}) is None  # a store made before the columns
+
+
+def test_a_campaigns_report_has_the_section_and_its_csv(tmp_path):
+    from analysis import analyse, synthetic
+
+    trials = synthetic.campaign(sites=2, networks=["dsl"], runs=3, seed=1)
+    quic = trials["setting"].isin(["quic", "quic-bbr"])
+    trials["cpu_busy"] = [0.7 if q else 0.4 for q in quic]
+    page = report.write_report(analyse(trials), tmp_path).read_text(encoding="utf-8")
+    assert 'id="machine-load"' in page and "ran on a busier machine than" in page
+    table = pd.read_csv(tmp_path / "tables" / "machine-load.csv")
+    assert set(table["busier"].dropna()) == {"quic", "quic-bbr"}
