@@ -191,3 +191,27 @@ def test_ffmpeg_gets_a_pinned_mp4_of_the_kept_bytes_and_nothing_else(folder):
         "file", "mp4", "0")
     assert argv[argv.index("-i") + 1].startswith("/proc/self/fd/")
     assert view.frames == [] and "ffmpeg could not read the video: no filmstrip" in view.notes
+
+
+def test_the_fixtures_kept_trials_match_their_rows_and_ids():
+    """The bundled fixture's trial ids are `site+network+setting+run`, as the docs' commands
+    take them; each kept HAR is the trial's own: one waterfall row per request of its
+    row, each over the HTTP version its row counts."""
+    from results_contract.load import load
+
+    trials = load(FIXTURE).set_index("trial_id")
+    assert not trials.index.str.contains("|", regex=False).any()
+    kept = sorted(p.name for p in (FIXTURE / "trials").iterdir())
+    assert len(kept) == 4
+    for trial_id in kept:
+        r = trials.loc[trial_id]
+        assert trial_id == "+".join([r["site"], r["network"], r["setting"], str(r["run"])])
+        view = trial_view(FIXTURE, trial_id)
+        page = render(view)
+        har = json.loads(gzip.decompress((FIXTURE / "trials" / trial_id /
+                                          "browsertime.har.gz").read_bytes()))
+        rows = waterfall(har)
+        assert len(rows) == len(har["log"]["entries"]) == r["requests"] == rows_of(page)
+        versions = json.loads(r["http_versions"])
+        assert {w["http_version"] for w in rows} == set(versions)
+        assert sum(versions.values()) == len(rows)
