@@ -1,0 +1,246 @@
+"""Whether a trial obtained what the recording's page needs (docs/completeness.md).
+
+A replayed page asks for the same URLs whatever the setting, so a trial whose HAR
+lacks some of them describes less of the page than one that has them all: its
+request count, bytes and visual metrics are not comparable. The judge compares a
+trial's HAR entries with the recording's URLs, split in two:
+
+- before the load event: what the page asks for while loading (its load event
+  waits for them); one missing means the load itself was broken;
+- after the load event: what the page's script asks for once loaded (the corpus's
+  `more()`); one missing means the measurement window ended before the page's own
+  work did (docs/completeness.md: Chromium's HAR leaves out every request still in
+  flight when the window ends).
+
+Pure: data in, data out. `expected_from_recording` builds the two sets from the
+recording's (url, status) pairs and the URLs a complete load asked for before its
+load event (`requested_before_onload` reads them from that load's HAR); `judge`
+gives the verdict on one trial's HAR (one iteration, see
+testbed.measure.trial_har.iteration).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from testbed.measure import trial_har
+
+if TYPE_CHECKING:
+    from testbed.formats.recording import Recording
+
+Headers = Sequence[tuple[str, str]]
+
+NETWORK = "network"
+"""How a URL was obtained: over the network (the default)."""
+HOWS = (NETWORK, "memory cache", "disk cache", "cache", "pushed", "early hints",
+        "prefetch cache", "service worker")
+"""Every value of Obtained.how; the others are the browser answering without the
+network (a cache hit the recording allows counts as obtained)."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The recording's URLs, by when the page asks for them."""
+
+    before_onload: frozenset[str]
+    after_onload: frozenset[str]
+    cacheable: frozenset[str] = frozenset()
+    """Those a browser may keep in its cache (the recorded response lets it): on a
+    repeat visit the page may obtain them without a HAR entry (Chromium's HAR leaves
+    cache hits out)."""
+
+
+@dataclass(frozen=True)
+class Obtained:
+    """How and when a trial obtained one URL (its first HAR entry)."""
+
+    how: str
+    """One of HOWS."""
+    entries: int
+    """HAR entries for this URL: more than 1 is a duplicate request, counted once."""
+    start_ms: float | None
+    """When it was asked for, ms after the page's start (None: unknown)."""
+    end_ms: float | None
+    """When its response ended, ms after the page's start (None: unknown)."""
+    preload: bool = False
+    """Asked for by a <link rel=preload>."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    missing_before_onload: tuple[str, ...]
+    """Recorded URLs the page asks for before its load event, not in the trial."""
+    missing_after_onload: tuple[str, ...]
+    """Recorded URLs the page asks for after its load event, not in the trial."""
+    obtained: Mapping[str, Obtained]
+    """Every URL the trial holds (recorded or not) and how it was obtained."""
+    onload_ms: float | None = None
+    """The trial's load event, ms after the page's start (None: unknown)."""
+
+    @property
+    def complete(self) -> bool:
+        """Every recorded URL was obtained: the trial may be kept (the rule)."""
+        return not self.missing_before_onload and not self.missing_after_onload
+
+    @property
+    def after_onload(self) -> tuple[str, ...]:
+        """The URLs this trial asked for after its own load event, by start time."""
+        if self.onload_ms is None:
+            return ()
+        late = [(o.start_ms, u) for u, o in self.obtained.items()
+                if o.start_ms is not None and o.start_ms > self.onload_ms]
+        return tuple(u for _, u in sorted(late))
+
+    def reason(self, show: int = 3) -> str | None:
+        """Why the trial fails (None: it is complete), naming up to `show` URLs of each kind."""
+        parts = []
+        for what, urls in (("before the load event", self.missing_before_onload),
+                           ("after the load event", self.missing_after_onload)):
+            if urls:
+                named = ", ".join(urls[:show]) + (f" and {len(urls) - show} more"
+                                                  if len(urls) > show else "")
+                parts.append(f"{len(urls)} recorded resource(s) the page asks for {what} "
+                             f"not obtained: {named}")
+        if not parts:
+            return None
+        if not self.missing_before_onload:
+            parts.append("the measurement window ended before the page's own work did")
+        return "incomplete: " + "; ".join(parts)
+
+
+def url_key(url: str) -> str:
+    """The URL as the judge compares it: without a fragment (never sent)."""
+    return url.split("#", 1)[0]
+
+
+def expected_from_recording(exchanges: Iterable[tuple[str, int, Headers]],
+                            before_onload: Iterable[str]) -> Expected:
+    """The two sets from the recording's (url, status, response headers): an error response
+    (status >= 400: the corpus's 404 banner and polyfills) is not something the page
+    needs, and Chromium's HAR leaves out a script or image whose load failed. A
+    recorded URL is "before" if it is in `before_onload` (the URLs a complete load
+    asked for before its load event), "after" otherwise."""
+    needed: set[str] = set()
+    keep: set[str] = set()
+    for url, status, headers in exchanges:
+        if status < 400:
+            needed.add(url_key(url))
+            if status == 200 and cacheable(headers):
+                keep.add(url_key(url))
+    before = needed & {url_key(u) for u in before_onload}
+    return Expected(before_onload=frozenset(before), after_onload=frozenset(needed - before),
+                    cacheable=frozenset(keep))
+
+
+def cacheable(headers: Headers) -> bool:
+    """A browser may reuse this response later: no `no-store` or `no-cache`, and a
+    freshness lifetime (max-age > 0, Expires) or a validator (Last-Modified, ETag)."""
+    fields = {name.lower(): value for name, value in headers}
+    control = {d.strip().lower() for d in fields.get("cache-control", "").split(",")}
+    if {"no-store", "no-cache"} & control or "max-age=0" in control:
+        return False
+    return any(d.startswith("max-age=") for d in control) or any(
+        k in fields for k in ("expires", "last-modified", "etag"))
+
+
+def recorded_exchanges(recording: Recording) -> list[tuple[str, int, Headers]]:
+    """(url, status, response headers) of every exchange a recording holds."""
+    out: list[tuple[str, int, Headers]] = []
+    for x in recording.exchanges:
+        default = {"https": 443, "http": 80}[x.scheme]
+        port = "" if x.port == default else f":{x.port}"
+        out.append((f"{x.scheme}://{x.host}{port}{x.target}", x.status, x.response_headers))
+    return out
+
+
+def _entries(har: Mapping[str, Any]) -> list[dict]:
+    entries = har.get("log", {}).get("entries", [])
+    return [e for e in entries if isinstance(e, dict)]
+
+
+def _page_start_ms(har: Mapping[str, Any]) -> float | None:
+    pages = har.get("log", {}).get("pages", [])
+    return _epoch_ms(pages[0].get("startedDateTime")) if pages else None
+
+
+def onload_ms(har: Mapping[str, Any]) -> float | None:
+    """The load event of the HAR's (first) page, ms after its start; None if unknown."""
+    pages = har.get("log", {}).get("pages", [])
+    value = pages[0].get("pageTimings", {}).get("onLoad") if pages else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
+def _epoch_ms(text: Any) -> float | None:
+    try:
+        started = dt.datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    return started.timestamp() * 1000.0 if started.tzinfo is not None else None
+
+
+def how(entry: dict) -> str:
+    """How the browser obtained an entry's response (one of HOWS)."""
+    response = entry.get("response", {})
+    cached = entry.get("_fromCache")
+    if cached in ("memory", "disk"):
+        return f"{cached} cache"
+    for key, name in (("fromServiceWorker", "service worker"), ("fromEarlyHints", "early hints"),
+                      ("fromPrefetchCache", "prefetch cache"), ("fromDiskCache", "disk cache")):
+        if response.get(key) is True:
+            return name
+    if entry.get("_was_pushed"):
+        return "pushed"
+    if entry.get("cache", {}).get("beforeRequest") is not None or trial_har.from_browser_cache(entry):
+        return "cache"
+    return NETWORK
+
+
+def obtained(har: Mapping[str, Any]) -> dict[str, Obtained]:
+    """URL -> how and when the HAR's entries obtained it (data: and blob: left out;
+    an entry without a response is not obtained)."""
+    t0 = _page_start_ms(har)
+    seen: dict[str, list[dict]] = {}
+    for entry in _entries(har):
+        url = entry.get("request", {}).get("url", "")
+        if not isinstance(url, str) or not url or url.startswith(("data:", "blob:")):
+            continue
+        if not entry.get("response"):
+            continue
+        seen.setdefault(url_key(url), []).append(entry)
+    out = {}
+    for url, entries in seen.items():
+        first = min(entries, key=lambda e: _epoch_ms(e.get("startedDateTime")) or 0.0)
+        start = _epoch_ms(first.get("startedDateTime"))
+        start_ms = start - t0 if start is not None and t0 is not None else None
+        total = first.get("time")
+        end_ms = (start_ms + float(total) if start_ms is not None
+                  and isinstance(total, int | float) and total >= 0 else None)
+        out[url] = Obtained(how=how(first), entries=len(entries), start_ms=start_ms,
+                            end_ms=end_ms,
+                            preload=bool(first.get("request", {}).get("_isLinkPreload")))
+    return out
+
+
+def requested_before_onload(har: Mapping[str, Any]) -> frozenset[str]:
+    """The URLs a load asked for before its load event (a complete load's HAR: the
+    "before" set of expected_from_recording)."""
+    load = onload_ms(har)
+    return frozenset(u for u, o in obtained(har).items()
+                     if load is not None and o.start_ms is not None and o.start_ms <= load)
+
+
+def judge(expected: Expected, har: Mapping[str, Any], repeat_visit: bool = False) -> Verdict:
+    """The verdict on one trial's HAR (one iteration's page and entries). On a
+    repeat visit a cacheable URL without an entry counts as obtained from the cache."""
+    got = obtained(har)
+    if repeat_visit:
+        for url in (expected.before_onload | expected.after_onload) & expected.cacheable:
+            got.setdefault(url, Obtained(how="cache", entries=0, start_ms=None, end_ms=None))
+    return Verdict(missing_before_onload=tuple(sorted(expected.before_onload - got.keys())),
+                   missing_after_onload=tuple(sorted(expected.after_onload - got.keys())),
+                   obtained=got, onload_ms=onload_ms(har))
