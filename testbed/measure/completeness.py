@@ -79,6 +79,10 @@ class Verdict:
     """Every URL the trial holds (recorded or not) and how it was obtained."""
     onload_ms: float | None = None
     """The trial's load event, ms after the page's start (None: unknown)."""
+    moved_after_onload: tuple[str, ...] = ()
+    """Obtained, but asked for after this trial's load event though a complete load
+    asks for them before its own: the page's work its load event did not wait for
+    (the corpus's slides when the feed API answers after the load event)."""
 
     @property
     def complete(self) -> bool:
@@ -241,6 +245,9 @@ def judge(expected: Expected, har: Mapping[str, Any], repeat_visit: bool = False
     if repeat_visit:
         for url in (expected.before_onload | expected.after_onload) & expected.cacheable:
             got.setdefault(url, Obtained(how="cache", entries=0, start_ms=None, end_ms=None))
+    load = onload_ms(har)
+    moved = sorted(u for u in expected.before_onload & got.keys()
+                   if load is not None and (start := got[u].start_ms) is not None and start > load)
     return Verdict(missing_before_onload=tuple(sorted(expected.before_onload - got.keys())),
                    missing_after_onload=tuple(sorted(expected.after_onload - got.keys())),
-                   obtained=got, onload_ms=onload_ms(har))
+                   obtained=got, onload_ms=load, moved_after_onload=tuple(moved))

@@ -66,6 +66,16 @@ def test_a_load_the_window_ended_early_fails_naming_what_is_missing():
     assert reason.startswith("incomplete: 1 recorded resource")
 
 
+def test_work_the_load_event_did_not_wait_for_is_reported_not_failed():
+    # the feed answered after the load event: the slide it adds was asked for later,
+    # and obtained (a window that waited for the page's own work)
+    late = [*COMPLETE[:3], entry(FEED, 2100, 300), entry(SLIDE, 2450, 600), entry(MORE, 2460)]
+    verdict = completeness.judge(EXPECTED, har(late, onload=2050.0))
+    assert verdict.complete
+    assert verdict.moved_after_onload == (FEED, SLIDE)
+    assert set(verdict.after_onload) == {FEED, SLIDE, MORE}
+
+
 def test_only_post_load_content_missing_blames_the_window():
     verdict = completeness.judge(EXPECTED, har(COMPLETE[:-1]))
     assert verdict.missing_before_onload == () and verdict.missing_after_onload == (MORE,)
