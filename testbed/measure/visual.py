@@ -1,7 +1,8 @@
 """Visual metrics from a trial's screen recording, computed as Browsertime does.
 
 Browsertime records the screen (an orange frame marks the start) and runs
-its bundled visualmetrics-portable.py on the video. The session runs the same
+its bundled visualmetrics-portable.py on the video. The driver of the Browsertime
+process (testbed.measure.browser_process) runs the same
 script with the same arguments itself, after the load and before the next
 one starts, so the analysis never competes with a page load for the CPU and
 overlaps Browsertime's fixed pauses between iterations instead.

@@ -1,5 +1,5 @@
-"""A stand-in for Browsertime + launcher + hooks speaking the session's control
-files, for unit tests of testbed.measure.browser_process without a browser.
+"""A stand-in for Browsertime + launcher + hooks speaking the control files of
+testbed.measure.browser_process, for its unit tests without a browser.
 
     python fake_browsertime.py CTL OUT KIND,KIND,...
 
