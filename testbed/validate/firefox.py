@@ -204,7 +204,7 @@ def campaign_text(site: Path, network: str, settings: Iterable[str]) -> str:
 
 def trial_rows(folder: Path, row: Mapping, origins: Mapping[str, str]) -> list[Row]:
     """The rows of one stored Firefox trial: its verdict, then judge() over its files."""
-    stack = "quic" if str(row["protocol"]).startswith("quic") else "tcp"
+    stack = "quic" if str(row["setting"]).startswith("quic") else "tcp"
     rows = [Row("trial", "ok", str(row["status"]) + (f" ({row['reason']})" if row["reason"]
                                                        else ""), row["status"] == "ok")]
     files = folder / "trials" / str(row["trial_id"])

@@ -692,7 +692,7 @@ def validate_firefox(settings: Sequence[str], network: str, keep: Path | None,
             raise TestbedError(f"the Firefox campaign failed: {cp.stderr.strip()[-1500:]}")
         with Reader.of(out / "trials.sqlite") as db:  # the one opener of a store
             names = db.columns("trials")
-            stored = {r["protocol"]: r for r in (dict(zip(names, row))
+            stored = {r["setting"]: r for r in (dict(zip(names, row))
                                                  for row in db.rows("SELECT * FROM trials"))}
         for s in loaded:
             row = stored.get(s.name)

@@ -23,7 +23,7 @@ def test_trial_page_has_one_waterfall_row_per_request(smoke_campaign, tmp_path):
     with sqlite3.connect(out / "trials.sqlite") as db:
         trial_id, requests = db.execute(
             "SELECT trial_id, requests FROM trials WHERE client = 'chromium' AND "
-            "protocol = 'quic'").fetchone()
+            "setting = 'quic'").fetchone()
     db.close()
     har = json.loads(gzip.decompress((out / "trials" / trial_id / "browsertime.har.gz")
                                      .read_bytes()))
