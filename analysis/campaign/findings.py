@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from analysis.statistics import claims
+from analysis.statistics import claims, site_regression
 from analysis.statistics.across import site_table, t_test
 from analysis.statistics.stats import measurements
 from results_contract import profiles_meta
@@ -72,7 +72,7 @@ MIN_RUNS = 10
 
 COLUMNS = ["id", "kind", "claim", "cite", "network", "a", "b", "metric", "paper", "figure",
            "testbed", "estimate", "interval", "p", "p_holm", "verdict", "why", "runs", "link",
-           "note", "evidence", "value", "low", "high"]
+           "note", "evidence", "value", "low", "high", "by_size", "regression"]
 
 
 class FindingsError(ValueError):
@@ -100,6 +100,9 @@ class Finding:
     bound_rtt: float = 1.0
     note: str = ""
     evidence: str = ""
+    by_page_size: tuple[str, ...] = ()
+    """Metrics whose rows also show the verdict on the pages within the paper's range
+    (site_regression.PAPER_LARGEST_MB) beside the one on all pages."""
     paper_values: dict[str, dict[str, float]] | None = None
     """Network -> metric -> the paper's figure, in the estimate's unit (a fraction for
     relative, ms for difference), as the paper prints it."""
@@ -130,8 +133,8 @@ def _paper_figure(figure: float, kind: str) -> str:
 REQUIRED = ("id", "claim", "cite", "paper", "kind", "networks", "pairs", "metrics", "link")
 OPTIONAL = {"expect": str, "min_win_share": float, "max_loss_share": float,
             "margin_from": list, "or_faster": bool, "bound_rtt": float, "note": str,
-            "evidence": str, "paper_values": dict}
-EVIDENCE = ("busiest_connection", "busiest_delivery")
+            "evidence": str, "paper_values": dict, "by_page_size": list}
+EVIDENCE = ("busiest_connection", "busiest_delivery", "site_regression")
 """Mechanism evidence a finding's rows may show from table connections, per setting over
 its ok trials (medians):
 busiest_connection: the share of the trial's bytes its busiest connection sent, and the
@@ -141,7 +144,11 @@ busiest_delivery: the busiest connection's delivery rate and the share of its by
 sent again (how a congestion controller used the bottleneck, and what its losses cost).
 The rate is, over TCP, the highest sample tcp_info gave during the trial and, over
 QUIC, quiche's estimate when the connection closed: compare it within one stack, as
-the BBR rows do."""
+the BBR rows do;
+site_regression: what the per-site effect goes with (analysis.statistics.site_regression:
+OLS with HC3 errors of the sites' log ratios on page bytes, origins, the busiest
+connection's share gap and the machine's load where recorded), fitted on the row's own
+network and metric."""
 
 
 def load_findings(path: Path | str = TABLE) -> tuple[Finding, ...]:
@@ -243,6 +250,11 @@ def _finding(raw: dict[str, Any], where: str) -> Finding:
             value = float(value)
         if key == "paper_values":
             value = _paper_values(value, bad)
+        elif key == "by_page_size":
+            if not (isinstance(value, list) and value and all(m in raw["metrics"]
+                                                               for m in value)):
+                raise bad(key, "a list of the finding's metrics")
+            value = tuple(value)
         elif key == "margin_from":
             if not (isinstance(value, list) and value and all(
                     isinstance(p, list) and len(p) == 2 and all(isinstance(i, str) for i in p)
@@ -318,14 +330,22 @@ def evaluate(a: Analysis, findings: tuple[Finding, ...] | None = None,
                     row = _row(f, network, x, y, metric, ctx)
                     decide.append(row.pop("_decide", None))
                     rows.append(row)
-    corrected = claims.holm([r["p"] for r in rows])
-    tests = int(np.isfinite(corrected).sum())
+    extra = [s for r in rows for s in r["by_size"] or [] if s.get("_decide")]
+    corrected_all = claims.holm([r["p"] for r in rows] + [s["p"] for s in extra])
+    corrected, tests = corrected_all[:len(rows)], int(np.isfinite(corrected_all).sum())
+    for s, p_holm in zip(extra, corrected_all[len(rows):]):
+        s["p_holm"] = float(p_holm)
+        s["verdict"], _ = s.pop("_decide")(float(p_holm))
     for row, p_holm, judge in zip(rows, corrected, decide):
         row["p_holm"] = float(p_holm)
         if judge is None:
             continue
         row["verdict"], why = judge(float(p_holm))
         row["why"] = f"{why} Raw p = {_p(row['p'])} ({tests} tests, Holm)." + row["why"]
+    for row in rows:
+        for s in row["by_size"] or []:
+            if s["pages"] == "all":  # the row itself
+                s.update(p_holm=row["p_holm"], verdict=row["verdict"])
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -335,6 +355,8 @@ class _Context:
     def __init__(self, a: Analysis, connections: pd.DataFrame | None = None) -> None:
         self.a = a
         self.busiest = busiest_connection(connections, a.trials)
+        self.connections = connections
+        self._regressions: dict[tuple[str, str, str, str], tuple[pd.DataFrame, list[str]]] = {}
         ok = a.trials[a.trials["status"] == "ok"]
         self.present = {(n, p) for n, p in zip(ok["network"], ok["setting"])}
         self.networks = set(ok["network"])
@@ -347,6 +369,15 @@ class _Context:
         if self._meas is None:
             self._meas = measurements(self.a.trials, ("plt", "si", "vc85", "fvc"))
         return self._meas
+
+    def regression(self, network: str, x: str, y: str,
+                   metric: str) -> tuple[pd.DataFrame, list[str]]:
+        key = (network, x, y, metric)
+        if key not in self._regressions:
+            frame = site_regression.site_frame(self.a.trials, self.connections, x, y,
+                                               network, metric)
+            self._regressions[key] = site_regression.fit(frame)
+        return self._regressions[key]
 
     def runs(self, network: str, x: str, y: str, metric: str) -> tuple[int, int]:
         s = self.summary
@@ -366,7 +397,7 @@ def _base(f: Finding, network: str, x: str, y: str, metric: str) -> dict[str, An
             "testbed": "–", "estimate": "–", "interval": "–", "p": math.nan,
             "p_holm": math.nan, "verdict": claims.NOT_TESTED, "why": "", "runs": "–",
             "link": f.link, "note": f.note, "evidence": "", "value": math.nan,
-            "low": math.nan, "high": math.nan}
+            "low": math.nan, "high": math.nan, "by_size": None, "regression": None}
 
 
 def _row(f: Finding, network: str, x: str, y: str, metric: str,
@@ -384,7 +415,11 @@ def _row(f: Finding, network: str, x: str, y: str, metric: str,
                       "(--pair).")
         return row
     row.update(JUDGES[f.kind](f, network, x, y, metric, ctx))
-    if f.evidence:
+    if f.evidence == "site_regression":
+        table, notes = ctx.regression(network, x, y, metric)
+        row["evidence"] = site_regression.summary(table, notes)
+        row["regression"] = {"table": table.to_dict("records"), "notes": notes}
+    elif f.evidence:
         row["evidence"] = EVIDENCE_TEXT[f.evidence](ctx.busiest, network, x, y)
     if lo < MIN_RUNS and (row["verdict"] != claims.NOT_TESTED or row.get("_decide")):
         row["why"] += (f" Fewer than {MIN_RUNS} ok runs in some groups (fewest {lo}; "
@@ -480,9 +515,41 @@ def _relative(f: Finding, network: str, x: str, y: str, metric: str,
         return {**out, "verdict": claims.INCONCLUSIVE,
                 "why": "Fewer than 3 sites with both settings."}
     est, lo, hi = float(t["estimate"]), float(t["low"]), float(t["high"])
+    by_size = None
+    if metric in f.by_page_size:
+        by_size = [{"pages": "all", "question": QUESTIONS["all"].format(
+                        a=label(x), b=label(y), network=label(network)),
+                    "sites": len(rel), "estimate": _pct(est),
+                    "interval": f"[{_pct(lo)}, {_pct(hi)}]", "p": float(t["p"])},
+                   _in_range(f, network, x, y, metric, ctx)]
     return {**out, "estimate": _pct(est), "interval": f"[{_pct(lo)}, {_pct(hi)}]",
-            "p": float(t["p"]), "value": est, "low": lo, "high": hi,
+            "p": float(t["p"]), "value": est, "low": lo, "high": hi, "by_size": by_size,
             **_directional(f, network, metric, ctx, est, lo, hi)}
+
+
+QUESTIONS = {"all": "does {a} beat {b} on today's pages under {network}",
+             "in_range": "does the paper's claim hold on pages like the paper's"}
+"""The question each page-size line of a `by_page_size` finding answers."""
+
+
+def _in_range(f: Finding, network: str, x: str, y: str, metric: str,
+              ctx: _Context) -> dict[str, Any]:
+    """The row's test on the sites whose pages are no larger than the paper's largest
+    (site_regression.PAPER_LARGEST_MB, by the store's page bytes)."""
+    limit = site_regression.PAPER_LARGEST_MB
+    sites = set(site_regression.in_range(ctx.a.trials, network, limit))
+    meas = ctx.meas()
+    d = site_table(meas[meas["site"].isin(sites)], [(x, y)])
+    d = d[(d["network"] == network) & (d["metric"] == metric)]["d"].dropna()
+    out: dict[str, Any] = {"pages": f"≤ {limit:g} MB", "question": QUESTIONS["in_range"],
+                           "sites": len(d), "estimate": "–", "interval": "–", "p": math.nan,
+                           "p_holm": math.nan, "verdict": claims.INCONCLUSIVE}
+    if len(d) < 3:
+        return out
+    t = t_test(d.to_numpy(float))
+    est, lo, hi = (math.expm1(float(t[k])) for k in ("mean", "low", "high"))
+    return {**out, "estimate": _pct(est), "interval": f"[{_pct(lo)}, {_pct(hi)}]",
+            "p": float(t["p"]), **_directional(f, network, metric, ctx, est, lo, hi)}
 
 
 def _difference(f: Finding, network: str, x: str, y: str, metric: str,
@@ -735,8 +802,33 @@ def shown(rows: pd.DataFrame) -> list[dict[str, Any]]:
                     "interval": r.interval, "p_holm": _p(r.p_holm), "verdict": r.verdict,
                     "verdict_class": verdict_class(r.verdict),
                     "why": r.why.strip(), "runs": r.runs, "links": _links(r),
-                    "note": r.note, "evidence": r.evidence})
+                    "note": r.note, "evidence": r.evidence,
+                    "by_size": _by_size_shown(r.by_size),
+                    "regression": _regression_shown(r.regression)})
     return out
+
+
+def _by_size_shown(by_size: Any) -> list[dict[str, str]]:
+    """A row's verdicts on all pages and on the pages within the paper's range."""
+    if not isinstance(by_size, list):
+        return []
+    return [{"pages": s["pages"], "question": s["question"], "sites": str(s["sites"]),
+             "estimate": s["estimate"] if s["interval"] == "–"
+             else f"{s['estimate']} {s['interval']}",
+             "p_holm": _p(s.get("p_holm", math.nan)), "verdict": s["verdict"],
+             "verdict_class": verdict_class(s["verdict"])} for s in by_size]
+
+
+def _regression_shown(regression: Any) -> dict[str, Any] | None:
+    """A row's per-site regression: its coefficients as text, and its notes."""
+    if not isinstance(regression, dict):
+        return None
+    table = regression["table"]
+    return {"rows": [{"term": r["label"], "coef": f"{r['coef']:+.3f}",
+                      "interval": f"[{r['low']:+.3f}, {r['high']:+.3f}]", "p": _p(r["p"])}
+                     for r in table],
+            "sites": int(table[0]["sites"]) if table else 0,
+            "notes": list(regression["notes"])}
 
 
 def verdict_class(verdict: str) -> str:
@@ -748,8 +840,13 @@ def verdict_class(verdict: str) -> str:
 def correction_note(rows: pd.DataFrame, alpha: float) -> str:
     """The sentence that states the table's multiple-comparison correction."""
     tests = int(np.isfinite(rows["p_holm"].to_numpy(float)).sum()) if len(rows) else 0
-    return (f"p (Holm): every row with a test ({tests} here: the across-site t tests, the "
-            "equivalence tests and the 1-RTT residual tests) corrected together by Holm's "
+    subsets = sum(1 for b in rows.get("by_size", [])
+                  if isinstance(b, list) for s in b
+                  if s["pages"] != "all" and np.isfinite(s.get("p_holm", math.nan)))
+    extra = (f" and {subsets} on the pages within the paper's range" if subsets else "")
+    return (f"p (Holm): every row with a test ({tests + subsets} here: the across-site t "
+            "tests, the equivalence tests and the 1-RTT residual tests" + extra + ") "
+            "corrected together by Holm's "
             "step-down method (statsmodels multipletests), against alpha "
             f"{alpha:g}; the per-site ANOVA counts are outside it. Intervals are 95 %, "
             "uncorrected.")
@@ -802,4 +899,44 @@ def markdown(rows: pd.DataFrame, a: Analysis) -> str:
         cells = [r["id"], r["network"], r["comparison"], r["paper"], r["testbed"], est,
                  r["p_holm"], f"**{r['verdict']}**", why]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _size_markdown(rows) + _regression_markdown(rows)) + "\n"
+
+
+def _size_markdown(rows: pd.DataFrame) -> list[str]:
+    """The verdicts of the `by_page_size` rows on all pages and on pages within the
+    paper's range, each with the question it answers."""
+    shown_rows = [r for r in shown(rows) if r["by_size"]]
+    if not shown_rows:
+        return []
+    head = (f"Page size: each row below on all pages and on the pages no larger than the "
+            f"paper's largest ({site_regression.PAPER_LARGEST_MB:g} MB, by the store's page "
+            "bytes); the subsets' p are corrected with the table's.")
+    columns = ("| finding | network | comparison | pages | question it answers | sites | "
+               "estimate [95 % CI] | p (Holm) | verdict |")
+    lines = ["", head, "", columns, "|---|---|---|---|---|---|---|---|---|"]
+    for r in shown_rows:
+        for s in r["by_size"]:
+            lines.append(f"| {r['id']} | {r['network']} | {r['comparison']} | {s['pages']} | "
+                         f"{s['question']} | {s['sites']} | {s['estimate']} | {s['p_holm']} | "
+                         f"**{s['verdict']}** |")
+    return lines
+
+
+def _regression_markdown(rows: pd.DataFrame) -> list[str]:
+    """The per-site regressions of the `site_regression` rows, once per network, pair
+    and metric."""
+    lines: list[str] = []
+    seen = set()
+    for r in shown(rows):
+        reg = r["regression"]
+        key = (r["network"], r["comparison"])
+        if reg is None or key in seen:
+            continue
+        seen.add(key)
+        lines += ["", f"Per-site regression, {r['network']}, {r['comparison']} "
+                  f"({reg['sites']} sites; OLS, HC3 standard errors; effect: the site's "
+                  "log ratio of geometric means)" + "".join(f"; {n}" for n in reg["notes"])
+                  + ":", "", "| term | coefficient | 95 % CI | p |", "|---|---|---|---|"]
+        lines += [f"| {t['term']} | {t['coef']} | {t['interval']} | {t['p']} |"
+                  for t in reg["rows"]]
+    return lines

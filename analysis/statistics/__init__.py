@@ -19,5 +19,7 @@ bottom of `analysis`: may import `results_contract` and its own modules only.
 - `workers`: results per worker;
 - `machine_load`: whether a pair's settings ran on unequally busy machines;
 - `clients`: the browsers of a campaign;
+- `site_regression`: what a pair's per-site effect goes with (page bytes, origins,
+  pooling, machine load; OLS with robust errors), and the pages like the paper's;
 - `report_stats`: the reviewer's tables (across sites, paired, diagnostics, planner).
 """

@@ -189,7 +189,11 @@ def test_the_report_shows_the_findings_with_a_verdict_in_every_row(dsl_only, tmp
     table = pd.read_csv(tmp_path / "report" / "tables" / "findings.csv")
     assert len(table) == rows
     md = markdown(a.findings, a)
-    assert md.count("\n| ") == rows + 1 and "**reproduced" in md and "(Holm)" in md
+    table_md = md.split("\n\nPage size")[0].split("\n\nPer-site regression")[0]
+    assert table_md.count("\n| ") == rows + 1 and "**reproduced" in md and "(Holm)" in md
+    assert "does QUIC beat TCP+ on today's pages under DSL" in md  # by_page_size
+    assert "does the paper's claim hold on pages like the paper's" in md
+    assert "machine load: not recorded in this store" in md  # the regression's note
     assert (tmp_path / "report" / "findings.md").read_text(encoding="utf-8") == md
 
 
