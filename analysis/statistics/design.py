@@ -12,6 +12,7 @@ the video rounds away.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -72,6 +73,22 @@ def design_impact(trials: pd.DataFrame, summary: pd.DataFrame,
     return with_intervals(out, summary)
 
 
+def welch(design: pd.DataFrame, summary: pd.DataFrame) -> tuple[Any, Any]:
+    """Per row of `design` (site, network, its `tcp` and `quic` settings, metric): the
+    standard error (ms) of the difference of the two groups' means and its Welch degrees
+    of freedom, from the groups' n and std in `summary` (NumPy arrays)."""
+    import numpy as np
+
+    g = summary.set_index(["site", "network", "setting", "metric"])
+    ka = list(zip(design["site"], design["network"], design["tcp"], design["metric"]))
+    kb = list(zip(design["site"], design["network"], design["quic"], design["metric"]))
+    na, sa = g.loc[ka, "n"].to_numpy(float), g.loc[ka, "std"].to_numpy(float)
+    nb, sb = g.loc[kb, "n"].to_numpy(float), g.loc[kb, "std"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        va, vb = sa**2 / na, sb**2 / nb
+        return np.sqrt(va + vb), (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+
+
 def with_intervals(design: pd.DataFrame, summary: pd.DataFrame,
                    confidence: float = 0.95) -> pd.DataFrame:
     """`design` with Welch intervals from the groups' n and std in `summary`: diff_rtt_low
@@ -84,15 +101,8 @@ def with_intervals(design: pd.DataFrame, summary: pd.DataFrame,
 
     if design.empty:
         return design.assign(**{c: pd.Series(dtype=float) for c in INTERVAL_COLUMNS})
-    g = summary.set_index(["site", "network", "setting", "metric"])
-    ka = list(zip(design["site"], design["network"], design["tcp"], design["metric"]))
-    kb = list(zip(design["site"], design["network"], design["quic"], design["metric"]))
-    na, sa = g.loc[ka, "n"].to_numpy(float), g.loc[ka, "std"].to_numpy(float)
-    nb, sb = g.loc[kb, "n"].to_numpy(float), g.loc[kb, "std"].to_numpy(float)
+    se, df = welch(design, summary)
     with np.errstate(divide="ignore", invalid="ignore"):
-        va, vb = sa**2 / na, sb**2 / nb
-        se = np.sqrt(va + vb)
-        df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
         rtt = design["rtt_ms"].to_numpy(float)
         rtt = np.where(rtt > 0, rtt, np.nan)
         half = stats.t.isf((1 - confidence) / 2, df) * se / rtt
