@@ -77,6 +77,7 @@ def test_the_table_loads_with_every_finding_the_issue_names():
     assert ISSUE <= {f.id for f in table}
     si = next(f for f in table if f.id == "quic-vs-tcp-plus-si")
     assert si.paper_for("dsl", "si") == "−87 ms" and si.paper_for("lte", "si") == "−216 ms"
+    assert next(f for f in table if f.id == "quic-vs-tcp-plus").by_page_size == ("plt",)
     anova = next(f for f in table if f.id == "anova-quic-vs-tcp-plus")
     assert anova.paper_for("dsl", "plt") == "faster on 30 of 38 sites"
     assert anova.paper_for("dsl", "si") == "faster on 32 of 38 sites"
@@ -88,6 +89,8 @@ def test_the_table_loads_with_every_finding_the_issue_names():
     ('pairs = [["quic", "quic"]]', "finding[0].pairs: expected a list of [a, b]"),
     ('bound_rtt = "wide"', "finding[0].bound_rtt: expected float"),
     ('colour = "red"', "finding[0]: unknown key 'colour'"),
+    ('by_page_size = ["lcp"]', "finding[0].by_page_size: expected a list of the finding's"),
+    ('evidence = "hunch"', "finding[0].evidence: expected one of"),
 ])
 def test_a_bad_table_names_the_file_and_key(tmp_path, edit, message):
     text = TABLE.read_text(encoding="utf-8")
