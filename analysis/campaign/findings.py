@@ -31,6 +31,7 @@ import pandas as pd
 
 from analysis.statistics import claims, site_regression
 from analysis.statistics.across import site_table, t_test
+from analysis.statistics.design import welch
 from analysis.statistics.stats import measurements
 from results_contract import profiles_meta
 from results_contract.schema import METRIC_LABELS, label
@@ -637,15 +638,9 @@ def residuals(ctx_summary: pd.DataFrame, design: pd.DataFrame) -> pd.DataFrame:
     """`design` (the 1-RTT table's rows of one pair, network and metric) with each
     site's residual's standard error and Welch degrees of freedom, in RTTs
     (residual_se, residual_df), from the groups' n and std in `ctx_summary`."""
-    g = ctx_summary.set_index(["site", "network", "setting", "metric"])
-    ka = list(zip(design["site"], design["network"], design["tcp"], design["metric"]))
-    kb = list(zip(design["site"], design["network"], design["quic"], design["metric"]))
-    na, sa = g.loc[ka, "n"].to_numpy(float), g.loc[ka, "std"].to_numpy(float)
-    nb, sb = g.loc[kb, "n"].to_numpy(float), g.loc[kb, "std"].to_numpy(float)
+    se, df = welch(design, ctx_summary)
     with np.errstate(divide="ignore", invalid="ignore"):
-        va, vb = sa**2 / na, sb**2 / nb
-        df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-        se = np.sqrt(va + vb) / design["rtt_ms"].to_numpy(float)
+        se = se / design["rtt_ms"].to_numpy(float)
     return design.assign(residual_se=se, residual_df=df)
 
 
