@@ -25,7 +25,7 @@ from results_contract import manifest as contract
 from results_contract.manifest import Manifest, Session
 from testbed.errors import CommandFailed, InputError
 from testbed.formats import profiles
-from testbed.host import proc, source
+from testbed.host import proc, safefs, source
 from testbed.host.paths import H3QUINN, H3SERVER
 from testbed.measure import browsertime
 
@@ -151,6 +151,7 @@ def upgrade(folder: Path) -> tuple[int, int]:
     from results_contract.load import ResultsError
     from results_contract.results_io import Folder
 
+    safefs.check_out_dir(Path(folder), "RESULTS")  # root rewrites a file in it
     path = Path(folder) / "manifest.json"
     try:
         with Folder(Path(folder)) as f:
