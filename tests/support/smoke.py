@@ -15,6 +15,7 @@ A test that needs another campaign (another network, a kill, a hang) runs its ow
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -33,9 +34,8 @@ def campaign_text() -> str:
     smoke = (ROOT / "profiles/campaigns/smoke.toml").read_text()
     kept = [line for line in smoke.splitlines()
             if not line.startswith(("client", "capture", "keep_video"))]
-    return "\n".join([*kept, f"client = {list(CLIENTS)!r}".replace("'", '"'),
-                      f"capture = {list(CAPTURES)!r}".replace("'", '"'),
-                      "keep_video = true", ""])
+    return "\n".join([*kept, f"client = {json.dumps(list(CLIENTS))}",
+                      f"capture = {json.dumps(list(CAPTURES))}", "keep_video = true", ""])
 
 
 @pytest.fixture(scope="session")
