@@ -44,7 +44,7 @@ from testbed.host.chromium import STACK_FLAGS
 from testbed.host.paths import QUIC_SERVERS, chown_to_user
 from testbed.host.runstate import USER, current
 from testbed.host.topology import ReplayTopology
-from testbed.replay import app, certs, nginx, server_summary
+from testbed.replay import app, certs, deterministic, nginx, server_summary
 from testbed.replay.matching import normalise_host
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,9 @@ class ReplayEnv:
     data (TCP only; h3server takes --early-data in h3server_args).
     topology: an entered ReplayTopology to use (kept on exit); default: one made
     for the recording's IPs and removed on exit.
+    deterministic_scripts: every HTML response runs testbed.replay.deterministic's script
+    first (Math.random seeded, Date from the recording's time); both stacks serve the
+    same rewritten copy of the recording, made in the replay's folder.
     """
 
     _keep_dir = False
@@ -110,7 +113,7 @@ class ReplayEnv:
                  h3server_args: Sequence[str] = (), nginx_env: dict[str, str] | None = None,
                  topology: ReplayTopology | None = None, startup_timeout: float = 30.0,
                  session_tickets: bool = False, early_data: bool = False,
-                 quic_server: str = "h3server"):
+                 quic_server: str = "h3server", deterministic_scripts: bool = True):
         if stack not in STACKS:
             raise InputError(f"stack {stack!r}: expected one of {', '.join(STACKS)}")
         self.recording = recording if isinstance(recording, rec.Recording) else rec.load(
@@ -127,6 +130,11 @@ class ReplayEnv:
         self.early_data = early_data
         self.topology = topology
         self.startup_timeout = startup_timeout
+        self.deterministic_scripts = deterministic_scripts
+        self.served: rec.Recording = self.recording
+        """What the servers serve: the recording, or its copy with the script in."""
+        self.deterministic: deterministic.Report | None = None
+        """What the script pinned and where it went (deterministic_scripts), once started."""
         self.dir: Path | None = None
         self.var: Path | None = None
         """The servers' own folder (the testbed user writes there, root only reads)."""
@@ -225,6 +233,8 @@ class ReplayEnv:
             exits.callback(_busy.discard, id(self.topology))
             self.dir = self._make_dir()
             exits.callback(self._remove_dir)
+            if self.deterministic_scripts:
+                self._pin_scripts(exits)
             self.leaf = certs.issue_leaf([*self.recording.hosts, *self.recording.ips],
                                          self.dir, group=True)
             if self.stack == "tcp":
@@ -293,13 +303,24 @@ class ReplayEnv:
         self.servers[name] = bg
         exits.callback(self.servers.pop, name, None)
 
-    def _checked_folder(self, exits: ExitStack) -> int:
+    def _pin_scripts(self, exits: ExitStack) -> None:
+        """The copy of the recording the servers serve, its HTML running the script."""
+        assert self.dir is not None  # made on entry
+        with ExitStack() as reading:
+            fd = self._checked_folder(reading, self.recording)
+            self.served, self.deterministic = deterministic.served_recording(
+                self.recording, self.dir / "served", deterministic.pin_for(self.recording), fd)
+        exits.callback(setattr, self, "served", self.recording)
+
+    def _checked_folder(self, exits: ExitStack,
+                        recording: rec.Recording | None = None) -> int:
         """The recording folder, opened once and checked again through that descriptor,
         which the servers inherit and read from (never the path, which its owner may
         point elsewhere meanwhile): InputError if it no longer holds what was loaded."""
-        path = self.recording.path
+        recording = recording or self.served
+        path = recording.path
         fd = exits.enter_context(rec.open_folder(path))
-        if rec.load_folder(fd, path).content_sha256 != self.recording.content_sha256:
+        if rec.load_folder(fd, path).content_sha256 != recording.content_sha256:
             raise InputError(f"{path / 'manifest.json'}: changed since it was loaded "
                              "(expected the recording as checked)")
         return fd
@@ -310,12 +331,12 @@ class ReplayEnv:
         conf = nginx.NginxConfig(
             prefix=self.var, cert=self.leaf.chain_path, key=self.leaf.key_path, socket=sock,
             listens=tuple(self.listens),
-            largest_body=max((x.body_size for x in self.recording.exchanges), default=0),
+            largest_body=max((x.body_size for x in self.served.exchanges), default=0),
             session_tickets=self.session_tickets, early_data=self.early_data)
         conf_path = safefs.write_file(self.dir / "nginx.conf", nginx.render(conf))
         fd = self._checked_folder(exits)
         self._server(exits, "uwsgi", nginx.uwsgi_argv(socket=sock),
-                     env={app.RECORDING_FD: str(fd), app.RECORDING: str(self.recording.path),
+                     env={app.RECORDING_FD: str(fd), app.RECORDING: str(self.served.path),
                           app.SUMMARY: str(self.summary_path)}, pass_fds=(fd,))
         self._server(exits, "nginx", nginx.nginx_argv(self.var, conf_path), env=self.nginx_env)
 
