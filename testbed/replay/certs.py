@@ -3,7 +3,9 @@
 The CA lives in CA_DIR (root-owned, mode 0700; the key 0600) and is never
 added to any trust store: Chromium accepts the replay's leaf because its
 SPKI hash is passed with --ignore-certificate-errors-spki-list. Each replay
-gets a fresh ECDSA P-256 leaf naming every recorded host and IP, written to
+gets fresh ECDSA P-256 leaves, one per certificate of its layout
+(testbed.replay.layout: one naming every recorded host and IP, or one per host),
+all with one fresh key, written to
 one of root's folders in the run's state (see testbed.host.safefs): the chain
 0644, the key 0640 with group testbed, so the servers read it without owning it.
 """
@@ -153,15 +155,22 @@ def san_entries(names) -> list[x509.GeneralName]:
     return out
 
 
-def issue_leaf(names, out_dir: Path, *, group: bool = False, ca: CA | None = None) -> Leaf:
+def new_key() -> ec.EllipticCurvePrivateKey:
+    """A fresh ECDSA P-256 key (several leaves of one replay may share it: one SPKI)."""
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def issue_leaf(names, out_dir: Path, *, group: bool = False, ca: CA | None = None,
+               key: ec.EllipticCurvePrivateKey | None = None, stem: str = "leaf") -> Leaf:
     """A fresh leaf for `names` (hosts and IPs), written to out_dir (one of root's
-    folders) as leaf.pem (leaf + CA, 0644) and leaf.key (0600; group=True: 0640 with
-    the testbed user's group, which the servers run as)."""
+    folders) as STEM.pem (leaf + CA, 0644) and STEM.key (0600; group=True: 0640 with
+    the testbed user's group, which the servers run as). key: the leaf's key (default:
+    a fresh one); the leaves of one replay share theirs, so Chromium is given one SPKI."""
     ca = ca or ensure_ca()
     names = tuple(dict.fromkeys(names))
     if not names:
         raise TestbedError("a leaf certificate needs at least one host name or IP")
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = key or new_key()
     now = _now()
     cert = (
         x509.CertificateBuilder()
@@ -184,9 +193,9 @@ def issue_leaf(names, out_dir: Path, *, group: bool = False, ca: CA | None = Non
     )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    chain_path = safefs.write_file(out_dir / "leaf.pem",
+    chain_path = safefs.write_file(out_dir / f"{stem}.pem",
                                    cert.public_bytes(serialization.Encoding.PEM)
                                    + ca.cert.public_bytes(serialization.Encoding.PEM))
-    key_path = safefs.write_file(out_dir / "leaf.key", _key_pem(key),
+    key_path = safefs.write_file(out_dir / f"{stem}.key", _key_pem(key),
                                  mode=0o640 if group else 0o600, group=group)
     return Leaf(chain_path=chain_path, key_path=key_path, spki=spki_hash(cert), names=names)

@@ -44,7 +44,7 @@ from testbed.host.chromium import STACK_FLAGS
 from testbed.host.paths import QUIC_SERVERS, chown_to_user
 from testbed.host.runstate import USER, current
 from testbed.host.topology import ReplayTopology
-from testbed.replay import app, certs, deterministic, nginx, server_summary
+from testbed.replay import app, certs, layout, nginx, server_summary
 from testbed.replay.matching import normalise_host
 
 log = logging.getLogger(__name__)
@@ -95,16 +95,15 @@ def stack_flags(stack: str) -> list[str]:
 class ReplayEnv:
     """Serve `recording` over `stack` ("tcp" or "quic") inside a replay topology.
 
-    recording: a Recording, a recording name (recordings/NAME) or a folder.
+    recording: a Recording, a recording name (recordings/NAME) or a folder; one laid
+    out by testbed.replay.layout.apply is served in its layout (addresses as it has
+    them, a certificate per host for `split`).
     h3server_args: extra h3server options (--cc, --pacing, ...), QUIC only.
     nginx_env: extra environment for nginx (e.g. a pacing LD_PRELOAD), TCP only.
     session_tickets, early_data: nginx issues TLS session tickets and accepts early
     data (TCP only; h3server takes --early-data in h3server_args).
     topology: an entered ReplayTopology to use (kept on exit); default: one made
     for the recording's IPs and removed on exit.
-    deterministic_scripts: every HTML response runs testbed.replay.deterministic's script
-    first (Math.random seeded, Date from the recording's time); both stacks serve the
-    same rewritten copy of the recording, made in the replay's folder.
     """
 
     _keep_dir = False
@@ -113,7 +112,7 @@ class ReplayEnv:
                  h3server_args: Sequence[str] = (), nginx_env: dict[str, str] | None = None,
                  topology: ReplayTopology | None = None, startup_timeout: float = 30.0,
                  session_tickets: bool = False, early_data: bool = False,
-                 quic_server: str = "h3server", deterministic_scripts: bool = True):
+                 quic_server: str = "h3server"):
         if stack not in STACKS:
             raise InputError(f"stack {stack!r}: expected one of {', '.join(STACKS)}")
         self.recording = recording if isinstance(recording, rec.Recording) else rec.load(
@@ -130,15 +129,13 @@ class ReplayEnv:
         self.early_data = early_data
         self.topology = topology
         self.startup_timeout = startup_timeout
-        self.deterministic_scripts = deterministic_scripts
-        self.served: rec.Recording = self.recording
-        """What the servers serve: the recording, or its copy with the script in."""
-        self.deterministic: deterministic.Report | None = None
-        """What the script pinned and where it went (deterministic_scripts), once started."""
         self.dir: Path | None = None
         self.var: Path | None = None
         """The servers' own folder (the testbed user writes there, root only reads)."""
         self.leaf: certs.Leaf | None = None
+        """The (first) certificate; all of a replay's have one key, so one SPKI."""
+        self.leaves: list[tuple[certs.Leaf, tuple[str, ...]]] = []
+        """Each certificate and the addresses it is served on (testbed.replay.layout)."""
         self.listens = nginx.listeners(self.recording, stack)
         self.servers: dict[str, proc.Background] = {}
         self.startup_seconds: float | None = None
@@ -165,9 +162,18 @@ class ReplayEnv:
 
     @property
     def summary_path(self) -> Path:
+        """The (first) server's summary; `summary()` reads them all."""
+        return self.summary_paths[0]
+
+    @property
+    def summary_paths(self) -> list[Path]:
+        """Each server's summary: one, or (QUIC, a layout of several certificates) one
+        per QUIC server."""
         if self.var is None:
             raise TestbedError("ReplayEnv not started")
-        return self.var / "summary.json"
+        n = len(self.leaves) if self.stack == "quic" else 1
+        return [self.var / ("summary.json" if i == 0 else f"summary-{i}.json")
+                for i in range(max(n, 1))]
 
     def chromium_flags(self) -> list[str]:
         """The flags that point Chromium at this replay over this stack."""
@@ -190,7 +196,7 @@ class ReplayEnv:
         around a page load for that load's requests and misses. uWSGI rewrites it
         after every response; h3server at most every 50 ms, so read it ~0.1 s after
         the load's last response."""
-        return server_summary.read(self.summary_path)
+        return server_summary.merge([server_summary.read(p) for p in self.summary_paths])
 
     def check_alive(self) -> None:
         """TestbedError naming the server that died (its first line: a trial's reason),
@@ -233,10 +239,7 @@ class ReplayEnv:
             exits.callback(_busy.discard, id(self.topology))
             self.dir = self._make_dir()
             exits.callback(self._remove_dir)
-            if self.deterministic_scripts:
-                self._pin_scripts(exits)
-            self.leaf = certs.issue_leaf([*self.recording.hosts, *self.recording.ips],
-                                         self.dir, group=True)
+            self._issue_leaves()
             if self.stack == "tcp":
                 self._start_tcp(exits)
             else:
@@ -303,27 +306,26 @@ class ReplayEnv:
         self.servers[name] = bg
         exits.callback(self.servers.pop, name, None)
 
-    def _pin_scripts(self, exits: ExitStack) -> None:
-        """The copy of the recording the servers serve, its HTML running the script."""
-        assert self.dir is not None  # made on entry
-        with ExitStack() as reading:
-            fd = self._checked_folder(reading, self.recording)
-            self.served, self.deterministic = deterministic.served_recording(
-                self.recording, self.dir / "served", deterministic.pin_for(self.recording), fd)
-        exits.callback(setattr, self, "served", self.recording)
-
-    def _checked_folder(self, exits: ExitStack,
-                        recording: rec.Recording | None = None) -> int:
+    def _checked_folder(self, exits: ExitStack) -> int:
         """The recording folder, opened once and checked again through that descriptor,
         which the servers inherit and read from (never the path, which its owner may
         point elsewhere meanwhile): InputError if it no longer holds what was loaded."""
-        recording = recording or self.served
-        path = recording.path
+        path = self.recording.path
         fd = exits.enter_context(rec.open_folder(path))
-        if rec.load_folder(fd, path).content_sha256 != recording.content_sha256:
+        if rec.load_folder(fd, path).content_sha256 != self.recording.content_sha256:
             raise InputError(f"{path / 'manifest.json'}: changed since it was loaded "
                              "(expected the recording as checked)")
         return fd
+
+    def _issue_leaves(self) -> None:
+        """A leaf per certificate of the recording's layout, all with one key."""
+        assert self.dir is not None  # made on entry
+        key = certs.new_key()
+        wanted = layout.certificates(self.recording)
+        self.leaves = [(certs.issue_leaf(names, self.dir, group=True, key=key,
+                                         stem="leaf" if i == 0 else f"leaf-{i}"), ips)
+                       for i, (names, ips) in enumerate(wanted)]
+        self.leaf = self.leaves[0][0]
 
     def _start_tcp(self, exits: ExitStack) -> None:
         assert self.dir is not None and self.var is not None and self.leaf is not None  # entered
@@ -331,27 +333,37 @@ class ReplayEnv:
         conf = nginx.NginxConfig(
             prefix=self.var, cert=self.leaf.chain_path, key=self.leaf.key_path, socket=sock,
             listens=tuple(self.listens),
-            largest_body=max((x.body_size for x in self.served.exchanges), default=0),
-            session_tickets=self.session_tickets, early_data=self.early_data)
+            largest_body=max((x.body_size for x in self.recording.exchanges), default=0),
+            session_tickets=self.session_tickets, early_data=self.early_data,
+            servers=tuple(nginx.Server(leaf.chain_path, leaf.key_path,
+                                       tuple(x for x in self.listens if x.ip in ips))
+                          for leaf, ips in self.leaves) if len(self.leaves) > 1 else ())
         conf_path = safefs.write_file(self.dir / "nginx.conf", nginx.render(conf))
         fd = self._checked_folder(exits)
         self._server(exits, "uwsgi", nginx.uwsgi_argv(socket=sock),
-                     env={app.RECORDING_FD: str(fd), app.RECORDING: str(self.served.path),
+                     env={app.RECORDING_FD: str(fd), app.RECORDING: str(self.recording.path),
                           app.SUMMARY: str(self.summary_path)}, pass_fds=(fd,))
         self._server(exits, "nginx", nginx.nginx_argv(self.var, conf_path), env=self.nginx_env)
 
     def _start_quic(self, exits: ExitStack) -> None:
-        assert self.leaf is not None  # made on entry
+        """One QUIC server per certificate (h3server and h3quinn serve one each): one
+        for the `recorded` layout, one per host for `split`."""
+        assert self.leaves  # made on entry
         fd = self._checked_folder(exits)
-        argv = [str(QUIC_SERVERS[self.quic_server]), "--recording", f"/proc/self/fd/{fd}"]
-        for lst in self.listens:
-            argv += ["--listen", f"{lst.ip}:{lst.port}"]
-        argv += ["--cert", str(self.leaf.chain_path), "--key", str(self.leaf.key_path),
-                 "--summary", str(self.summary_path), *self.h3server_args]
         # Root's RUST_LOG only: an SSLKEYLOGFILE of root's would have the server append
         # every session's secrets there (a trial's keys: testbed.measure.captures).
         env = {"RUST_LOG": os.environ["RUST_LOG"]} if "RUST_LOG" in os.environ else {}
-        self._server(exits, self.quic_server, argv, env=env, pass_fds=(fd,))
+        many = len(self.leaves) > 1
+        for i, ((leaf, ips), summary) in enumerate(zip(self.leaves, self.summary_paths,
+                                                       strict=True)):
+            argv = [str(QUIC_SERVERS[self.quic_server]), "--recording", f"/proc/self/fd/{fd}"]
+            for lst in self.listens:
+                if lst.ip in ips:
+                    argv += ["--listen", f"{lst.ip}:{lst.port}"]
+            argv += ["--cert", str(leaf.chain_path), "--key", str(leaf.key_path),
+                     "--summary", str(summary), *self.h3server_args]
+            name = f"{self.quic_server}-{i}" if many else self.quic_server
+            self._server(exits, name, argv, env=env, pass_fds=(fd,))
 
     def _probe_targets(self) -> list[str]:
         sni: dict[str, str] = {}

@@ -48,6 +48,15 @@ def listeners(recording, stack: str) -> list[Listen]:
 
 
 @dataclass(frozen=True)
+class Server:
+    """A server block of its own: the listeners served with one certificate."""
+
+    cert: Path
+    key: Path
+    listens: tuple[Listen, ...]
+
+
+@dataclass(frozen=True)
 class NginxConfig:
     prefix: Path
     """The servers' own folder (the testbed user's): pid, error log, temp paths."""
@@ -65,6 +74,9 @@ class NginxConfig:
     """Issue TLS session tickets (resumption); off: every handshake is a full one."""
     early_data: bool = False
     """Accept TLS 1.3 early data (with session_tickets)."""
+    servers: tuple[Server, ...] = ()
+    """A server block per certificate (a `split` layout, testbed.replay.layout), each
+    with its listeners; none: one block of `listens` with `cert`."""
 
 
 def buffers_for(largest_body: int) -> int:
@@ -83,9 +95,11 @@ def _template() -> jinja2.Template:
 def render(conf: NginxConfig) -> str:
     if not conf.listens:
         raise ValueError("nginx needs at least one listen address")
+    blocks: list[tuple[Path | None, Path | None, tuple[Listen, ...]]] = (
+        [(s.cert, s.key, s.listens) for s in conf.servers] or [(None, None, conf.listens)])
     return _template().render(
         prefix=conf.prefix, cert=conf.cert, key=conf.key, socket=conf.socket,
-        listens=conf.listens, buffers=buffers_for(conf.largest_body), workers=conf.workers,
+        servers=blocks, buffers=buffers_for(conf.largest_body), workers=conf.workers,
         access_log=f"{conf.prefix}/nginx-access.log" if conf.access_log else "off",
         error_level=conf.error_level, session_tickets=conf.session_tickets,
         early_data=conf.early_data)

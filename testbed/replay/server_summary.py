@@ -32,6 +32,7 @@ import json
 import os
 import tempfile
 import threading
+from collections import Counter
 from pathlib import Path
 
 KEYS = ("server", "version", "requests", "misses", "miss_urls", "bytes", "connections",
@@ -56,7 +57,8 @@ def diff(before: dict, after: dict) -> dict:
     return {
         "requests": after.get("requests", 0) - before.get("requests", 0),
         "misses": after.get("misses", 0) - before.get("misses", 0),
-        "miss_urls": list(after.get("miss_urls", []))[len(before.get("miss_urls", [])):],
+        "miss_urls": _new_items(list(before.get("miss_urls", [])),
+                                list(after.get("miss_urls", []))),
         "bytes": after.get("bytes", 0) - before.get("bytes", 0),
         "connections": after.get("connections", 0) - before.get("connections", 0),
         "resumed": after.get("resumed", 0) - before.get("resumed", 0),
@@ -64,6 +66,48 @@ def diff(before: dict, after: dict) -> dict:
         **({"names": names_diff(before.get("names") or {}, after["names"])}
            if isinstance(after.get("names"), dict) else {}),
     }
+
+
+def _new_items(before: list, after: list) -> list:
+    """The items of `after` beyond `before`: its tail when it starts with `before` (one
+    server's list only grows), else each item as often as it is more frequent (a merge
+    of several servers' lists, see `merge`)."""
+    if after[:len(before)] == before:
+        return after[len(before):]
+    left = Counter(before)
+    out = []
+    for item in after:
+        if left[item] > 0:
+            left[item] -= 1
+        else:
+            out.append(item)
+    return out
+
+
+COUNTS = ("requests", "misses", "bytes", "connections", "resumed", "early_data")
+
+
+def merge(summaries: list[dict]) -> dict:
+    """One summary of several servers' (a `split` layout's QUIC servers, one per
+    certificate): counts added, miss URLs and connections (`conns`) one after the
+    other, `names` added per name; the other keys the first one's."""
+    if len(summaries) == 1:
+        return summaries[0]
+    out = dict(summaries[0])
+    for key in COUNTS:
+        out[key] = sum(s.get(key, 0) for s in summaries)
+    for key in ("miss_urls", "conns"):
+        if any(isinstance(s.get(key), list) for s in summaries):
+            out[key] = [x for s in summaries if isinstance(s.get(key), list) for x in s[key]]
+    if any(isinstance(s.get("names"), dict) for s in summaries):
+        names: dict[str, list[int]] = {}
+        for s in summaries:
+            for n, v in (s.get("names") or {}).items():
+                if isinstance(v, list) and len(v) == 2:
+                    was = names.get(n, [0, 0])
+                    names[n] = [was[0] + v[0], was[1] + v[1]]
+        out["names"] = names
+    return out
 
 
 def names_diff(before: dict, after: dict) -> dict[str, list[int]]:

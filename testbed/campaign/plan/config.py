@@ -123,6 +123,10 @@ class Campaign(tomlfile.LoadedFile):
     (0 < x <= 1, a share of all cores) over the last second, at most
     testbed.measure.load.MAX_WAIT_S; a trial whose wait ran out is measured anyway and
     flagged (load_over_limit). Omitted: no wait (every trial still records its load)."""
+    layout: Literal["recorded", "split"] = "recorded"
+    """Which hosts share an address and a certificate (testbed.replay.layout): `recorded`,
+    as the recording has them; `split`, every host on its own address with its own
+    certificate, so the browser pools none of them."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup
     would otherwise mark every remaining trial failed); resume with --retry-failed."""
