@@ -6,8 +6,10 @@
 The page holds generated blocks, each between a `<!-- columns:NAME -->`
 marker and `<!-- end columns:NAME -->` (NAME: trials, connections, stops); nothing
 else of the page is touched. The columns of the machine's load during a trial
-(schema.LOAD_COLUMNS) are the block `load` of docs/machine-load.md instead, not
-in results.md's `trials` (a page stays under 20,000 bytes).
+(schema.LOAD_COLUMNS) are the block `load` of docs/machine-load.md instead, and
+those of what a trial obtained of the page (schema.COMPLETENESS_COLUMNS) the block
+`completeness` of docs/completeness.md, not in results.md's `trials` (a page stays
+under 20,000 bytes).
 `tests/unit/test_docs_pages.py` fails when a committed page differs from what
 this renders.
 """
@@ -24,11 +26,15 @@ sys.path.insert(0, str(ROOT))
 
 from results_contract import schema
 
-TABLES = {"trials": tuple(c for c in schema.TRIALS if c.name not in schema.LOAD_COLUMNS),
+ELSEWHERE = (*schema.LOAD_COLUMNS, *schema.COMPLETENESS_COLUMNS)
+TABLES = {"trials": tuple(c for c in schema.TRIALS if c.name not in ELSEWHERE),
           "connections": schema.CONNECTIONS, "stops": schema.STOPS}
 LOAD_PAGE = ROOT / "docs" / "machine-load.md"
 LOAD_TABLES = {"load": tuple(c for c in schema.TRIALS if c.name in schema.LOAD_COLUMNS)}
-PAGES = {PAGE: TABLES, LOAD_PAGE: LOAD_TABLES}
+COMPLETENESS_PAGE = ROOT / "docs" / "completeness.md"
+COMPLETENESS_TABLES = {"completeness": tuple(c for c in schema.TRIALS
+                                             if c.name in schema.COMPLETENESS_COLUMNS)}
+PAGES = {PAGE: TABLES, LOAD_PAGE: LOAD_TABLES, COMPLETENESS_PAGE: COMPLETENESS_TABLES}
 """Each page and the blocks it holds."""
 
 

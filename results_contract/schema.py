@@ -191,6 +191,15 @@ TRIALS = (
     Column("load_over_limit", INTEGER_KIND, False,
            "1 when the machine was still above `max_load_before_start` after the longest "
            "wait (measured anyway), else 0; NULL without one."),
+    Column("missing_resources", INTEGER_KIND, False,
+           "How many of the resources the recording's page needs (its top document's "
+           "recorded URLs with a status below 400, docs/completeness.md) the trial did "
+           "not obtain: 0 for every ok trial; the first few are named in `reason` and all "
+           "in trial.json. NULL when not judged (no HAR) or in stores made before it."),
+    Column("after_onload_resources", INTEGER_KIND, False,
+           "How many URLs the trial obtained that it asked for after its load event (the "
+           "page's post-load work the window waited for; listed in trial.json). NULL "
+           "when not judged or in stores made before it."),
 )
 """Every column of table `trials`, in the contract's order: the one definition of the
 results schema (the store, the exports, this package's loader and its synthetic
@@ -216,8 +225,12 @@ LOAD_COLUMNS = ("cpu_busy", "cpu_steal", "browser_cpu_s", "server_cpu_s", "loada
 """How busy the machine was during the load (testbed.measure.load): not metrics, but
 what tells whether a setting lost for want of CPU."""
 
+COMPLETENESS_COLUMNS = ("missing_resources", "after_onload_resources")
+"""What a trial obtained of the recording's page (testbed.measure.completeness)."""
+
 ADDED = ("max_in_flight", "fp_ms", "fcp_ms", "lcp_ms", "dcl_ms", "worker", "visit",
-         "tls_resumed", "early_data", "quic_0rtt", "lane", "client", *LOAD_COLUMNS)
+         "tls_resumed", "early_data", "quic_0rtt", "lane", "client", *LOAD_COLUMNS,
+         *COMPLETENESS_COLUMNS)
 """Columns newer than the first stores and exports: missing (all NULL) in older ones.
 They come last and may be NULL, so an older store gains them with ALTER TABLE."""
 

@@ -79,6 +79,9 @@ class Exchange:
     body: str | None
     """SHA-256 of the body bytes (a file in bodies/), or None."""
     body_size: int = 0
+    seen_in: int | None = None
+    """How many of the recording's loads asked for this request; None: not counted
+    (a recording made before the recorder counted)."""
 
 
 @dataclass(frozen=True)

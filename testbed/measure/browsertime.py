@@ -30,6 +30,7 @@ shows PLT agreeing with bare Browsertime's):
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -66,7 +67,12 @@ class BrowsertimeOptions:
     settle_ms: int = 300
     """After the load event, wait until the network has been quiet this long..."""
     settle_max_ms: int = 5000
-    """...but at most this long after the load event."""
+    """...but at most this long after the load event (the least `limit_ms` may be)."""
+    needed: tuple[str, ...] = ()
+    """The URLs the window waits for (testbed.measure.completeness.Needed.window)."""
+    limit_ms: int | None = None
+    """How long after the load event the window waits at most for `needed`
+    (completeness.window_limit_ms); None: settle_max_ms."""
     poll_ms: int = 100
     """How often the page-complete check runs."""
     complete_in_page: bool = True
@@ -124,9 +130,16 @@ def missing() -> str | None:
 def complete_check(opts: BrowsertimeOptions) -> str:
     """The page-complete check script (hooks/complete.js) with this block's values."""
     text = (HOOKS / "complete.js").read_text()
-    return (text.replace("SETTLE_MAX_MS", str(int(opts.settle_max_ms)))
-            .replace("SETTLE_MS", str(int(opts.settle_ms)))
-            .replace("IN_PAGE", "true" if opts.complete_in_page else "false"))
+    limit = opts.settle_max_ms if opts.limit_ms is None else max(opts.settle_max_ms,
+                                                                   opts.limit_ms)
+    values = {"SETTLE_MS": str(int(opts.settle_ms)), "LIMIT_MS": str(int(limit)),
+              "TIMEOUT_MS": str(int(opts.timeout_s * 1000)),
+              # The recording's URLs are somebody else's text: a JSON array of ASCII
+              # strings is a JavaScript literal they cannot leave.
+              "NEEDED": json.dumps(list(opts.needed), ensure_ascii=True),
+              "IN_PAGE": "true" if opts.complete_in_page else "false"}
+    # One pass, so that a URL holding a placeholder's name is not replaced in turn.
+    return re.sub(r"\b(" + "|".join(values) + r")\b", lambda m: values[m.group(1)], text)
 
 
 def browser_args(client: str) -> list[str]:

@@ -25,6 +25,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
 
 from testbed.measure import trial_har
 
@@ -79,6 +80,9 @@ class Verdict:
     """Every URL the trial holds (recorded or not) and how it was obtained."""
     onload_ms: float | None = None
     """The trial's load event, ms after the page's start (None: unknown)."""
+    split: bool = True
+    """The expected URLs were split by the load event (a complete load's HAR said which
+    come before it); False: every needed URL is in `missing_after_onload`, unsplit."""
     moved_after_onload: tuple[str, ...] = ()
     """Obtained, but asked for after this trial's load event though a complete load
     asks for them before its own: the page's work its load event did not wait for
@@ -102,15 +106,16 @@ class Verdict:
         """Why the trial fails (None: it is complete), naming up to `show` URLs of each kind."""
         parts = []
         for what, urls in (("before the load event", self.missing_before_onload),
-                           ("after the load event", self.missing_after_onload)):
+                           ("after the load event" if self.split else "",
+                            self.missing_after_onload)):
             if urls:
                 named = ", ".join(urls[:show]) + (f" and {len(urls) - show} more"
                                                   if len(urls) > show else "")
-                parts.append(f"{len(urls)} recorded resource(s) the page asks for {what} "
-                             f"not obtained: {named}")
+                asks = f"the page asks for {what} " if what else "the page needs "
+                parts.append(f"{len(urls)} recorded resource(s) {asks}not obtained: {named}")
         if not parts:
             return None
-        if not self.missing_before_onload:
+        if not self.missing_before_onload and self.split:
             parts.append("the measurement window ended before the page's own work did")
         return "incomplete: " + "; ".join(parts)
 
@@ -148,6 +153,103 @@ def cacheable(headers: Headers) -> bool:
         return False
     return any(d.startswith("max-age=") for d in control) or any(
         k in fields for k in ("expires", "last-modified", "etag"))
+
+
+@dataclass(frozen=True)
+class Needed:
+    """What a replayed page needs, from its recording alone (no trial): the URLs the
+    judge expects in a trial's HAR and those the measurement window waits for."""
+
+    har: frozenset[str]
+    """Recorded URLs with a status below 400 the top document asks for (its frames'
+    resources left out: chrome-har has no entry for a cross-origin frame's loads) and
+    not the page itself."""
+    window: tuple[str, ...]
+    """Of those, the ones with an entry of their own in the top document's Resource
+    Timing (a redirect's target is reported under the URL that redirected), sorted:
+    hooks/complete.js waits for each of them."""
+    cacheable: frozenset[str]
+    bytes: int
+    """Recorded body bytes of `har`: what the window's limit is computed from."""
+    known: bool = True
+    """False for a recording of several loads that does not say which load asked for
+    what (made before the recorder counted `seen_in`): a URL one load asked for may be
+    one the site picks at random, so nothing is expected and the window waits for
+    nothing (the quiet and the limit only)."""
+
+    def expected(self) -> Expected:
+        """The judge's sets: with no split by load event known, every needed URL is
+        counted "after" (a missing one means the window ended early, or the load broke)."""
+        return Expected(before_onload=frozenset(), after_onload=self.har,
+                        cacheable=self.cacheable)
+
+
+FRAME_DESTS = ("iframe", "frame", "embed", "object")
+
+
+def needed(recording: Recording) -> Needed:
+    """The URLs the top document of `recording` needs. A frame's document (its request's
+    `sec-fetch-dest`) and everything whose referer is a frame or a frame's resource (or,
+    for a cross-origin frame whose referer policy sends only the origin, that origin)
+    belong to the frame; a recorded redirect's target is obtained under the redirect's
+    own URL in Resource Timing; `/favicon.ico` is the browser's own request (no page
+    asks for it, and neither Resource Timing nor chrome-har reports it)."""
+    if recording.loads > 1 and any(x.seen_in is None for x in recording.exchanges):
+        return Needed(har=frozenset(), window=(), cacheable=frozenset(), bytes=0, known=False)
+    rows = []
+    for x, (url, status, headers) in zip(recording.exchanges, recorded_exchanges(recording),
+                                         strict=True):
+        if x.seen_in is not None and x.seen_in < recording.loads:
+            continue  # a resource the site picks at random: not every load asks for it
+        fields = {k.lower(): v for k, v in x.request_headers}
+        rows.append((url_key(url), status, headers, x, fields))
+    page = url_key(recording.url)
+    page_origin = _origin(page)
+    frame = {u for u, _, _, _, f in rows if f.get("sec-fetch-dest", "") in FRAME_DESTS}
+    frame_origins = {_origin(u) for u in frame} - {page_origin}
+    grew = True
+    while grew:
+        grew = False
+        for u, _, _, _, f in rows:
+            ref = url_key(f.get("referer", ""))
+            if u not in frame and ref and (ref in frame or ref.rstrip("/") in frame_origins):
+                frame.add(u)
+                grew = True
+    targets = set()
+    for u, status, headers, _, _ in rows:
+        if 300 <= status < 400:
+            location = next((v for k, v in headers if k.lower() == "location"), None)
+            if location:
+                targets.add(url_key(urljoin(u, location)))
+    har, keep, size = set(), set(), 0
+    for u, status, headers, x, f in rows:
+        if (status >= 400 or u in frame or u == page or f.get("sec-fetch-dest") == "document"
+                or urlsplit(u).path == "/favicon.ico"):
+            continue
+        if x.method.upper() != "GET":
+            continue
+        har.add(u)
+        size += x.body_size
+        if status == 200 and cacheable(headers):
+            keep.add(u)
+    return Needed(har=frozenset(har), window=tuple(sorted(har - targets)),
+                  cacheable=frozenset(keep), bytes=size)
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def window_limit_ms(needed_bytes: int, downlink_mbit: float | None, rtt_ms: float,
+                    floor_ms: int) -> int:
+    """L: how long after the load event the window waits at most for the needed URLs:
+    max(floor, 2 x bytes / downlink + 10 x RTT) (docs/completeness.md: after the load
+    event TCP received the post-load images at about half the link's rate). Without a
+    fixed downlink (a trace, or none) only the floor and the RTTs count."""
+    transfer = (2 * needed_bytes * 8 / (downlink_mbit * 1e6) * 1000
+                if downlink_mbit else 0.0)
+    return int(max(floor_ms, transfer + 10 * rtt_ms))
 
 
 def recorded_exchanges(recording: Recording) -> list[tuple[str, int, Headers]]:
@@ -250,4 +352,5 @@ def judge(expected: Expected, har: Mapping[str, Any], repeat_visit: bool = False
                    if load is not None and (start := got[u].start_ms) is not None and start > load)
     return Verdict(missing_before_onload=tuple(sorted(expected.before_onload - got.keys())),
                    missing_after_onload=tuple(sorted(expected.after_onload - got.keys())),
-                   obtained=got, onload_ms=load, moved_after_onload=tuple(moved))
+                   obtained=got, onload_ms=load, moved_after_onload=tuple(moved),
+                   split=bool(expected.before_onload))

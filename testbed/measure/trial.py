@@ -5,7 +5,9 @@ metrics, the protocols in its HAR, the server's view), so the rules are tested
 without a browser. Reasons are the store's: `timeout`, `browser-error`,
 `server-died`, `wrong-protocol`, `not-resumed` (a warm visit that did not
 resume its sessions, or sent no early data where the setting accepts it),
-`visual-metrics`, `replay-misses`, with detail after a colon.
+`incomplete` (a resource the recording's page needs was not obtained,
+docs/completeness.md), `visual-metrics`, `replay-misses`, with detail after a
+colon.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ class Evidence:
     """The setting accepts early data (TLS 1.3 early data, QUIC 0-RTT)."""
     resumption: Resumption | None = None
     """What the servers saw of resumption during the measured load."""
+    incomplete: str | None = None
+    """Why the load did not obtain every resource the recording's page needs
+    (testbed.measure.completeness.Verdict.reason: "incomplete: ..."); None: it did,
+    or it was not judged."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +120,8 @@ def failed(reason: str, detail: str | None = None) -> Verdict:
 def judge(e: Evidence) -> Verdict:
     """ok, or failed with the first reason that applies, in this order: the server
     died, the load timed out or the browser failed, no load time, the wrong protocol,
-    missing visual metrics, too many replay misses."""
+    a warm visit that did not resume, an incomplete load, missing visual metrics, too
+    many replay misses."""
     if e.server_error:
         return failed("server-died", e.server_error)
     if e.timed_out:
@@ -132,6 +139,8 @@ def judge(e: Evidence) -> Verdict:
         problem = not_resumed(e)
         if problem:
             return failed("not-resumed", problem)
+    if e.incomplete:
+        return Verdict("failed", e.incomplete)
     if e.video:
         if e.visual_error:
             return failed("visual-metrics", e.visual_error)

@@ -118,13 +118,16 @@ def merge(loads: list[list[dict]]) -> list[dict]:
     A request is (scheme, host, port, method, target). Requests seen in a later
     load only (resources a site picks at random per load) are added; a request
     seen again keeps the response of its first load, since replay serves one
-    response per request.
+    response per request. Each keeps `seen_in`: how many loads asked for it.
     """
     out: dict[tuple, dict] = {}
+    seen: dict[tuple, int] = {}
     for rows in loads:
+        for key in {request_key(row) for row in rows}:
+            seen[key] = seen.get(key, 0) + 1
         for row in rows:
             out.setdefault(request_key(row), row)
-    return list(out.values())
+    return [{**row, "seen_in": seen[key]} for key, row in out.items()]
 
 
 def normalise_row(row: dict) -> dict:
@@ -136,6 +139,7 @@ def normalise_row(row: dict) -> dict:
         "status": row["status"],
         "response_headers": [list(h) for h in normalise.response_headers(
             row["response_headers"], row["body_size"], row["status"], row["method"])],
+        **({"seen_in": row["seen_in"]} if "seen_in" in row else {}),
     }
 
 

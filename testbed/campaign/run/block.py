@@ -41,7 +41,7 @@ from testbed.campaign.store.store import Row
 from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile
 from testbed.host import firefox
-from testbed.measure import browsertime, telemetry
+from testbed.measure import browsertime, completeness, telemetry
 from testbed.measure.browser_process import BrowsertimeProcess, Kept, Outcome
 from testbed.measure.captures import Captures
 from testbed.measure.load import Probe
@@ -178,10 +178,14 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
     c = setup.campaign
     visits = setup.visits()
     driver = BlockDriver(block, servers, setup.settings, on_trial=on_trial, visits=visits)
+    network = setup.networks[block.network]
+    needed = completeness.needed(r)
     opts = browsertime.BrowsertimeOptions(
         iterations=len(block.trials), timeout_s=c.timeout_s, settle_ms=c.settle_ms,
-        settle_max_ms=c.settle_max_ms,
-        video_fps=c.fps_of(setup.networks[block.network]))
+        settle_max_ms=c.settle_max_ms, needed=needed.window,
+        limit_ms=completeness.window_limit_ms(needed.bytes, network.downlink_mbit,
+                                              network.min_rtt_ms, c.settle_max_ms),
+        video_fps=c.fps_of(network))
     wrap = setup.chains[block.network].argv([])
     blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))
     process = BrowsertimeProcess(r.url, opts, blockdir, netns=servers.topology.client.name,

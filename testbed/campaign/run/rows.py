@@ -12,16 +12,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from results_contract import trial_folder as tf
-from results_contract.schema import LOAD_COLUMNS
+from results_contract.schema import COMPLETENESS_COLUMNS, LOAD_COLUMNS
 from testbed.campaign.plan import plan as plan_mod
 from testbed.campaign.plan.config import Campaign
 from testbed.campaign.store.store import Row
 from testbed.formats import recording as rec
 from testbed.formats.profiles import NetworkProfile
-from testbed.measure import metrics, trial_har
+from testbed.measure import completeness, metrics, trial_har
 from testbed.measure.browser_process import Outcome
 from testbed.measure.load import Load
 from testbed.measure.trial import Evidence, Resumption, judge
@@ -81,6 +81,29 @@ def load_columns(load: Load | None) -> dict:
             "load_over_limit": None if over is None else int(over)}
 
 
+def completeness_columns(v: completeness.Verdict | None) -> dict:
+    """missing_resources and after_onload_resources (schema.COMPLETENESS_COLUMNS)."""
+    if v is None:
+        return dict.fromkeys(COMPLETENESS_COLUMNS)
+    return {"missing_resources": len(v.missing_before_onload) + len(v.missing_after_onload),
+            "after_onload_resources": len(v.after_onload)}
+
+
+def completeness_evidence(v: completeness.Verdict | None) -> dict | None:
+    """What trial.json keeps of the judge's verdict: every missing URL, what the trial
+    asked for after its load event, and how each URL was obtained when not over the
+    network (a cache, a preload, a duplicate)."""
+    if v is None:
+        return None
+    return {"missing": [*v.missing_before_onload, *v.missing_after_onload],
+            "onload_ms": v.onload_ms,
+            "after_onload": list(v.after_onload),
+            "not_from_network": {u: o.how for u, o in sorted(v.obtained.items())
+                                 if o.how != completeness.NETWORK},
+            "duplicates": {u: o.entries for u, o in sorted(v.obtained.items())
+                           if o.entries > 1}}
+
+
 def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
           campaign: Campaign, network: NetworkProfile, recording: rec.Recording,
           worker: str | None = None, lane: int = 0) -> tuple[Row, dict]:
@@ -99,6 +122,10 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         browser_error=o.browser_error, timed_out=o.timed_out, visual_error=o.visual_error,
         video=True, max_misses=campaign.max_misses, warm=record.visit == "warm",
         early_data=setting.early_data, resumption=Resumption.of(diff, warm_up))
+    needed = completeness.needed(recording)
+    whole = (completeness.judge(needed.expected(), o.har, repeat_visit=record.visit == "warm")
+             if o.har is not None and needed.known else None)
+    evidence = replace(evidence, incomplete=whole.reason() if whole is not None else None)
     verdict = judge(evidence)
     ok = verdict.ok
     kept = o.kept
@@ -128,6 +155,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         client=trial.client,
         **resumption_columns(setting.stack, evidence.resumption),
         **load_columns(o.load),
+        **completeness_columns(whole),
     )
     files = dict(kept.files) if kept is not None else {}
     files[tf.TRIAL] = json.dumps({
@@ -141,6 +169,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
             "server": ({k: v for k, v in diff.items() if k != "miss_urls"} if diff else None),
             "warm_up": warm_up,
             "warm_up_s": o.warm_up_s,
+            "completeness": completeness_evidence(whole),
             "browsertime_log": kept.log if kept is not None else None},
         **({"captures": record.captures} if record.captures is not None else {}),
     }, indent=1).encode()

@@ -1,14 +1,25 @@
 // Browsertime's page-complete check for testbed trials (a template: the
-// session fills in SETTLE_MS, SETTLE_MAX_MS and IN_PAGE). True once the page
-// fired its load event and then the network stayed quiet for SETTLE_MS (no
-// resource finished), or SETTLE_MAX_MS after the load event at the latest;
-// true on a Chromium or Firefox error page too (the trial then fails on its
-// missing load time). False while the start page (data:/about:) is still shown.
-// With IN_PAGE, a check that finds the page loading does not answer false
+// session fills in the five values passed at the bottom).
+// docs/completeness.md: the window ends at the same point of the page's own
+// work under every setting. True once the page fired its load event, every
+// needed URL (what the recording's top document asks for, before and after its
+// load event) has a Resource Timing entry (its response ended), and then
+// `settle` ms passed with no other response ending; or `limit` ms after the
+// load event at the latest (the trial's judge then fails it, naming what is
+// missing), and never later than 2 s before Browsertime's own timeout. True on
+// a Chromium or Firefox error page too (the trial then fails on its missing
+// load time). False while the start page (data:/about:) is still shown.
+// Resource Timing keeps 250 entries by default; the check raises the buffer
+// to hold every needed URL and more on its first look at the page.
+// With `inPage`, a check that finds the page loading does not answer false
 // (to be asked again by Browsertime, a WebDriver call into the loading page
 // every poll) but a promise the page itself settles, checking every 20 ms,
 // which WebDriver awaits: one call per load.
-return (function (settle, settleMax, inPage) {
+return (function (settle, limit, timeout, needed, inPage) {
+  function bare(url) {
+    var i = url.indexOf('#');
+    return i < 0 ? url : url.slice(0, i);
+  }
   function state() {
     try {
       var protocol = location.protocol;
@@ -16,15 +27,24 @@ return (function (settle, settleMax, inPage) {
       // Firefox's error pages (a failed connection, a refused certificate)
       if (/^about:(neterror|certerror)/.test(location.href)) return 'done';
       if (protocol !== 'https:' && protocol !== 'http:') return 'start';
-      var t = window.performance.timing;
+      var perf = window.performance;
+      if (perf.setResourceTimingBufferSize) {
+        perf.setResourceTimingBufferSize(Math.max(1000, 4 * needed.length));
+      }
+      var t = perf.timing;
       if (!(t.loadEventEnd > 0)) return 'busy';
       var load = t.loadEventEnd - t.navigationStart;
-      var now = performance.now();
-      if (now > load + settleMax) return 'done';
+      var now = perf.now();
+      if (now > Math.min(load + limit, timeout - 2000)) return 'done';
       var last = load;
-      var resources = performance.getEntriesByType('resource');
+      var seen = {};
+      var resources = perf.getEntriesByType('resource');
       for (var i = 0; i < resources.length; i++) {
+        seen[bare(resources[i].name)] = true;
         last = Math.max(last, resources[i].responseEnd || resources[i].startTime);
+      }
+      for (var j = 0; j < needed.length; j++) {
+        if (!seen[needed[j]]) return 'busy';
       }
       return now > last + settle ? 'done' : 'busy';
     } catch (e) {
@@ -40,4 +60,4 @@ return (function (settle, settleMax, inPage) {
       else resolve(s === 'done');
     })();
   });
-})(SETTLE_MS, SETTLE_MAX_MS, IN_PAGE);
+})(SETTLE_MS, LIMIT_MS, TIMEOUT_MS, NEEDED, IN_PAGE);
