@@ -249,7 +249,7 @@ def served_recording(recording: rec.Recording, dest: Path, pin: Pin,
     bodies: dict[str, bytes] = {}
     changed = False
     for x in recording.exchanges:
-        row = asdict(x)
+        row = {k: v for k, v in asdict(x).items() if v is not None or k == "body"}
         body = b"" if x.body is None else recording.body(x, folder)
         if body and is_html(x.response_headers) and x.method != "HEAD":
             try:

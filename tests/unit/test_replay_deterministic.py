@@ -159,9 +159,10 @@ def test_only_html_is_rewritten(ctype, html):
 @pytest.fixture
 def site(tmp_path):
     gz = gzip.compress(HTML)
+    page, body = exchange("https://www.a.test/", "192.0.2.10", gz, headers=(
+        ("content-encoding", "gzip"), ("content-security-policy", "script-src 'self'")))
     path = write(tmp_path / "in", "site", "https://www.a.test/", [
-        exchange("https://www.a.test/", "192.0.2.10", gz, headers=(
-            ("content-encoding", "gzip"), ("content-security-policy", "script-src 'self'"))),
+        ({**page, "seen_in": 1}, body),  # an optional key kept; the others stay absent
         exchange("https://www.a.test/frame.html", "192.0.2.10", b"<p>frame"),
         exchange("https://www.a.test/odd.html", "192.0.2.10", b"x", headers=(
             ("content-encoding", "compress"),)),
@@ -180,6 +181,7 @@ def test_the_served_copy_carries_the_script_and_loads_as_any_recording(site, tmp
     assert report.skipped == [("https://www.a.test/odd.html", why)]
     by_target = {x.target: x for x in served.exchanges}
     page = by_target["/"]
+    assert page.seen_in == 1 and by_target["/app.js"].seen_in is None
     assert TAG in gzip.decompress(served.body(page))
     assert dict(page.response_headers)["content-length"] == str(page.body_size)
     assert SOURCE in dict(page.response_headers)["content-security-policy"]
