@@ -59,6 +59,7 @@ from testbed.measure import browsertime
 from testbed.measure.browser_process import Outcome
 from testbed.protocols import ServerOptions
 from testbed.protocols.apply import check_sysctls
+from testbed.replay import layout
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class Runner:
         config.resolve: one label, one file's content)."""
         self.entries = config_mod.resolve(self.campaign)
         for label, e in self.entries["sites"].items():
-            r = rec.load(e.file)
+            r = layout.apply(rec.load(e.file), self.campaign.layout)
             self.recordings[label] = r
             for listed in e.listed:
                 self.site_keys[listed] = label
@@ -278,6 +279,7 @@ class Runner:
             return
         if not db.is_file() or found is None:
             return
+        self._check_layout(found, db)
         for kind, column, digest_key in (("sites", "site", "manifest_sha256"),
                                          ("networks", "network", "sha256"),
                                          ("protocols", "setting", "sha256")):
@@ -297,6 +299,18 @@ class Runner:
                         f"{earlier[:12]}..., now "
                         f"{entry.digest[:12]}...); give it another name or another --out")
 
+    def _check_layout(self, found: Manifest, db: Path) -> None:
+        """The trials of one results folder were all measured in one layout
+        (testbed.replay.layout): a session that ran another refuses this one."""
+        other = sorted({s.campaign.settings.layout for s in found.sessions
+                        if s.campaign is not None} - {self.campaign.layout})
+        stored = store_mod.count_where(db, "1 = 1", ()) if other else 0
+        if stored:
+            raise InputError(
+                f"{self.campaign.source}: key layout: {self.campaign.layout}, but {stored} "
+                f"trials in {self.out} were measured with layout {other[0]}; give another "
+                "--out")
+
     def _check_visits(self, db: Path) -> None:
         """A setting's trials in one results folder are all first or all warm visits."""
         for label in self.entries["protocols"]:
@@ -311,7 +325,7 @@ class Runner:
     def _open_site(self, r: rec.Recording, exits: ExitStack) -> Servers:
         """The replay topology of a site and its servers, closed with `exits`."""
         topo = exits.enter_context(ReplayTopology(r.ips))
-        servers = Servers(r, topo)
+        servers = Servers(r, topo, deterministic_scripts=self.campaign.deterministic_scripts)
         exits.callback(servers.close)
         return servers
 

@@ -13,6 +13,9 @@ from testbed import jsonout
 from testbed.formats import recording as recording_mod
 from testbed.host import safefs
 from testbed.host.paths import RECORDINGS_DIR
+from testbed.replay import layout
+from testbed.replay.layout import DEFAULT as DEFAULT_LAYOUT
+from testbed.replay.layout import LAYOUTS
 
 NUMBERS = ("line", "origins", "IPs", "requests", "bytes")
 """Columns of the record tables shown right-justified."""
@@ -140,9 +143,11 @@ def list_(folder, as_json):
     """Every recording in DIR (or in the search path) and figures of the set.
 
     Per recording: name, URL, date recorded, origins, requests, bytes, single-
-    or multi-origin; then p10/p50/p90 of requests and bytes per page and how
-    many sites have one origin and how many five or more. Recordings are found
-    up to four folders deep (recordings/corpus/NAME). A recording that does
+    or multi-origin; then, per set (the corpus's paper and today, else the
+    folder) and for all, p10/p50/p90 of requests, bytes and server IPs per page,
+    the largest page and how many sites have one origin and how many five or
+    more. Recordings are found up to four folders deep
+    (recordings/corpus/SET/NAME). A recording that does
     not load is listed as invalid with the reason, and the exit status is 1.
     """
     from testbed.errors import InputError
@@ -155,8 +160,9 @@ def list_(folder, as_json):
     folders = [folder] if folder is not None else recording_search.search_dirs()
     rows = listing.found(folders)
     if as_json:
-        jsonout.echo({"recordings": [{**asdict(r), "kind": r.kind} for r in rows],
-                      "figures": listing.figures(rows)})
+        jsonout.echo({"recordings": [{**asdict(r), "kind": r.kind, "set": listing.set_of(r.name)}
+                                     for r in rows],
+                      "figures": listing.figures(rows), "sets": listing.by_set(rows)})
     else:
         _print_list(rows)
     if not rows:
@@ -180,23 +186,32 @@ def _print_list(rows) -> None:
                  str(r.bytes), r.kind] if not r.problem else
                 [r.name, "", "", "", "", "", f"invalid: {r.problem}"] for r in rows],
                right=NUMBERS)
-    pairs = listing.summary_pairs(listing.figures(rows))
-    if console.is_terminal:
-        console.print("  ".join(f"{h}: {v}" for h, v in pairs), soft_wrap=True, markup=False)
-    else:
-        click.echo(plain_line([("summary", "all"), *pairs]))
+    sets = listing.by_set(rows) if rows else {}
+    summaries = [*(sets.items() if len(sets) > 1 else ()), ("all", listing.figures(rows))]
+    for name, figures in summaries:  # each set's, then all recordings'
+        pairs = listing.summary_pairs(figures)
+        if console.is_terminal:
+            console.print(f"{name}: " + "  ".join(f"{h}: {v}" for h, v in pairs),
+                          soft_wrap=True, markup=False)
+        else:
+            click.echo(plain_line([("summary", name), *pairs]))
 
 
 @recording.command()
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the recording's facts, origins, request types and status codes "
-                   "as JSON.")
-def show(name, as_json):
-    """Origins, IPs, request types and bytes of recording NAME.
+              help="Print the recording's facts, origins, request types, status codes "
+                   "and layout as JSON.")
+@click.option("--layout", "layout_name", type=click.Choice(LAYOUTS), default=DEFAULT_LAYOUT,
+              show_default=True,
+              help="Show the layout a replay in this layout serves (a campaign's `layout`).")
+def show(name, as_json, layout_name):
+    """Origins, IPs, request types, bytes and layout of recording NAME.
 
     NAME is a recording's name (found in the search path: --recordings,
-    TESTBED_RECORDINGS, recordings/) or the path of a recording folder.
+    TESTBED_RECORDINGS, recordings/) or the path of a recording folder. The layout:
+    which hosts share an address and a certificate, so which a browser may pool onto
+    one connection (docs/layout.md).
     """
     from rich.console import Console
     from rich.table import Table
@@ -207,13 +222,15 @@ def show(name, as_json):
 
     rec = recording_mod.load(name)
     s = summarise(rec)
+    laid = layout.describe(layout.apply(rec, layout_name))
     if as_json:
         jsonout.echo({"name": rec.name, "url": rec.url, "recorded_at": rec.recorded_at,
                       "loads": rec.loads, "chromium_version": rec.chromium_version,
                       "mitmproxy_version": rec.mitmproxy_version, "requests": s.requests,
                       "bytes": s.bytes, "ips": s.ips, "origins": s.origins,
                       "types": [{"type": t, "requests": n, "bytes": b} for t, n, b in s.types],
-                      "statuses": [{"status": st, "count": n} for st, n in s.statuses]})
+                      "statuses": [{"status": st, "count": n} for st, n in s.statuses],
+                      "layout": laid})
         return
     console = Console(highlight=False)
     # every recorded string as plain Text: no markup, no escape sequence (testbed.console)
@@ -241,6 +258,30 @@ def show(name, as_json):
         types.add_row(text(t), text(n), text(_size(b)))
     console.print(types)
     console.print(text("status codes: " + ", ".join(f"{st} x{n}" for st, n in s.statuses)),
+                  soft_wrap=True)
+    _print_layout(console, laid)
+
+
+def _print_layout(console, laid: dict) -> None:
+    """`recording show`'s layout: each address, its hosts and its certificate, and which
+    hosts a browser may pool onto one connection."""
+    from rich.table import Table
+
+    from testbed.console import text
+
+    table = Table(title=f"Layout ({laid['layout']}): {len(laid['addresses'])} addresses, "
+                        f"{len(laid['certificates'])} certificate(s)")
+    for col in ("address", "hosts", "certificate"):
+        table.add_column(col)
+    for a in laid["addresses"]:
+        table.add_row(text(a["ip"]), text(", ".join(a["hosts"])), text(a["certificate"]))
+    console.print(table)
+    for c in laid["certificates"]:
+        console.print(text(f"certificate {c['number']}: {', '.join(c['names'])}"),
+                      soft_wrap=True)
+    pooled = laid["pooled"]
+    console.print(text("pooled (one address, one certificate naming them): "
+                       + ("; ".join(", ".join(g) for g in pooled) if pooled else "none")),
                   soft_wrap=True)
 
 

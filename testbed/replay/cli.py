@@ -15,7 +15,13 @@ environment:
     TESTBED_SPKI                 the --ignore-certificate-errors-spki-list value
     TESTBED_STACK                tcp or quic
     TESTBED_URL                  the recorded page
-    TESTBED_REPLAY_SUMMARY       the server's JSON summary (requests, misses, ...)
+    TESTBED_REPLAY_SUMMARY       the server's JSON summary (requests, misses, ...);
+                                 with --layout split over QUIC, the first QUIC
+                                 server's (one per host; the line printed at the
+                                 end counts them all)
+
+--layout split serves every host on an address and with a certificate of its own
+(testbed.replay.layout); the resolver rules and /etc/hosts below name those addresses.
 
 With --client firefox, CMD runs in a mount namespace whose /etc/hosts maps every
 recorded host to its recorded IP (and /etc/resolv.conf names no server), as a
@@ -47,6 +53,7 @@ from testbed.host import enter, firefox, proc, safefs
 from testbed.host.runstate import current
 from testbed.host.topology import ReplayTopology
 from testbed.protocols import ServerOptions, applied, replay_env, server_options
+from testbed.replay import layout as layout_mod
 from testbed.replay.env import STACKS, ReplayEnv, host_ips
 
 
@@ -136,13 +143,22 @@ def firefox_env(env: ReplayEnv) -> tuple[dict[str, str], dict[str, Path]]:
               show_default=True,
               help="The browser CMD will run: what its environment tells it (firefox: "
                    "also the replay's names in /etc/hosts of CMD's own mount namespace).")
+@click.option("--layout", type=click.Choice(layout_mod.LAYOUTS), default=layout_mod.DEFAULT,
+              show_default=True,
+              help="Which hosts share an address and a certificate: as recorded, or split "
+                   "(every host on its own address with its own certificate), as a "
+                   "campaign's `layout` key.")
+@click.option("--deterministic-scripts/--no-deterministic-scripts", default=True,
+              show_default=True,
+              help="Replayed HTML runs a script first that seeds Math.random and starts Date "
+                   "at the recording's time, as a campaign's `deterministic_scripts` key.")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def replay(recording: str, stack: str | None, setting: str | None, network: str | None,
-           client: str, cmd: tuple[str, ...]):
+           client: str, layout: str, cmd: tuple[str, ...], deterministic_scripts: bool = True):
     """Run CMD (as the testbed user, in the replay's client namespace) against
     RECORDING served over STACK; everything is torn down when CMD ends, and
     CMD's exit status is returned. Put `--` before CMD."""
-    loaded = rec.load(recording)
+    loaded = layout_mod.apply(rec.load(recording), layout)
     stack, opts = protocol_options(setting, stack)
     profile = load_network(network) if network is not None else None
     with ExitStack() as exits:
@@ -150,13 +166,16 @@ def replay(recording: str, stack: str | None, setting: str | None, network: str 
         topology = exits.enter_context(ReplayTopology(loaded.ips))
         if opts is not None:  # the setting in force, then its servers
             change = exits.enter_context(applied(opts, topology))
-            env = exits.enter_context(replay_env(loaded, change, topology))
+            env = exits.enter_context(replay_env(
+                loaded, change, topology, deterministic_scripts=deterministic_scripts))
         else:
-            env = exits.enter_context(ReplayEnv(loaded, stack, topology=topology))
+            env = exits.enter_context(ReplayEnv(loaded, stack, topology=topology,
+                                                deterministic_scripts=deterministic_scripts))
         how = "".join([f", setting {opts.name}" if opts is not None else "",
                        f", network {profile.name}" if profile is not None else ""])
         click.echo(f"testbed: replaying {loaded.name} over {stack}{how} "
-                   f"({len(loaded.exchanges)} exchanges, {len(loaded.ips)} IPs), "
+                   f"({len(loaded.exchanges)} exchanges, {len(loaded.ips)} IPs, layout "
+                   f"{layout}), "
                    f"ready in {env.startup_seconds:.1f} s", err=True)
         cwd = Path.cwd()
         shaped = chain.argv(list(cmd)) if chain is not None else list(cmd)

@@ -141,3 +141,21 @@ def apply(recording: rec.Recording, layout: str) -> rec.Recording:
         exchanges=tuple(dataclasses.replace(x, ip=ip(x.host, x.ip))
                         for x in recording.exchanges),
         extra={**recording.extra, MARK: layout})
+
+
+def describe(recording: rec.Recording) -> dict:
+    """The layout as `testbed recording show` prints it: each address with its hosts and
+    the certificate (a number from 1) it is served with, each certificate's names, and
+    the groups of hosts a browser may pool onto one connection (those sharing an
+    address, whose certificate names them all)."""
+    certs = certificates(recording)
+    of_ip = {ip: i for i, (_, ips) in enumerate(certs, 1) for ip in ips}
+    groups = addresses(recording)
+    return {
+        "layout": name(recording),
+        "addresses": [{"ip": g.ip, "hosts": list(g.hosts), "certificate": of_ip[g.ip]}
+                      for g in groups],
+        "certificates": [{"number": i, "names": list(names), "addresses": list(ips)}
+                         for i, (names, ips) in enumerate(certs, 1)],
+        "pooled": [list(g.hosts) for g in groups if len(g.hosts) > 1],
+    }

@@ -43,6 +43,7 @@ from testbed.formats.profiles import load_network
 from testbed.host import proc, runstate, safefs
 from testbed.host.paths import QUIC_SERVERS, ROOT
 from testbed.host.topology import ReplayTopology
+from testbed.replay import layout
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +163,8 @@ class State:
         self.key = job.key
         self.worker = worker
         self.lane = lane
-        recordings = {label: rec.load(_path(p)) for label, p in job.sites.items()}
+        recordings = {label: layout.apply(rec.load(_path(p)), job.campaign.layout)
+                      for label, p in job.sites.items()}
         networks = {label: load_network(_path(p)) for label, p in job.networks.items()}
         settings = {label: settings_mod.load(str(_path(p))) for label, p in job.protocols.items()}
         self.run = runstate.current()
@@ -189,7 +191,8 @@ class State:
         if self.site != site or self.servers is None or self.servers.broken:
             self.close_site()
             topo = self.exits.enter_context(ReplayTopology(self.setup.recordings[site].ips))
-            self.servers = Servers(self.setup.recordings[site], topo)
+            self.servers = Servers(self.setup.recordings[site], topo, deterministic_scripts=
+                                   self.setup.campaign.deterministic_scripts)
             self.exits.callback(self.servers.close)
             self.site = site
         return self.servers
