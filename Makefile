@@ -76,9 +76,11 @@ notebook:
 doctor:
 	$(TESTBED) doctor
 
-# The offline corpus (corpus/, docs/recording-and-corpus.md): 38 sites shaped like the web,
-# recorded into $(CORPUS)/. Packages come from the npm registry once (cached);
-# a second run finds every site up to date and records nothing.
+# The offline corpus (corpus/, docs/recording-and-corpus.md): two sets of 38 sites,
+# paper (like Wolsing et al.'s 2019 pages, docs/corpus-paper.md) and today (today's web,
+# docs/corpus-today.md), recorded into $(CORPUS)/paper/ and $(CORPUS)/today/. Packages
+# come from the npm registry once (cached); a second run finds every site up to date
+# and records nothing.
 corpus:
 	$(PY) -m corpus build --out $(CORPUS)
 

@@ -1,15 +1,18 @@
-"""Build and record the corpus: N sites shaped like the web, each a recording.
+"""Build and record the corpus: two named sets of 38 sites each, every site a recording.
 
-    sudo .venv/bin/python -m corpus build [--sites 38] [--out recordings/corpus]
-    .venv/bin/python -m corpus table [--out recordings/corpus]   # figures per site, quantiles
+    sudo .venv/bin/python -m corpus build [--set paper|today|all] [--out recordings/corpus]
+    .venv/bin/python -m corpus table [--set ...] [--out recordings/corpus]   # figures, quantiles
     .venv/bin/python -m corpus lock                               # rewrite packages.lock.json
 
-`build` fetches the npm packages of corpus/packages.lock.json once (checked
-against their sha512; kept in ~/.cache/testbed/corpus or --cache), builds
-each site (corpus/site.py) and records it with `testbed record` inside a
-namespace (corpus/record.py) into OUT/NAME, swapped in when complete. A
-site whose recording exists and was made from the same plan, packages and
-generator (OUT/.digests/NAME) is skipped, so a second build does nothing.
+The sets (corpus/sets.py): `paper`, pages like Wolsing et al.'s 2019 selection
+(corpus/paper_shape.py), and `today`, today's web (corpus/shape.py). `build`
+fetches the npm packages of corpus/packages.lock.json once (checked against
+their sha512; kept in ~/.cache/testbed/corpus or --cache), builds each site
+(corpus/site.py) and records it with `testbed record` inside a namespace
+(corpus/record.py) into OUT/SET/NAME, swapped in when complete. A site whose
+recording exists and was made from the same plan, packages and generator
+(OUT/SET/.digests/NAME) is skipped, so a second build does nothing. A `today`
+site recorded by an older build at OUT/NAME is moved to OUT/today/NAME first.
 Bad input and an unreachable registry are one line on stderr and exit 2,
 before anything is written.
 """
@@ -28,7 +31,7 @@ from pathlib import Path
 import numpy
 import PIL
 
-from corpus import npm, shape
+from corpus import npm, sets, shape
 from testbed.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,45 +61,76 @@ def _positive(text: str) -> int:
     return n
 
 
+def _sets(args) -> list[str]:
+    return list(sets.NAMES) if args.set == "all" else [args.set]
+
+
+def _migrate(out: Path, plans: list[shape.SitePlan]) -> None:
+    """Move `today` recordings an older build made at OUT/NAME to OUT/today/NAME (with
+    their digests), so that they are not recorded again if still up to date."""
+    for p in plans:
+        old, new = out / p.name, out / "today" / p.name
+        if (old / "manifest.json").is_file() and not new.exists():
+            new.parent.mkdir(parents=True, exist_ok=True)
+            old.rename(new)
+            stamp = out / ".digests" / p.name
+            if stamp.is_file():
+                (new.parent / ".digests").mkdir(exist_ok=True)
+                stamp.rename(new.parent / ".digests" / p.name)
+    legacy = out / ".digests"
+    if legacy.is_dir() and not any(legacy.iterdir()):
+        legacy.rmdir()
+
+
 def build(args) -> int:
-    plans = shape.plan(args.sites, args.seed)
+    planned = {name: sets.plan(name, args.sites, args.seed) for name in _sets(args)}
     if args.only:
-        unknown = sorted(set(args.only) - {p.name for p in plans})
+        known = {p.name for plans in planned.values() for p in plans}
+        unknown = sorted(set(args.only) - known)
         if unknown:
             raise InputError(f"--only: expected names of the plan's sites, got {unknown[0]!r}")
-        plans = [p for p in plans if p.name in args.only]
+        planned = {k: [p for p in v if p.name in args.only] for k, v in planned.items()}
     lock_bytes = args.lock.read_bytes() if args.lock.is_file() else b""
     out: Path = args.out
-    todo = []
-    for p in plans:
-        stamp = out / ".digests" / p.name
-        fresh = (stamp.is_file() and (out / p.name / "manifest.json").is_file()
-                 and stamp.read_text().strip() == plan_digest(p, lock_bytes))
-        if args.force or not fresh:
-            todo.append(p)
-    if not todo:
-        print(f"corpus: {len(plans)} sites up to date in {out}")
-        return 0
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: --out: expected a folder, got a file")
+    todo = []
+    for name, plans in planned.items():
+        for p in plans:
+            stamp = out / name / ".digests" / p.name
+            legacy = out / ".digests" / p.name if name == "today" else stamp
+            fresh = any(s.is_file() and (s.parent.parent / p.name / "manifest.json").is_file()
+                        and s.read_text().strip() == plan_digest(p, lock_bytes)
+                        for s in (stamp, legacy))
+            if args.force or not fresh:
+                todo.append((name, p))
+    total = sum(len(v) for v in planned.values())
+    if not todo:
+        if "today" in planned:
+            _migrate(out, planned["today"])
+        print(f"corpus: {total} sites up to date in {out}")
+        return 0
     # Every package before anything is written: an unreachable registry is one line.
     packages = npm.fetch_all(npm.load_lock(args.lock), args.registry, args.cache)
     if os.geteuid() != 0:
         raise InputError("corpus build: records in network namespaces, run it as root")
     from corpus import record, site  # Pillow and the encoders only when building
 
-    for i, p in enumerate(todo, 1):
+    if "today" in planned:
+        _migrate(out, planned["today"])
+    for i, (name, p) in enumerate(todo, 1):
         t = time.monotonic()
         s = site.build(p, packages)
-        rc = record.record(s, out / p.name, TESTBED, timeout=args.timeout)
+        rc = record.record(s, out / name / p.name, TESTBED, timeout=args.timeout)
         if rc != 0:
-            print(f"corpus: recording {p.name} failed (testbed record exit {rc})",
+            print(f"corpus: recording {name}/{p.name} failed (testbed record exit {rc})",
                   file=sys.stderr)
             return rc
-        (out / ".digests").mkdir(exist_ok=True)
-        (out / ".digests" / p.name).write_text(plan_digest(p, lock_bytes) + "\n")
-        print(f"corpus: [{i}/{len(todo)}] {p.name}: {len(s.resources)} requests, "
-              f"{s.bytes() / 1024:.0f} KB, {len(s.ips)} hosts, "
+        (out / name / ".digests").mkdir(exist_ok=True)
+        (out / name / ".digests" / p.name).write_text(plan_digest(p, lock_bytes) + "\n")
+        print(f"corpus: [{i}/{len(todo)}] {name}/{p.name}: {len(s.resources)} requests, "
+              f"{s.bytes() / 1024:.0f} KB, {len(s.ips)} hosts on "
+              f"{len(set(s.ips.values()))} IPs ({p.layout}), "
               f"{time.monotonic() - t:.0f} s", flush=True)
     return 0
 
@@ -104,7 +138,11 @@ def build(args) -> int:
 def table(args) -> int:
     from corpus import figures
 
-    print(figures.render(args.out, shape.plan(args.sites, args.seed)))
+    for name in _sets(args):
+        print(f"## {name}\n")
+        print(figures.render(args.out / name, sets.plan(name, args.sites, args.seed),
+                             sets.SETS[name]))
+        print()
     return 0
 
 
@@ -133,8 +171,11 @@ def main(argv: list[str] | None = None) -> int:
         p.set_defaults(fn=fn)
         p.add_argument("--registry", default=npm.default_registry(),
                        help="npm registry (default: $npm_config_registry or the public one)")
-        p.add_argument("--sites", type=_positive, default=38, help="sites in the corpus")
-        p.add_argument("--seed", type=int, default=2024, help="seed of the corpus's plan")
+        p.add_argument("--sites", type=_positive, default=38, help="sites in each set")
+        p.add_argument("--seed", type=int, default=None,
+                       help="seed of the sets' plans (default: each set's own)")
+        p.add_argument("--set", choices=[*sets.NAMES, "all"], default="all",
+                       help="the set to build or show (default: all)")
         p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="recordings folder")
     b = sub.choices["build"]
     b.add_argument("--cache", type=Path, default=npm.default_cache(),

@@ -14,6 +14,8 @@ of size) takes the quantile (i + 0.5) / n of each, interpolated log-linearly
 between the published points (and beyond p10/p90 with the slope of the
 nearest segment); requests and bytes are then paired by a seeded shuffle
 that keeps them correlated (large pages have many requests, not always).
+Each site's addressing (`layout`) is drawn from the `today` set's shares in
+corpus/addressing.py, by its own generator (the rest of the plan is as before).
 Pure and deterministic: the same (n, seed) gives the same plan.
 """
 
@@ -23,6 +25,8 @@ import itertools
 import math
 import random
 from dataclasses import dataclass
+
+from corpus import addressing
 
 REQUESTS = ((10, 24), (25, 42), (50, 71), (75, 115), (90, 176))
 KBYTES = ((10, 607), (25, 1275), (50, 2412), (75, 4570), (90, 9179))
@@ -62,6 +66,9 @@ class SitePlan:
     html: int
     other: int
     """Requests that are none of the above: API calls, beacons, redirects, 404s."""
+    layout: str = "cdn"
+    """How the first-party hosts share addresses and certificates: "one", "cdn" or
+    "split" (corpus/addressing.py)."""
 
     @property
     def www(self) -> str:
@@ -116,6 +123,7 @@ def plan(n: int = 38, seed: int = 2024) -> list[SitePlan]:
     singles = set(rng.sample(mid, n_single))
     rest = [i for i in mid if i not in singles] or [i for i in range(n) if i not in singles]
     first_only = set(rng.sample(rest, max(0, n_first_party - n_single)))
+    layouts = iter(addressing.draw("today", n - len(singles), seed))  # the others': one host
     out = []
     for i, (r, kb) in enumerate(pairs):
         single = i in singles
@@ -123,5 +131,6 @@ def plan(n: int = 38, seed: int = 2024) -> list[SitePlan]:
         name = f"{CATEGORIES[i % len(CATEGORIES)]}{i + 1:02d}"
         out.append(SitePlan(name=name, index=i, seed=rng.randrange(2**32), requests=r,
                             kbytes=kb, third_party=not (single or i in first_only),
-                            single_origin=single, **mix))
+                            single_origin=single, layout="one" if single else next(layouts),
+                            **mix))
     return out

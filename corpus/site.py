@@ -33,22 +33,12 @@ from functools import cache
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from corpus import catalog, images
+from corpus import addressing, catalog, images
 from corpus.shape import SitePlan
 
 KB = 1024
 SCRIPTS = Path(__file__).resolve().parent / "js"
 """The sites' own JavaScript: the bundler runtime, the app, the analytics tag."""
-CDN_IPS = {
-    "cdn.jsdelivr.net": "10.81.0.1", "unpkg.com": "10.81.0.2",
-    "cdnjs.cloudflare.com": "10.81.0.3", "ajax.googleapis.com": "10.81.0.4",
-    "fonts.googleapis.com": "10.81.0.5", "fonts.gstatic.com": "10.81.0.6",
-    "www.googletagmanager.com": "10.81.0.7", "www.google-analytics.com": "10.81.0.8",
-    "stats.g.doubleclick.net": "10.81.0.9", "connect.facebook.net": "10.81.0.10",
-    "www.facebook.com": "10.81.0.11", "bat.bing.com": "10.81.0.12",
-    "static.hotjar.com": "10.81.0.13", "www.youtube-nocookie.com": "10.81.0.14",
-    "i.ytimg.com": "10.81.0.15",
-}
 CACHE = ("cache-control", "public, max-age=31536000, immutable")
 NO_CACHE = ("cache-control", "no-cache")
 CORS = ("access-control-allow-origin", "*")
@@ -132,11 +122,8 @@ class _Builder:
         else:
             self.static, self.img, self.api = (f"static.{n}.example", f"img.{n}.example",
                                                f"api.{n}.example")
-        net = f"10.80.{plan.index % 250 + 1}"  # first-party hosts: 10.80.<site>.1-3
-        ips = {self.www: f"{net}.1", self.static: f"{net}.2", self.img: f"{net}.2",
-               self.api: f"{net}.3"}
-        if plan.single_origin:
-            ips = {self.www: f"{net}.1"}
+        ips = addressing.first_party(plan.index, plan.layout, self.www, self.static,
+                                     self.img, self.api)  # which hosts share an address
         self.site = Site(plan, f"https://{self.www}/", ips)
         self.head: list[str] = []
         self.body: list[str] = []
@@ -148,7 +135,7 @@ class _Builder:
     # -- hosts -------------------------------------------------------------
     def _host(self, host: str) -> str:
         if host not in self.site.ips:
-            self.site.ips[host] = CDN_IPS[host]
+            self.site.ips[host] = addressing.THIRD_PARTY_IPS[host]
         return host
 
     def _vendor_url(self, asset: catalog.Asset) -> str:

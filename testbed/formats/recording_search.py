@@ -17,6 +17,12 @@ file's folder for its `sites`):
 recording folder it matches, sorted; in the search path a match found in an
 earlier folder hides the same relative path in a later one.
 
+The offline corpus has named sets, built into recordings/corpus/SET/NAME
+(`make corpus`, corpus/sets.py): `paper/NAME` (or `paper/*`) is looked up as
+written first, then as `corpus/paper/NAME` (`today/NAME` also as `corpus/NAME`); `corpus/NAME`, the name of a
+corpus site before the corpus had sets, is looked up as written (a recording
+an older build or a researcher put there), then as `corpus/today/NAME`.
+
 Root reads what it finds here, and a folder of the search path may belong to
 someone else. Below a search folder a symbolic link is followed only if the
 folder holding it is trusted (root's or the invoking user's, and the testbed
@@ -42,6 +48,10 @@ from testbed.host.paths import RECORDINGS_DIR
 ENV = "TESTBED_RECORDINGS"
 CORPUS = "corpus"
 """The offline corpus's folder below recordings/: built by `make corpus`, not in git."""
+SETS = ("paper", "today")
+"""The corpus's named sets: recordings/corpus/SET/NAME, named SET/NAME."""
+LEGACY_SET = "today"
+"""The set an older `corpus/NAME` names (the sites the corpus had before it had sets)."""
 MAX_DEPTH = 4
 """How deep `walk` looks for recordings below a folder (recordings/corpus/NAME is 2)."""
 
@@ -77,7 +87,8 @@ def search_dirs() -> list[Path]:
 def corpus_hint(text: str | os.PathLike[str]) -> str:
     """The fix, as a message's tail, when `text` names something under corpus/ (the
     offline corpus, which a fresh checkout lacks until `make corpus`); else ""."""
-    if CORPUS not in Path(text).parts:
+    parts = Path(text).parts
+    if CORPUS not in parts and not (parts and parts[0] in SETS):
         return ""
     return f"; `make corpus` builds {RECORDINGS_DIR.name}/{CORPUS}/"
 
@@ -96,9 +107,39 @@ def _check_text(text: str) -> None:
         raise InputError(f"{text!r}: expected a recording name or path")
 
 
+def aliases(text: str) -> list[str]:
+    """What else a relative name or pattern may mean in the corpus's layout, tried
+    after it: SET/REST is corpus/SET/REST (and today/REST also corpus/REST, where
+    an older build put it); corpus/REST (REST not in a set) is corpus/today/REST."""
+    if _as_given(text):
+        return []
+    head, _, rest = text.partition("/")
+    if not rest:
+        return []
+    if head == LEGACY_SET:  # and where an older build put it
+        return [f"{CORPUS}/{text}", f"{CORPUS}/{rest}"]
+    if head in SETS:
+        return [f"{CORPUS}/{text}"]
+    if head == CORPUS and rest.split("/")[0] not in SETS:
+        return [f"{CORPUS}/{LEGACY_SET}/{rest}"]
+    return []
+
+
 def find(text: str, base: Path | None = None) -> Path:
     """The recording folder `text` names (see the module's rules); InputError naming
     every place looked in if there is none."""
+    try:
+        return _find(text, base)
+    except InputError:
+        for other in aliases(text):
+            try:
+                return _find(other, base)
+            except InputError:
+                pass
+        raise
+
+
+def _find(text: str, base: Path | None = None) -> Path:
     _check_text(text)
     base = Path.cwd() if base is None else Path(base)
     if _as_given(text):
@@ -129,7 +170,22 @@ def find(text: str, base: Path | None = None) -> Path:
 
 def glob(pattern: str, base: Path | None = None) -> list[Path]:
     """Every recording folder (one holding manifest.json) the pattern matches, sorted;
-    [] if none."""
+    [] if none. With the corpus's aliases (`paper/*`, `corpus/*`): what the pattern
+    matches as written, then what its alias matches that is not named alike (a
+    recording's folder name is its name in a campaign), sorted by name."""
+    found = _glob(pattern, base)
+    more = [p for other in aliases(pattern) for p in _glob(other, base)]
+    if not more:
+        return found
+    names = {p.name for p in found}
+    for p in more:
+        if p.name not in names:
+            names.add(p.name)
+            found.append(p)
+    return sorted(found, key=lambda p: p.name)
+
+
+def _glob(pattern: str, base: Path | None = None) -> list[Path]:
     _check_text(pattern)
     base = Path.cwd() if base is None else Path(base)
     if _as_given(pattern) or "/" in pattern:

@@ -143,9 +143,11 @@ def list_(folder, as_json):
     """Every recording in DIR (or in the search path) and figures of the set.
 
     Per recording: name, URL, date recorded, origins, requests, bytes, single-
-    or multi-origin; then p10/p50/p90 of requests and bytes per page and how
-    many sites have one origin and how many five or more. Recordings are found
-    up to four folders deep (recordings/corpus/NAME). A recording that does
+    or multi-origin; then, per set (the corpus's paper and today, else the
+    folder) and for all, p10/p50/p90 of requests, bytes and server IPs per page,
+    the largest page and how many sites have one origin and how many five or
+    more. Recordings are found up to four folders deep
+    (recordings/corpus/SET/NAME). A recording that does
     not load is listed as invalid with the reason, and the exit status is 1.
     """
     from testbed.errors import InputError
@@ -158,8 +160,9 @@ def list_(folder, as_json):
     folders = [folder] if folder is not None else recording_search.search_dirs()
     rows = listing.found(folders)
     if as_json:
-        jsonout.echo({"recordings": [{**asdict(r), "kind": r.kind} for r in rows],
-                      "figures": listing.figures(rows)})
+        jsonout.echo({"recordings": [{**asdict(r), "kind": r.kind, "set": listing.set_of(r.name)}
+                                     for r in rows],
+                      "figures": listing.figures(rows), "sets": listing.by_set(rows)})
     else:
         _print_list(rows)
     if not rows:
@@ -183,11 +186,15 @@ def _print_list(rows) -> None:
                  str(r.bytes), r.kind] if not r.problem else
                 [r.name, "", "", "", "", "", f"invalid: {r.problem}"] for r in rows],
                right=NUMBERS)
-    pairs = listing.summary_pairs(listing.figures(rows))
-    if console.is_terminal:
-        console.print("  ".join(f"{h}: {v}" for h, v in pairs), soft_wrap=True, markup=False)
-    else:
-        click.echo(plain_line([("summary", "all"), *pairs]))
+    sets = listing.by_set(rows) if rows else {}
+    summaries = [*(sets.items() if len(sets) > 1 else ()), ("all", listing.figures(rows))]
+    for name, figures in summaries:  # each set's, then all recordings'
+        pairs = listing.summary_pairs(figures)
+        if console.is_terminal:
+            console.print(f"{name}: " + "  ".join(f"{h}: {v}" for h, v in pairs),
+                          soft_wrap=True, markup=False)
+        else:
+            click.echo(plain_line([("summary", name), *pairs]))
 
 
 @recording.command()

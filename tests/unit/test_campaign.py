@@ -34,13 +34,15 @@ def test_bundled_campaigns_load(tmp_path, monkeypatch):
     smoke = config.load("profiles/campaigns/smoke.toml")
     assert smoke.name == "smoke" and smoke.runs == 1 and len(smoke.protocols) == 5 \
         and smoke.sites == ("local-news",)
-    # paper.toml runs over every recording under corpus/ in the search path (make corpus).
-    shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "corpus" / "local-news")
+    # paper.toml runs over the corpus's paper set in the search path (make corpus).
+    shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "corpus" / "paper" / "local-news")
     monkeypatch.setenv("TESTBED_RECORDINGS", str(tmp_path))
     paper = config.load("paper")
     assert paper.networks == ("dsl", "lte", "da2gc", "mss") and paper.max_runs == 31
     assert paper.adaptive is not None and (paper.adaptive.min, paper.adaptive.precision) == (10, "2%")
-    assert paper.sites == ("corpus/*",)
+    assert paper.sites == ("paper/*",)
+    assert [listed for _, listed, _ in config.sites_of(paper)] == [
+        str(tmp_path / "corpus" / "paper" / "local-news")]
 
 
 def test_defaults(tmp_path):

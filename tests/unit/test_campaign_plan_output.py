@@ -17,8 +17,9 @@ from testbed.console import duration
 
 
 def test_dry_run_prints_the_plan_and_an_estimate(tmp_path, monkeypatch, bundled_only):
-    # paper.toml's sites are corpus/*: here one recording under corpus/ in the search path.
-    shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "recs" / "corpus" / "local-news")
+    # paper.toml's sites are paper/*: here one recording in the corpus's paper set.
+    shutil.copytree(ROOT / "recordings" / "local-news",
+                    tmp_path / "recs" / "corpus" / "paper" / "local-news")
     monkeypatch.setenv("TESTBED_RECORDINGS", str(tmp_path / "recs"))
     done = CliRunner().invoke(cli, ["run", "profiles/campaigns/paper.toml", "--dry-run",
                                     "--out", str(tmp_path / "res")])
@@ -59,8 +60,9 @@ def test_estimate_is_within_30_percent_of_the_measured_campaign(tmp_path, monkey
     the model said 4 min 23 s for 9 min 12 s measured (mss: 72 s for 285 s)."""
     from testbed.campaign.plan import config
 
-    # paper.toml's sites are corpus/*; it was measured when local-news was its one site
-    shutil.copytree(ROOT / "recordings" / "local-news", tmp_path / "recs" / "corpus" / "local-news")
+    # paper.toml's sites are paper/*; it was measured when local-news was its one site
+    shutil.copytree(ROOT / "recordings" / "local-news",
+                    tmp_path / "recs" / "corpus" / "paper" / "local-news")
     monkeypatch.setenv("TESTBED_RECORDINGS", str(tmp_path / "recs"))
 
     measured = estimate.MEASURED["seconds"]

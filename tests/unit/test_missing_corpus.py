@@ -31,11 +31,12 @@ def no_corpus(tmp_path, monkeypatch):
 def test_the_paper_campaign_without_a_corpus_names_make_corpus(no_corpus):
     with pytest.raises(InputError) as e:
         config.sites_of(config.load("paper"))
-    assert "key sites.0: corpus/*: expected a glob matching recordings" in str(e.value)
+    assert "key sites.0: paper/*: expected a glob matching recordings" in str(e.value)
     assert str(e.value).endswith(HINT)
 
 
-@pytest.mark.parametrize("name", ["corpus/news01", "./recordings/corpus/news01"])
+@pytest.mark.parametrize("name", ["corpus/news01", "./recordings/corpus/news01",
+                                  "today/news01", "paper/p01-gnu"])
 def test_a_corpus_site_without_a_corpus_names_make_corpus(no_corpus, name):
     with pytest.raises(InputError) as e:
         recording.resolve(name)
