@@ -129,6 +129,14 @@ class Protocol(Listed):
     chromium_flags: list[str] = []
 
 
+class ScriptPin(Record):
+    """The clock's start (ms since the epoch: the recording's time) and the seed of
+    Math.random the replayed pages ran with."""
+
+    time_ms: int
+    seed: int
+
+
 class Recording(Listed):
     path: str | None = None
     url: str | None = None
@@ -142,6 +150,10 @@ class Recording(Listed):
     """Server addresses it was served on, in the campaign's layout (older manifests:
     None; their replays served the recorded ones)."""
     requests: int | None = None
+    script_pin: ScriptPin | None = None
+    """What deterministic scripts pinned in its pages (testbed.replay.deterministic):
+    None where the campaign had them off, and in manifests written before they existed
+    (their pages ran as recorded)."""
 
 
 class Calibration(Record):
@@ -165,6 +177,9 @@ class CampaignSettings(Record):
     protocols: list[str] = []
     runs: int | AdaptiveRuns | None = None
     """A number of runs, or adaptive runs {min, max, precision}."""
+    deterministic_scripts: bool = False
+    """Replayed pages ran the deterministic script (testbed.replay.deterministic); a
+    manifest written before the key existed is false, what its replays served."""
     layout: Literal["recorded", "split"] = "recorded"
     """Which hosts shared an address and a certificate (testbed.replay.layout); a
     manifest written before the key existed is "recorded", what its replays served."""

@@ -325,7 +325,7 @@ class Runner:
     def _open_site(self, r: rec.Recording, exits: ExitStack) -> Servers:
         """The replay topology of a site and its servers, closed with `exits`."""
         topo = exits.enter_context(ReplayTopology(r.ips))
-        servers = Servers(r, topo)
+        servers = Servers(r, topo, deterministic_scripts=self.campaign.deterministic_scripts)
         exits.callback(servers.close)
         return servers
 

@@ -231,17 +231,20 @@ def applied(opts: ServerOptions, topology: ReplayTopology) -> Iterator[Change]:
 
 
 def replay_env(recording: rec.Recording, change: Change, topology: ReplayTopology,
-               h3server_args: Sequence[str] = ()) -> ReplayEnv:
+               h3server_args: Sequence[str] = (), *,
+               deterministic_scripts: bool = True) -> ReplayEnv:
     """The replay servers of the setting `change` put in force: the one place a setting
     becomes running servers (campaigns, `testbed replay`, `validate protocols|servers`).
     Its stack, the QUIC server it names, its h3server options followed by
     `h3server_args` (a qlog folder), nginx's environment as `applied` made it, and its
-    session tickets and 0-RTT on either stack. Enter it after `applied`."""
+    session tickets and 0-RTT on either stack; `deterministic_scripts` as ReplayEnv takes
+    it. Enter it after `applied`."""
     opts = change.options
     return ReplayEnv(recording, opts.stack, topology=topology,
                      h3server_args=(*opts.h3server_args, *h3server_args),
                      nginx_env=change.nginx_env, quic_server=opts.quic_server,
-                     session_tickets=opts.session_tickets, early_data=opts.early_data)
+                     session_tickets=opts.session_tickets, early_data=opts.early_data,
+                     deterministic_scripts=deterministic_scripts)
 
 
 def _check_allowed(opts: ServerOptions, allowed_text: str) -> None:

@@ -17,6 +17,11 @@ DIR/ready.json holds its port (listen on port 0 and let the kernel choose).
 testbed_resolve maps host names to IPs (like curl's --resolve): when it is
 set, only those hosts are contacted and no name is looked up; the recorded
 host is still the name the browser asked for.
+
+testbed_pin=TIME_MS puts the pinned script (testbed.record.pinned_script, its clock
+starting at TIME_MS) in every HTML response the browser gets, after the response
+as the origin sent it was recorded: the page's own scripts then ask for the URLs a
+replay pinned to the same time will ask for.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from pathlib import Path
 
 from mitmproxy import ctx, exceptions, http, tls
 from mitmproxy.proxy import server_hooks
+
+from testbed.record import pinned_script
 
 log = logging.getLogger(__name__)
 
@@ -50,18 +57,47 @@ def parse_resolve(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def parse_pin(value: str) -> str | None:
+    """testbed_pin's value ("" or TIME_MS) -> the pinned script, or None."""
+    if not value:
+        return None
+    if not value.isdigit():
+        raise exceptions.OptionsError(f"testbed_pin: {value!r} is not a time in ms")
+    return pinned_script.script(pinned_script.Pin(int(value)))
+
+
+def pin_page(resp: http.Response, script: str) -> None:
+    """The response the browser gets with the pinned script in, if it is HTML (as the
+    replay serves it: testbed.replay.deterministic); as it came if it cannot be."""
+    headers = tuple((k, v) for k, v in _pairs(resp.headers.fields))
+    if not pinned_script.is_html(headers):
+        return
+    try:
+        new, body = pinned_script.rewrite(headers, resp.raw_content or b"", script)
+    except pinned_script.NotInjected as e:
+        log.warning(f"testbed capture: pinned script not put in ({e})")
+        return
+    resp.headers = http.Headers([(k.encode("latin-1"), v.encode("latin-1")) for k, v in new])
+    resp.raw_content = body
+
+
 class Capture:
     def __init__(self) -> None:
         self.dir: Path | None = None
         self.resolve: dict[str, str] = {}
         self.names: dict[str, str] = {}
         """server connection id -> host name asked for, where the address became an IP."""
+        self.script: str | None = None
+        """The pinned script put in HTML responses (testbed_pin), or None."""
 
     def load(self, loader) -> None:
         loader.add_option("testbed_capture", str, "", "Folder the captured exchanges go to.")
         loader.add_option("testbed_resolve", Sequence[str], [],
                           "host=ip: contact host at ip (no name lookup); "
                           "when set, hosts not listed are refused.")
+        loader.add_option("testbed_pin", str, "",
+                          "TIME_MS: put the pinned script, its clock starting there, in "
+                          "every HTML response the browser gets (recorded as sent).")
 
     def configure(self, updated) -> None:
         if "testbed_capture" in updated and ctx.options.testbed_capture:
@@ -71,6 +107,8 @@ class Capture:
             (self.dir / "bodies").mkdir(exist_ok=True)
         if "testbed_resolve" in updated:
             self.resolve = parse_resolve(ctx.options.testbed_resolve)
+        if "testbed_pin" in updated:
+            self.script = parse_pin(ctx.options.testbed_pin)
 
     def running(self) -> None:
         if self.dir is None:
@@ -134,6 +172,9 @@ class Capture:
             # As mitmproxy's save addon: stop rather than let traffic through unrecorded.
             log.error(f"testbed capture: cannot write to {self.dir}: {e}; stopping")
             ctx.master.shutdown()
+            return
+        if self.script is not None and req.method != "HEAD" and body:
+            pin_page(resp, self.script)
 
     def _error(self, kind: str, conn, msg: str | None, url: str | None = None,
                host: str | None = None) -> None:

@@ -46,7 +46,13 @@ NUMBERS = ("line", "origins", "IPs", "requests", "bytes")
 @click.option("--upstream-ca", type=click.Path(dir_okay=False, path_type=Path),
               help="Advanced: CA file the proxy trusts for the servers, instead of the "
                    "public CAs (e.g. a local test site's CA).")
-def record(url, list_file, name, loads, out, force, timeout, netns, resolve, upstream_ca):
+@click.option("--deterministic-scripts/--no-deterministic-scripts", default=True,
+              show_default=True,
+              help="The pages Chromium records run a script first that seeds Math.random and "
+                   "starts Date at the recording's time, as replays do, so their scripts "
+                   "ask for the URLs replays will; the recording keeps the responses as sent.")
+def record(url, list_file, name, loads, out, force, timeout, netns, resolve, upstream_ca,
+           deterministic_scripts):
     """Record the page at URL (or every URL of --list FILE) into a recording folder.
 
     Chromium loads URL --loads times through mitmproxy (a fresh profile each
@@ -66,7 +72,8 @@ def record(url, list_file, name, loads, out, force, timeout, netns, resolve, ups
     if list_file is not None and name:
         raise InputError("--name: not with --list (put a name after a URL in the list file)")
     opts = RecordOptions(url=url or "", name=name, loads=loads, out=out, timeout=timeout,
-                         netns=netns, resolve=parse_resolve(resolve), upstream_ca=upstream_ca)
+                         netns=netns, resolve=parse_resolve(resolve), upstream_ca=upstream_ca,
+                         deterministic_scripts=deterministic_scripts)
     if list_file is not None:
         _record_list(list_file, opts, force)
         return

@@ -48,7 +48,7 @@ def spki_sha256(cert_pem: bytes) -> str:
 
 
 def mitmdump_argv(confdir: Path, capture: Path, resolve: dict[str, str],
-                  upstream_ca: Path | None) -> list[str]:
+                  upstream_ca: Path | None, pin_ms: int | None = None) -> list[str]:
     """mitmdump's command line (pure)."""
     argv = [str(MITMDUMP), "--listen-host", "127.0.0.1", "--listen-port", "0",
             "--set", f"confdir={confdir}",
@@ -60,14 +60,19 @@ def mitmdump_argv(confdir: Path, capture: Path, resolve: dict[str, str],
         argv += ["--set", f"testbed_resolve={host}={ip}"]
     if upstream_ca is not None:
         argv += ["--set", f"ssl_verify_upstream_trusted_ca={upstream_ca}"]
+    if pin_ms is not None:  # the pinned script in the pages the browser gets
+        argv += ["--set", f"testbed_pin={int(pin_ms)}"]
     return argv
 
 
 class Mitmdump:
     def __init__(self, workdir: Path, netns: str | None = None,
                  resolve: dict[str, str] | None = None, upstream_ca: Path | None = None,
-                 run: runstate.Run | None = None, start_timeout: float = 30):
+                 run: runstate.Run | None = None, start_timeout: float = 30,
+                 pin_ms: int | None = None):
         self.workdir = Path(workdir)
+        self.pin_ms = pin_ms
+        """The pinned script's clock start in the pages the browser gets, or None (off)."""
         self.netns = netns
         self.resolve = dict(resolve or {})
         self.upstream_ca = upstream_ca
@@ -83,7 +88,8 @@ class Mitmdump:
             # (certificates only: nothing else of root's is handed to the proxy).
             ca = safefs.write_file(self.workdir / "upstream-ca.pem",
                                    _certificates(Path(self.upstream_ca)))
-        argv = as_user(mitmdump_argv(self.confdir, self.capture, self.resolve, ca),
+        argv = as_user(mitmdump_argv(self.confdir, self.capture, self.resolve, ca,
+                                     self.pin_ms),
                        netns=self.netns, run=self.run)
         self.log = self.workdir / "mitmdump.log"
         self.bg = proc.Background(argv, log=self.log)

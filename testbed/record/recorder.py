@@ -30,7 +30,7 @@ from testbed.host import netns as netns_mod
 from testbed.host import runstate, safefs
 from testbed.host.paths import RECORDINGS_DIR
 from testbed.record import browser as browser_mod
-from testbed.record import normalise
+from testbed.record import normalise, pinned_script
 from testbed.record.browser import LoadResult
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -58,6 +58,10 @@ class RecordOptions:
     """host -> IP the proxy contacts for host, instead of looking the name up."""
     upstream_ca: Path | None = None
     """CA file the proxy trusts for upstream servers, instead of the public ones."""
+    deterministic_scripts: bool = True
+    """The pages the browser records run the pinned script (testbed.record.pinned_script)
+    with the recording's time, as its replays will: their own scripts ask for the URLs
+    the replays ask for. The recording keeps the responses as sent."""
 
 
 # Pure parts -------------------------------------------------------------------------
@@ -234,12 +238,17 @@ def record(opts: RecordOptions, progress=None) -> Path:
     final = preconditions(opts)
     say = progress or (lambda msg: None)
     run = runstate.current()
+    # The recording's time: when it started, and where the pinned script's clock starts.
+    recorded_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace(
+        "+00:00", "Z")
+    pin = pinned_script.pin_at(recorded_at) if opts.deterministic_scripts else None
     with ExitStack() as exits:
         work = Path(tempfile.mkdtemp(prefix="record-", dir=run.dir))
         os.chmod(work, 0o755)
         exits.callback(shutil.rmtree, work, True)
         proxy = exits.enter_context(Mitmdump(work, netns=opts.netns, resolve=opts.resolve,
-                                             upstream_ca=opts.upstream_ca, run=run))
+                                             upstream_ca=opts.upstream_ca, run=run,
+                                             pin_ms=pin.time_ms if pin else None))
         loads: list[list[dict]] = []
         chromium_version = ""
         for i in range(opts.loads):
@@ -270,8 +279,7 @@ def record(opts: RecordOptions, progress=None) -> Path:
         meta = {
             "name": final.name,
             "url": opts.url,
-            "recorded_at": dt.datetime.now(dt.UTC).replace(microsecond=0)
-            .isoformat().replace("+00:00", "Z"),
+            "recorded_at": recorded_at,
             "loads": opts.loads,
             "chromium_version": chromium_version,
             "mitmproxy_version": _mitmproxy_version(),

@@ -148,9 +148,13 @@ def firefox_env(env: ReplayEnv) -> tuple[dict[str, str], dict[str, Path]]:
               help="Which hosts share an address and a certificate: as recorded, or split "
                    "(every host on its own address with its own certificate), as a "
                    "campaign's `layout` key.")
+@click.option("--deterministic-scripts/--no-deterministic-scripts", default=True,
+              show_default=True,
+              help="Replayed HTML runs a script first that seeds Math.random and starts Date "
+                   "at the recording's time, as a campaign's `deterministic_scripts` key.")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def replay(recording: str, stack: str | None, setting: str | None, network: str | None,
-           client: str, layout: str, cmd: tuple[str, ...]):
+           client: str, layout: str, cmd: tuple[str, ...], deterministic_scripts: bool = True):
     """Run CMD (as the testbed user, in the replay's client namespace) against
     RECORDING served over STACK; everything is torn down when CMD ends, and
     CMD's exit status is returned. Put `--` before CMD."""
@@ -162,9 +166,11 @@ def replay(recording: str, stack: str | None, setting: str | None, network: str 
         topology = exits.enter_context(ReplayTopology(loaded.ips))
         if opts is not None:  # the setting in force, then its servers
             change = exits.enter_context(applied(opts, topology))
-            env = exits.enter_context(replay_env(loaded, change, topology))
+            env = exits.enter_context(replay_env(
+                loaded, change, topology, deterministic_scripts=deterministic_scripts))
         else:
-            env = exits.enter_context(ReplayEnv(loaded, stack, topology=topology))
+            env = exits.enter_context(ReplayEnv(loaded, stack, topology=topology,
+                                                deterministic_scripts=deterministic_scripts))
         how = "".join([f", setting {opts.name}" if opts is not None else "",
                        f", network {profile.name}" if profile is not None else ""])
         click.echo(f"testbed: replaying {loaded.name} over {stack}{how} "

@@ -1,4 +1,5 @@
-"""Deterministic scripts (testbed.replay.deterministic): where the script goes in the HTML,
+"""The pinned script (testbed.record.pinned_script) and deterministic replays
+(testbed.replay.deterministic): where the script goes in the HTML,
 how a policy is widened to let it run, encoded bodies, the copy of a recording both
 servers serve, and the script itself run by Node (what Chromium runs in the e2e test)."""
 
@@ -15,13 +16,14 @@ import zstandard
 from support.needs import need
 
 from testbed.formats import recording as rec
+from testbed.record import pinned_script as ps
 from testbed.replay import deterministic as det
 from testbed.validate.site import exchange, write
 
-PIN = det.Pin(1_700_000_000_000)
-TEXT = det.script(PIN)
+PIN = ps.Pin(1_700_000_000_000)
+TEXT = ps.script(PIN)
 TAG = b"<script>" + TEXT.encode() + b"</script>"
-SOURCE = det.script_hash(TEXT)
+SOURCE = ps.script_hash(TEXT)
 
 
 # --- the pin and the script --------------------------------------------------------------
@@ -32,11 +34,11 @@ def test_the_clock_starts_at_the_recordings_time(tmp_path, recorded_at):
                                                               b"<p>x")])
     loaded = rec.load(path)
     loaded = rec.Recording(**{**loaded.__dict__, "recorded_at": recorded_at})
-    assert det.pin_for(loaded) == det.Pin(1_700_000_000_000, det.SEED)
+    assert det.pin_for(loaded) == ps.Pin(1_700_000_000_000, ps.SEED)
 
 
 def test_the_script_has_the_pin_filled_in_and_no_comments():
-    assert "1700000000000" in TEXT and str(det.SEED) in TEXT
+    assert "1700000000000" in TEXT and str(ps.SEED) in TEXT
     assert "TIME_MS" not in TEXT and "SEED" not in TEXT
     assert "//" not in TEXT and "</script" not in TEXT.lower()
 
@@ -57,32 +59,32 @@ def test_the_hash_is_a_csp_sha256_source():
     (b"<html><body><header>h</header><head>", b"<html>"),
 ])
 def test_the_script_goes_first_in_the_head(html, before):
-    out = det.inject_html(html, TEXT)
+    out = ps.inject_html(html, TEXT)
     assert out == before + TAG + html[len(before):]
 
 
 def test_past_meta_charset_when_it_would_leave_the_prescan():
     html = b"<!doctype html><html><head><meta charset=\"utf-8\"><title>t</title>"
-    out = det.inject_html(html, TEXT)
+    out = ps.inject_html(html, TEXT)
     assert out.index(b"<meta charset") < out.index(b"<script>")
-    assert out.index(b"<meta charset") < det.CHARSET_PRESCAN
+    assert out.index(b"<meta charset") < ps.CHARSET_PRESCAN
 
 
 def test_before_a_meta_policy_even_if_charset_follows_it():
     html = (b"<html><head><meta http-equiv=\"Content-Security-Policy\" "
             b"content=\"script-src 'self'\"><meta charset=utf-8>")
-    out = det.inject_html(html, TEXT)
+    out = ps.inject_html(html, TEXT)
     assert out.index(b"<script>") < out.index(b"Content-Security-Policy")
 
 
 def test_charset_far_down_is_left_where_it_is():
     html = b"<html><head>" + b" " * 2000 + b"<meta charset=utf-8>"
-    assert det.inject_html(html, TEXT).startswith(b"<html><head>" + TAG)
+    assert ps.inject_html(html, TEXT).startswith(b"<html><head>" + TAG)
 
 
 def test_utf16_is_served_as_recorded():
-    with pytest.raises(det.NotInjected, match="UTF-16"):
-        det.inject_html("<html><head>".encode("utf-16"), TEXT)
+    with pytest.raises(ps.NotInjected, match="UTF-16"):
+        ps.inject_html("<html><head>".encode("utf-16"), TEXT)
 
 
 # --- the policy --------------------------------------------------------------------------
@@ -101,7 +103,7 @@ def test_utf16_is_served_as_recorded():
     ("img-src *, script-src 'self'", f"img-src *, script-src 'self' {SOURCE}"),
 ])
 def test_the_governing_directive_allows_the_scripts_hash(policy, expected):
-    assert det.allow_script(policy, SOURCE) == expected
+    assert ps.allow_script(policy, SOURCE) == expected
 
 
 # --- one response ------------------------------------------------------------------------
@@ -123,19 +125,19 @@ def headers(encoding=None, csp=None, ctype="text/html; charset=utf-8"):
      lambda b: zstandard.ZstdDecompressor().decompressobj().decompress(b)),
 ])
 def test_an_encoded_body_is_decoded_injected_and_encoded_again(encoding, encode, decode):
-    out_headers, body = det.rewrite(headers(encoding), encode(HTML), TEXT)
+    out_headers, body = ps.rewrite(headers(encoding), encode(HTML), TEXT)
     assert decode(body) == HTML.replace(b"<head>", b"<head>" + TAG)
     assert dict(out_headers)["content-length"] == str(len(body))
     assert dict(out_headers).get("content-encoding") == encoding
 
 
 def test_gzip_is_reproducible():
-    one = det.rewrite(headers("gzip"), gzip.compress(HTML), TEXT)
-    assert det.rewrite(headers("gzip"), gzip.compress(HTML, mtime=5), TEXT) == one
+    one = ps.rewrite(headers("gzip"), gzip.compress(HTML), TEXT)
+    assert ps.rewrite(headers("gzip"), gzip.compress(HTML, mtime=5), TEXT) == one
 
 
 def test_the_policy_header_follows():
-    out_headers, _ = det.rewrite(headers(csp="script-src 'self'"), HTML, TEXT)
+    out_headers, _ = ps.rewrite(headers(csp="script-src 'self'"), HTML, TEXT)
     assert dict(out_headers)["content-security-policy"] == f"script-src 'self' {SOURCE}"
 
 
@@ -144,15 +146,15 @@ def test_the_policy_header_follows():
     ("gzip", b"not gzip", "does not decode"),
 ])
 def test_what_cannot_be_rewritten_says_why(encoding, body, why):
-    with pytest.raises(det.NotInjected, match=why):
-        det.rewrite(headers(encoding), body, TEXT)
+    with pytest.raises(ps.NotInjected, match=why):
+        ps.rewrite(headers(encoding), body, TEXT)
 
 
 @pytest.mark.parametrize(("ctype", "html"), [("text/html", True), ("TEXT/HTML; charset=x", True),
                                              ("application/xhtml+xml", False),
                                              ("text/plain", False)])
 def test_only_html_is_rewritten(ctype, html):
-    assert det.is_html(headers(ctype=ctype)) is html
+    assert ps.is_html(headers(ctype=ctype)) is html
 
 
 # --- the recording served ----------------------------------------------------------------
@@ -236,4 +238,4 @@ def test_the_script_pins_random_and_the_clock():
     assert len(uuid) == 36 and uuid[14] == "4" and len(values) == 4
     assert sub == PIN.time_ms + 4  # Date() and new Date() read the clock too
     assert utc == 946684800000
-    assert run_node(det.script(det.Pin(PIN.time_ms, det.SEED + 1)))[0] != r1
+    assert run_node(ps.script(ps.Pin(PIN.time_ms, ps.SEED + 1)))[0] != r1

@@ -191,7 +191,8 @@ class State:
         if self.site != site or self.servers is None or self.servers.broken:
             self.close_site()
             topo = self.exits.enter_context(ReplayTopology(self.setup.recordings[site].ips))
-            self.servers = Servers(self.setup.recordings[site], topo)
+            self.servers = Servers(self.setup.recordings[site], topo, deterministic_scripts=
+                                   self.setup.campaign.deterministic_scripts)
             self.exits.callback(self.servers.close)
             self.site = site
         return self.servers

@@ -127,6 +127,12 @@ class Campaign(tomlfile.LoadedFile):
     """Which hosts share an address and a certificate (testbed.replay.layout): `recorded`,
     as the recording has them; `split`, every host on its own address with its own
     certificate, so the browser pools none of them."""
+    deterministic_scripts: bool = True
+    """Every replayed HTML document runs a script first that seeds Math.random (and
+    crypto.getRandomValues) and starts Date at the recording's time, so a page's own
+    scripts request the same URLs in every trial (testbed.replay.deterministic, as Web
+    Page Replay does); false: pages run as recorded, their random URLs served by the
+    closest recorded match."""
     stop_after_failures: int = Field(default=20, ge=1)
     """Stop the campaign when this many stored trials in a row failed (a broken setup
     would otherwise mark every remaining trial failed); resume with --retry-failed."""

@@ -56,9 +56,12 @@ class Servers:
     """The servers of one topology, switched between settings with as few restarts
     as correctness allows."""
 
-    def __init__(self, recording: rec.Recording, topology: ReplayTopology):
+    def __init__(self, recording: rec.Recording, topology: ReplayTopology, *,
+                 deterministic_scripts: bool = True):
         self.recording = recording
         self.topology = topology
+        self.deterministic_scripts = deterministic_scripts
+        """The campaign's `deterministic_scripts` (testbed.replay.deterministic)."""
         self.env: ReplayEnv | None = None
         self.key: tuple | None = None
         self.pristine = manifest_mod.sysctls(topology.server.exec([]))
@@ -135,7 +138,8 @@ class Servers:
         if self.env is None:
             qlogs = (("--qlog-dir", str(self.qlog_dir))
                      if self.qlog_dir is not None and setting.stack == "quic" else ())
-            env = replay_env(self.recording, change, self.topology, qlogs)
+            env = replay_env(self.recording, change, self.topology, qlogs,
+                             deterministic_scripts=self.deterministic_scripts)
             self.env = self._servers.enter_context(env)
             self.key = (setting.server_key, self.qlog_dir)
         return self.env

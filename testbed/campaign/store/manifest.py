@@ -28,6 +28,7 @@ from testbed.formats import profiles
 from testbed.host import proc, safefs, source
 from testbed.host.paths import H3QUINN, H3SERVER
 from testbed.measure import browsertime
+from testbed.replay import deterministic
 
 SYSCTL_PATTERN = r"^net\.(ipv4\.(tcp|udp)|core)"
 
@@ -96,6 +97,8 @@ def session_record(campaign, recordings: dict, networks: dict, settings: dict,
         "recordings": {name: {"path": str(r.path), **files("sites", name), "url": r.url,
                               "manifest_sha256": file_hash(r.path / "manifest.json"),
                               "content_sha256": r.content_sha256,
+                              **({"script_pin": deterministic.pin_for(r).as_dict()}
+                                 if campaign.deterministic_scripts else {}),
                               "origins": len(r.hosts), "addresses": len(r.ips),
                               "requests": len(r.exchanges)}
                        for name, r in recordings.items()},

@@ -1,9 +1,9 @@
-// Deterministic scripts (testbed/replay/deterministic.py fills in TIME_MS and SEED and
-// puts this first in every replayed HTML document): the page's own scripts see the same
-// random numbers and the same clock in every visit, so they make the same requests.
+// The pinned script: testbed/record/pinned_script.py fills in TIME_MS and SEED and puts
+// it first in every recorded and replayed HTML document, so the page's own scripts see
+// the same random numbers and the same clock in every load and make the same requests.
 // Math.random and crypto.getRandomValues/randomUUID draw from one seeded generator;
 // Date (new Date(), Date(), Date.now) starts at TIME_MS and advances 1 ms per reading,
-// not with the wall clock. performance.now is left alone (see docs/deterministic-replay.md).
+// not with the wall clock. performance.now is left alone (docs/deterministic-replay.md).
 (function () {
   'use strict';
   if (window.__testbedDeterministic) return;
