@@ -280,6 +280,7 @@ class Runner:
         if not db.is_file() or found is None:
             return
         self._check_layout(found, db)
+        self._check_deterministic_scripts(found, db)
         for kind, column, digest_key in (("sites", "site", "manifest_sha256"),
                                          ("networks", "network", "sha256"),
                                          ("protocols", "setting", "sha256")):
@@ -310,6 +311,21 @@ class Runner:
                 f"{self.campaign.source}: key layout: {self.campaign.layout}, but {stored} "
                 f"trials in {self.out} were measured with layout {other[0]}; give another "
                 "--out")
+
+    def _check_deterministic_scripts(self, found: Manifest, db: Path) -> None:
+        """The trials of one results folder all ran the pinned script, or none did
+        (testbed.replay.deterministic; a manifest written before the key: none did)."""
+        mine = self.campaign.deterministic_scripts
+        other = any(s.campaign.settings.deterministic_scripts != mine for s in found.sessions
+                    if s.campaign is not None)
+        stored = store_mod.count_where(db, "1 = 1", ()) if other else 0
+        if stored:
+            was = "without" if mine else "with"
+            raise InputError(
+                f"{self.campaign.source}: key deterministic_scripts: {str(mine).lower()}, but "
+                f"{stored} trials in {self.out} were measured {was} the pinned script; set "
+                f"deterministic_scripts = {str(not mine).lower()} to go on with them, or give "
+                "another --out")
 
     def _check_visits(self, db: Path) -> None:
         """A setting's trials in one results folder are all first or all warm visits."""
