@@ -22,12 +22,13 @@ testbed.measure.trial_har.iteration).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from testbed.measure import trial_har
+from testbed.replay.matching import Matcher, Request
 
 if TYPE_CHECKING:
     from testbed.formats.recording import Recording
@@ -236,6 +237,22 @@ def needed(recording: Recording) -> Needed:
                   cacheable=frozenset(keep), bytes=size)
 
 
+def answered_by(recording: Recording) -> Callable[[str, str], str]:
+    """(method, requested URL) -> the URL of the recorded exchange the replay answers it
+    with (testbed.replay.matching, the servers' own rule: a query string the page
+    makes anew each visit is answered by the closest recorded one), or the URL itself
+    when nothing answers it (a replay miss)."""
+    urls = [u for u, _, _ in recorded_exchanges(recording)]
+    matcher = Matcher(recording.exchanges)
+
+    def answer(method: str, url: str) -> str:
+        parts = urlsplit(url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        i = matcher.match(Request(parts.scheme, parts.netloc, method, target))
+        return url_key(urls[i]) if i is not None else url
+    return answer
+
+
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
@@ -306,9 +323,11 @@ def how(entry: dict) -> str:
     return NETWORK
 
 
-def obtained(har: Mapping[str, Any]) -> dict[str, Obtained]:
+def obtained(har: Mapping[str, Any],
+             answer: Callable[[str, str], str] | None = None) -> dict[str, Obtained]:
     """URL -> how and when the HAR's entries obtained it (data: and blob: left out;
-    an entry without a response is not obtained)."""
+    an entry without a response is not obtained). With `answer` (answered_by), each
+    URL is the recorded one that answered the request."""
     t0 = _page_start_ms(har)
     seen: dict[str, list[dict]] = {}
     for entry in _entries(har):
@@ -317,7 +336,11 @@ def obtained(har: Mapping[str, Any]) -> dict[str, Obtained]:
             continue
         if not entry.get("response"):
             continue
-        seen.setdefault(url_key(url), []).append(entry)
+        key = url_key(url)
+        if answer is not None:
+            method = entry.get("request", {}).get("method", "GET")
+            key = answer(method if isinstance(method, str) else "GET", key)
+        seen.setdefault(key, []).append(entry)
     out = {}
     for url, entries in seen.items():
         first = min(entries, key=lambda e: _epoch_ms(e.get("startedDateTime")) or 0.0)
@@ -340,14 +363,20 @@ def requested_before_onload(har: Mapping[str, Any]) -> frozenset[str]:
                      if load is not None and o.start_ms is not None and o.start_ms <= load)
 
 
-def judge(expected: Expected, har: Mapping[str, Any], repeat_visit: bool = False) -> Verdict:
+def judge(expected: Expected, har: Mapping[str, Any], repeat_visit: bool = False,
+          answer: Callable[[str, str], str] | None = None,
+          load_ms: float | None = None) -> Verdict:
     """The verdict on one trial's HAR (one iteration's page and entries). On a
-    repeat visit a cacheable URL without an entry counts as obtained from the cache."""
-    got = obtained(har)
+    repeat visit a cacheable URL without an entry counts as obtained from the cache.
+    answer: see obtained; load_ms: the load event when the HAR does not say (Firefox's
+    HAR has no pageTimings.onLoad: the trial's PLT)."""
+    got = obtained(har, answer)
     if repeat_visit:
         for url in (expected.before_onload | expected.after_onload) & expected.cacheable:
             got.setdefault(url, Obtained(how="cache", entries=0, start_ms=None, end_ms=None))
     load = onload_ms(har)
+    if load is None:
+        load = load_ms
     moved = sorted(u for u in expected.before_onload & got.keys()
                    if load is not None and (start := got[u].start_ms) is not None and start > load)
     return Verdict(missing_before_onload=tuple(sorted(expected.before_onload - got.keys())),

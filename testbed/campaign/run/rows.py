@@ -123,7 +123,8 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         video=True, max_misses=campaign.max_misses, warm=record.visit == "warm",
         early_data=setting.early_data, resumption=Resumption.of(diff, warm_up))
     needed = completeness.needed(recording)
-    whole = (completeness.judge(needed.expected(), o.har, repeat_visit=record.visit == "warm")
+    whole = (completeness.judge(needed.expected(), o.har, repeat_visit=record.visit == "warm",
+                                answer=completeness.answered_by(recording), load_ms=m.plt_ms)
              if o.har is not None and needed.known else None)
     evidence = replace(evidence, incomplete=whole.reason() if whole is not None else None)
     verdict = judge(evidence)
