@@ -25,6 +25,7 @@ from corpus import npm
 
 PY = str(ROOT / ".venv/bin/python")
 SITES = ["garden33", "shop02"]  # a small multi-origin page and a single-origin one
+SET = "today"  # their set: recorded into OUT/today/NAME
 
 pytestmark = pytest.mark.e2e
 
@@ -60,19 +61,19 @@ def check(tmp_path: Path, out: Path, lock: Path, packages) -> None:
                                   check=False)
         first = build()
         assert first.returncode == 0, first.stderr[-3000:]
-        made = {s: bodies(out / s) for s in SITES}
-        stamps = {s: (out / s / "manifest.json").stat().st_mtime_ns for s in SITES}
+        made = {s: bodies(out / SET / s) for s in SITES}
+        stamps = {s: (out / SET / s / "manifest.json").stat().st_mtime_ns for s in SITES}
         again = build()
         assert again.returncode == 0 and "up to date" in again.stdout, again.stdout
-        assert {s: (out / s / "manifest.json").stat().st_mtime_ns for s in SITES} == stamps
+        assert {s: (out / SET / s / "manifest.json").stat().st_mtime_ns for s in SITES} == stamps
         forced = build("--force")
         assert forced.returncode == 0, forced.stderr[-3000:]
-    assert {s: bodies(out / s) for s in SITES} == made  # the same bodies, byte for byte
-    shop = json.loads((out / "shop02" / "manifest.json").read_text())
+    assert {s: bodies(out / SET / s) for s in SITES} == made  # the same bodies, byte for byte
+    shop = json.loads((out / SET / "shop02" / "manifest.json").read_text())
     assert len({o["host"] for o in shop["origins"]}) == 1
 
     campaign = tmp_path / "check.toml"
-    campaign.write_text(f'sites = {json.dumps([str(out / s) for s in SITES])}\n'
+    campaign.write_text(f'sites = {json.dumps([str(out / SET / s) for s in SITES])}\n'
                         'networks = ["none"]\nprotocols = ["tcp", "quic"]\nruns = 1\n'
                         'retries = 0\ntimeout_s = 60\n')
     cp = subprocess.run([str(ROOT / ".venv/bin/testbed"), "run", str(campaign), "--out",
