@@ -95,6 +95,10 @@ def test_merge_is_the_union_with_the_first_response_kept():
     merged = merge([load1, load2, load3])
     assert [r["target"] for r in merged] == ["/", "/promo.js", "/a.jpg", "/b.jpg", "/c.jpg"]
     assert merged[0]["body"] == "html1" and merged[1]["body"] == "pick-a"
+    # how many loads asked for each (the judge of completeness needs only what all did)
+    assert [r["seen_in"] for r in merged] == [3, 2, 2, 1, 1]
+    assert normalise_row({**merged[3], "body_size": 1, "request_headers": [],
+                          "response_headers": []})["seen_in"] == 1
 
 
 def test_merge_keeps_same_path_on_other_hosts_and_methods():

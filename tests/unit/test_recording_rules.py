@@ -96,3 +96,11 @@ def test_content_length_of_a_response_without_a_length_is_as_sent():
 
 def test_a_missing_content_length_is_left_to_the_replay_servers():
     check(manifest(lambda d: d["exchanges"][0]["response_headers"].pop()))
+
+
+def test_an_exchange_seen_in_more_loads_than_recorded_is_refused():
+    def three(d):
+        d["loads"] = 2
+        d["exchanges"][1]["seen_in"] = 3
+    assert refused(manifest(three)) == "key exchanges/1/seen_in: expected at most loads (2), got 3"
+    check(manifest(lambda d: d["exchanges"][1].update(seen_in=1)))
