@@ -40,11 +40,16 @@ return (function (settle, limit, timeout, needed, inPage) {
       var seen = {};
       var resources = perf.getEntriesByType('resource');
       for (var i = 0; i < resources.length; i++) {
-        seen[bare(resources[i].name)] = true;
+        var name = bare(resources[i].name);
+        seen[name] = true;
+        // A query string the page makes anew each visit (a timestamp) is answered by
+        // the closest recorded one: the path up to '?' stands for it.
+        if (name.indexOf('?') > 0) seen[name.slice(0, name.indexOf('?') + 1)] = true;
         last = Math.max(last, resources[i].responseEnd || resources[i].startTime);
       }
       for (var j = 0; j < needed.length; j++) {
-        if (!seen[needed[j]]) return 'busy';
+        var u = needed[j], q = u.indexOf('?');
+        if (!seen[u] && !(q > 0 && seen[u.slice(0, q + 1)])) return 'busy';
       }
       return now > last + settle ? 'done' : 'busy';
     } catch (e) {
