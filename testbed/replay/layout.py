@@ -14,8 +14,10 @@ opens. Two layouts:
 - `split`: every host on an address of its own and with a certificate of its own
   naming only it (and its address), as a site whose hosts are separate servers would
   be: nothing pools. A host alone on its recorded address keeps it; each host of a
-  shared address gets a fresh one (`fresh_addresses`), and a host literal (an IP)
-  keeps its own.
+  shared address gets a fresh one (`fresh_addresses`) in the same address space
+  (private stays private, public stays public: Chromium's Local Network Access
+  blocks a public page's requests to a private address, so moving a host across
+  would block its requests), and a host literal (an IP) keeps its own.
 
 `apply(recording, layout)` is the recording the replay serves (its origins' and
 exchanges' IPs rewritten; content unchanged: requests are matched by host, never by
@@ -40,11 +42,18 @@ DEFAULT = "recorded"
 MARK = "testbed_layout"
 """The key of Recording.extra that names a laid-out recording's layout (a recording's
 manifest cannot hold it: the schema allows no other key)."""
-SPLIT_POOL = (ipaddress.IPv4Network("192.0.2.0/24"), ipaddress.IPv4Network("198.51.100.0/24"),
-              ipaddress.IPv4Network("203.0.113.0/24"))
-"""Where `split` takes the fresh addresses from: the three documentation ranges of RFC
-5737, which no real server answers on (so a recorded IP is rarely among them, and one
-that is is skipped), servable in the replay's namespaces (recording_rules)."""
+PRIVATE = (ipaddress.IPv4Network("10.0.0.0/8"), ipaddress.IPv4Network("172.16.0.0/12"),
+           ipaddress.IPv4Network("192.168.0.0/16"))
+"""RFC 1918: what Chromium's Local Network Access takes as a private (local) address."""
+SPLIT_POOLS = {
+    "private": (ipaddress.IPv4Network("10.254.0.0/16"),),
+    "public": (ipaddress.IPv4Network("192.0.2.0/24"), ipaddress.IPv4Network("198.51.100.0/24"),
+               ipaddress.IPv4Network("203.0.113.0/24")),
+}
+"""Where `split` takes fresh addresses from, by the address space of the host's recorded
+one: for a private address, 10.254.0.0/16; for a public one, the three documentation
+ranges of RFC 5737 (no real server answers there), which Chromium takes as public.
+A recorded IP in a pool is skipped; all are servable in the replay's namespaces."""
 
 
 @dataclass(frozen=True)
@@ -93,10 +102,16 @@ def check(layout: str, what: str = "layout") -> str:
     return layout
 
 
-def fresh_addresses(taken: set[str]) -> Iterator[str]:
-    """The SPLIT_POOL addresses not in `taken`, in order (no network or broadcast
-    address)."""
-    for net in SPLIT_POOL:
+def space(ip: str) -> str:
+    """"private" (RFC 1918) or "public": the address space Chromium's Local Network
+    Access puts `ip` in (loopback and link-local are not servable)."""
+    return "private" if any(ipaddress.IPv4Address(ip) in n for n in PRIVATE) else "public"
+
+
+def fresh_addresses(taken: set[str], kind: str) -> Iterator[str]:
+    """The addresses of SPLIT_POOLS[kind] not in `taken`, in order (no network or
+    broadcast address)."""
+    for net in SPLIT_POOLS[kind]:
         for ip in net.hosts():
             if str(ip) not in taken:
                 yield str(ip)
@@ -105,8 +120,8 @@ def fresh_addresses(taken: set[str]) -> Iterator[str]:
 def split_map(recording: rec.Recording) -> dict[tuple[str, str], str]:
     """(host, recorded IP) -> the address `split` serves the host at, for every named
     host of the recording: deterministic (hosts in name order, fresh addresses in pool
-    order), never a recorded IP."""
-    fresh = fresh_addresses(set(recording.ips))
+    order), in the recorded address's space, never a recorded IP."""
+    fresh = {kind: fresh_addresses(set(recording.ips), kind) for kind in SPLIT_POOLS}
     out: dict[tuple[str, str], str] = {}
     for g in addresses(recording):
         named = [h for h in g.hosts if not _is_ip(h)]
@@ -115,13 +130,15 @@ def split_map(recording: rec.Recording) -> dict[tuple[str, str], str]:
             if alone:
                 out[(host, g.ip)] = g.ip
                 continue
+            kind = space(g.ip)
             try:
-                out[(host, g.ip)] = next(fresh)
+                out[(host, g.ip)] = next(fresh[kind])
             except StopIteration:
+                pool = SPLIT_POOLS[kind]
                 raise InputError(
-                    f"{recording.path / 'manifest.json'}: layout split: more hosts than the "
-                    f"{sum(n.num_addresses - 2 for n in SPLIT_POOL)} fresh addresses of "
-                    f"{', '.join(map(str, SPLIT_POOL))}") from None
+                    f"{recording.path / 'manifest.json'}: layout split: more hosts on {kind} "
+                    f"addresses than the {sum(n.num_addresses - 2 for n in pool)} fresh "
+                    f"addresses of {', '.join(map(str, pool))}") from None
     return out
 
 

@@ -71,6 +71,23 @@ def test_split_puts_every_named_host_on_its_own_fresh_address(recording):
     assert layout.apply(recording, "split") == split  # deterministic
 
 
+def test_split_keeps_a_private_address_private(tmp_path):
+    """Chromium blocks a public page's requests to a private address (Local Network
+    Access): a host moved off a private address gets a private one."""
+    local = rec.load(write(tmp_path, "local", "https://www.a.test/", [
+        exchange("https://www.a.test/", "10.78.0.1", b"x"),
+        exchange("https://static.a.test/s.css", "10.78.0.1", b"s", "text/css"),
+        exchange("https://img.b.test/i.png", "198.51.100.7", b"i", "image/png"),
+        exchange("https://api.b.test/j", "198.51.100.7", b"j"),
+    ]))
+    ips = host_ips(layout.apply(local, "split"))
+    assert ips == {"static.a.test": "10.254.0.1", "www.a.test": "10.254.0.2",
+                   "api.b.test": "192.0.2.1", "img.b.test": "192.0.2.2"}
+    assert [layout.space(ip) for ip in ("10.1.2.3", "172.20.0.1", "192.168.1.1")] == [
+        "private"] * 3
+    assert layout.space("192.0.2.1") == layout.space("8.8.8.8") == "public"
+
+
 def test_split_gives_each_address_a_certificate_of_its_own(recording):
     split = layout.apply(recording, "split")
     got = layout.certificates(split)
@@ -108,8 +125,9 @@ def test_a_layout_that_is_none_of_them_is_an_input_error(recording):
 
 def test_the_pool_running_out_is_an_input_error(recording, monkeypatch):
     import ipaddress
-    monkeypatch.setattr(layout, "SPLIT_POOL", (ipaddress.IPv4Network("203.0.113.0/30"),))
-    with pytest.raises(InputError, match="layout split: more hosts than the 2 fresh"):
+    monkeypatch.setitem(layout.SPLIT_POOLS, "public", (ipaddress.IPv4Network("203.0.113.0/30"),))
+    with pytest.raises(InputError, match="layout split: more hosts on public addresses than "
+                                         "the 2 fresh"):
         layout.apply(recording, "split")
 
 
