@@ -19,7 +19,18 @@ testbed's h3server and there is no `patch` suspect). Each suspect switches one t
   connection, while over HTTP/2 it opens one connection to each);
 - `quinn`: QUIC served by h3quinn (quinn + h3, the `quic-quinn` setting) instead of
   h3server (quiche), TCP+ as in the baseline: a share near 0 says the gap is not
-  quiche's (another implementation of QUIC has it too), near 100 % that it is.
+  quiche's (another implementation of QUIC has it too), near 100 % that it is;
+- `novideo`: the screen not recorded (campaign key `video = false`: no 60 fps capture
+  beside the browser, PLT only) on a machine the campaign waits to be idle before
+  each load (`max_load_before_start = 0.25`), both stacks: the share of the gap that
+  is the CPU the campaign's usual conditions take from the stacks (user-space QUIC
+  on 2 cores competes with the browser and the capture; kernel TCP less so);
+- `busy`: the usual conditions plus one process spinning on a core for the whole
+  round (another user's job on a shared 2-core machine), both stacks: a negative
+  share says the gap grows when CPU is scarcer.
+`cpu` stands for `novideo,busy`. Every trial records the machine's load
+(docs/machine-load.md); the report prints each condition's median CPU busy and the
+browser's and the servers' CPU seconds per load, per setting.
 
 The gap of a condition is mean QUIC PLT / mean TCP+ PLT - 1 per site; a suspect's share
 is 1 - gap(switched) / gap(baseline): 100 % means the switch closes the gap, more than
@@ -36,8 +47,10 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +59,10 @@ from results_contract.load import load, load_connections, ok_trials
 
 ROOT = Path(__file__).resolve().parent.parent
 DEEP = ROOT / "bench" / "dsl-deep.toml"
-SUSPECTS = ("deep", "patch", "pacing", "split", "quinn")
+SUSPECTS = ("deep", "patch", "pacing", "split", "quinn", "novideo", "busy")
+ALIASES = {"cpu": ("novideo", "busy")}
+IDLE_BELOW = 0.25
+"""novideo's max_load_before_start: CPU busy share the machine must be under."""
 SITES = ("corpus/hotel10", "corpus/sport06", "corpus/news01", "corpus/museum09")
 UNPACED = {"tcp-plus-nopace": "tcp-plus", "quic-nopace": "quic"}
 
@@ -85,12 +101,14 @@ def split_copy(site: str, out: Path) -> Path:
     return dst
 
 
-def campaign(work: Path, name: str, sites, networks, protocols, qlog: bool) -> Path:
+def campaign(work: Path, name: str, sites, networks, protocols, qlog: bool,
+             extra: str = "") -> Path:
     path = work / f"{name}.toml"
-    q = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"
+    q = lambda xs: "[" + ", ".join(json.dumps(x) for x in xs) + "]"
     path.write_text(f'description = "bench/quic-heavy {name}"\nsites = {q(sites)}\n'
                     f"networks = {q(networks)}\nprotocols = {q(protocols)}\nruns = 1\n"
-                    f"retries = 1\nseed = 29\ncapture = {q(['qlog'] if qlog else [])}\n")
+                    f"retries = 1\nseed = 29\ncapture = {q(['qlog'] if qlog else [])}\n"
+                    + extra)
     return path
 
 
@@ -113,7 +131,28 @@ def plans(suspects, sites, work: Path, unpatched: Path, patched: Path, qlog: boo
         nets = ["dsl", *([str(DEEP)] if "deep" in suspects else [])]
         out.append((campaign(work, "patched", sites, nets, ["quic"], qlog), patched,
                     work / "results-patched"))
+    if "novideo" in suspects:
+        out.append((campaign(work, "novideo", sites, ["dsl"], ["tcp-plus", "quic"], qlog,
+                             f"video = false\nmax_load_before_start = {IDLE_BELOW}\n"),
+                    unpatched, work / "results-novideo"))
+    if "busy" in suspects:
+        out.append((campaign(work, "busy", sites, ["dsl"], ["tcp-plus", "quic"], qlog),
+                    unpatched, work / "results-busy"))
     return out
+
+
+@contextmanager
+def spinning(on: bool):
+    """One process spinning on a core while the block runs (the `busy` condition)."""
+    if not on:
+        yield
+        return
+    hog = subprocess.Popen([sys.executable, "-I", "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        hog.kill()
+        hog.wait(timeout=10)
 
 
 def run_rounds(plan, runs: int) -> None:
@@ -121,9 +160,12 @@ def run_rounds(plan, runs: int) -> None:
     for r in range(1, runs + 1):
         for toml, binary, out in plan:
             env = {**os.environ, "TESTBED_H3SERVER": str(binary)}
-            print(f"round {r}/{runs}: {toml.stem} ({binary})", flush=True)
-            subprocess.run([str(testbed), "run", str(toml), "--runs", str(r), "--out", str(out)],
-                           env=env, check=True, stdout=subprocess.DEVNULL)
+            print(f"round {r}/{runs}: {toml.stem} ({binary}); load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
+            with spinning(toml.stem == "busy"):
+                subprocess.run([str(testbed), "run", str(toml), "--runs", str(r), "--out",
+                                str(out)], env=env, check=True, stdout=subprocess.DEVNULL,
+                               timeout=3600)
 
 
 def samples(plan) -> dict[tuple[str, str, str, str], np.ndarray]:
@@ -221,7 +263,9 @@ def switched(s, suspect: str, site: str):
             "patch": (("patched", "dsl", "quic"), ("before", "dsl", "tcp-plus")),
             "pacing": (("before", "dsl", "quic-nopace"), ("before", "dsl", "tcp-plus-nopace")),
             "split": (("split", "dsl", "quic"), ("split", "dsl", "tcp-plus")),
-            "quinn": (("before", "dsl", "quic-quinn"), ("before", "dsl", "tcp-plus"))}
+            "quinn": (("before", "dsl", "quic-quinn"), ("before", "dsl", "tcp-plus")),
+            "novideo": (("novideo", "dsl", "quic"), ("novideo", "dsl", "tcp-plus")),
+            "busy": (("busy", "dsl", "quic"), ("busy", "dsl", "tcp-plus"))}
     (bq, nq, pq), (bt, nt, pt) = keys[suspect]
     q, t = s.get((bq, site, nq, pq)), s.get((bt, site, nt, pt))
     return None if q is None or t is None else (q, t)
@@ -276,10 +320,59 @@ def print_across(s, suspects, sites) -> None:
                   f"{sum(lo > 0 for _, lo in gaps)})")
 
 
+def print_load(plan) -> None:
+    """Per condition and setting (DSL): how busy the machine was during the loads (the
+    trials' load columns, docs/machine-load.md): median CPU busy, the browser's and the
+    servers' CPU seconds per load, the 1-minute load average."""
+    for toml, _b, folder in plan:
+        t = ok_trials(load(folder))
+        if "cpu_busy" not in t or t["cpu_busy"].isna().all():
+            continue
+        for proto, g in t[t["network"] == "dsl"].groupby("setting"):
+            print(f"load {toml.stem} {proto}: CPU busy {g['cpu_busy'].median():.0%}, browser "
+                  f"{g['browser_cpu_s'].median():.1f} CPU-s, servers "
+                  f"{g['server_cpu_s'].median():.2f} CPU-s per load, load average "
+                  f"{g['loadavg_1m'].median():.1f} (n={len(g)})")
+
+
+def print_cpu_share(s, suspects, sites) -> None:
+    """Over the sites where QUIC loses (the baseline gap's interval above 0): the share
+    of the pooled gap the CPU accounts for (novideo), with a bootstrap interval over
+    sites and runs; and the same for the busy condition."""
+    rng = np.random.default_rng(52)
+    names = [x.rsplit("/", 1)[-1] for x in sites]
+    for sus in (x for x in ("novideo", "busy") if x in suspects):
+        losing = []
+        for n in names:
+            bq, bt = s.get(("before", n, "dsl", "quic")), s.get(("before", n, "dsl", "tcp-plus"))
+            got = switched(s, sus, n)
+            if bq is None or bt is None or got is None:
+                continue
+            if gap_interval(bq, bt, rng)[0] > 0:
+                losing.append((bq, bt, *got))
+        if len(losing) < 2:
+            continue
+
+        def pooled(rows) -> float:
+            g0 = np.mean([gap(bq, bt) for bq, bt, _q, _t in rows])
+            g1 = np.mean([gap(q, t) for _bq, _bt, q, t in rows])
+            return 1 - g1 / g0 if g0 else float("nan")
+        boot = []
+        for _ in range(2000):
+            pick = [losing[i] for i in rng.integers(0, len(losing), len(losing))]
+            boot.append(pooled([tuple(resample(x, rng) for x in r) for r in pick]))
+        lo, hi = np.nanpercentile(boot, [2.5, 97.5])
+        print(f"cpu {sus}: over the {len(losing)} sites where QUIC loses, the share of the "
+              f"mean gap this condition removes {pooled(losing):+.0%} [{lo:+.0%}, {hi:+.0%}] "
+              "(95 % bootstrap over sites and runs)")
+
+
 def summarise(plan, suspects, sites) -> None:
     got = samples(plan)
     report(got, suspects, sites)
     print_across(got, suspects, sites)
+    print_cpu_share(got, suspects, sites)
+    print_load(plan)
     print_pooling(plan)
     print_cwnd_events(plan)
 
@@ -289,17 +382,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=3, help="rounds (runs per condition; default 3)")
     ap.add_argument("--sites", default=",".join(SITES), help="recordings, comma-separated")
     ap.add_argument("--suspects", default=",".join(SUSPECTS),
-                    help=f"comma-separated, of {', '.join(SUSPECTS)}")
+                    help=f"comma-separated, of {', '.join((*SUSPECTS, *ALIASES))}")
     ap.add_argument("--unpatched", type=Path,
                     help="h3server built on quiche 0.24.6 as published (needed for the baseline)")
     ap.add_argument("--keep", type=Path, help="keep the campaigns and results here (a new folder)")
     ap.add_argument("--qlog", action="store_true", help="keep h3server's qlogs (with --keep)")
     ap.add_argument("--analyse", type=Path, help="only report an earlier --keep folder")
     a = ap.parse_args(argv)
-    suspects = [x for x in a.suspects.split(",") if x]
+    suspects = list(dict.fromkeys(y for x in a.suspects.split(",") if x
+                                  for y in ALIASES.get(x, (x,))))
     sites = [x for x in a.sites.split(",") if x]
     if any(x not in SUSPECTS for x in suspects):
-        ap.error(f"--suspects: expected some of {', '.join(SUSPECTS)}")
+        ap.error(f"--suspects: expected some of {', '.join((*SUSPECTS, *ALIASES))}")
     from testbed.host.paths import H3SERVER
     if a.analyse:
         with tempfile.TemporaryDirectory() as tmp:  # the plan's files, not needed after

@@ -50,3 +50,33 @@ def test_the_quinn_suspect_adds_h3quinn_to_the_baseline_campaign(tmp_path):
     q, t = Q.switched(s, "quinn", "n")
     assert (q[0], t[0]) == (1.0, 2.0)
     assert Q.switched(s, "split", "n") is None
+
+
+def test_the_cpu_share_is_the_pooled_gap_the_condition_removes(capsys):
+    # known truth: QUIC loses by 20 % on three sites as usual and by 10 % with the video
+    # off: the CPU's share is 50 %; a fourth site where QUIC wins is left out
+    rng = np.random.default_rng(1)
+    s = {}
+    for site, usual, novideo in (("a", 1.2, 1.1), ("b", 1.2, 1.1), ("c", 1.2, 1.1),
+                                 ("w", 0.9, 0.9)):
+        tcp = 1000 + rng.normal(0, 5, 6)
+        s[("before", site, "dsl", "tcp-plus")] = tcp
+        s[("before", site, "dsl", "quic")] = tcp * usual
+        s[("novideo", site, "dsl", "tcp-plus")] = tcp
+        s[("novideo", site, "dsl", "quic")] = tcp * novideo
+    Q.print_cpu_share(s, ["novideo"], ["corpus/a", "corpus/b", "corpus/c", "corpus/w"])
+    out = capsys.readouterr().out
+    assert "over the 3 sites where QUIC loses" in out
+    share = float(out.split("removes ")[1].split("%")[0])
+    lo, hi = (float(x.strip(" %+")) for x in out.split("[")[1].split("]")[0].split(","))
+    assert abs(share - 50) <= 2 and lo <= 50 <= hi
+
+
+def test_cpu_stands_for_novideo_and_busy(tmp_path):
+    plan = Q.plans(["novideo", "busy"], ["local-news"], tmp_path, Path("/x"), Path("/y"), False)
+    names = [t.stem for t, _b, _o in plan]
+    assert names == ["before", "novideo", "busy"]
+    text = (tmp_path / "novideo.toml").read_text()
+    assert "video = false" in text and f"max_load_before_start = {Q.IDLE_BELOW}" in text
+    from testbed.campaign.plan import config
+    assert config.load(tmp_path / "novideo.toml", check_names=False).video is False

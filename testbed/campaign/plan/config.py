@@ -84,6 +84,10 @@ class Campaign(tomlfile.LoadedFile):
     """How often a failed trial is tried again before it is stored as failed."""
     keep_video: bool = False
     """Keep each trial's screen recording (large); visual metrics are computed either way."""
+    video: bool = True
+    """Record the screen and compute the visual metrics (FVC, LVC, VC85, SI). False: a
+    trial measures PLT and the browser's own timings only, at less CPU (bench/quic-heavy
+    --suspects cpu measures what the video's CPU does to a comparison)."""
     video_fps: int | None = Field(default=None, ge=MIN_FPS, le=MAX_FPS)
     """Frames per second of the screen recording on every network: FVC, LVC, VC85 and SI
     move in steps of one frame (16.7 ms at 60). Omitted: each network profile's own

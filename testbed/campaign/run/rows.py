@@ -120,7 +120,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
         stack=setting.stack, measured=o.measured, metrics=m, protocols=protocols,
         misses=diff["misses"] if diff else None, server_error=record.server_error,
         browser_error=o.browser_error, timed_out=o.timed_out, visual_error=o.visual_error,
-        video=True, max_misses=campaign.max_misses, warm=record.visit == "warm",
+        video=campaign.video, max_misses=campaign.max_misses, warm=record.visit == "warm",
         early_data=setting.early_data, resumption=Resumption.of(diff, warm_up))
     needed = completeness.needed(recording)
     whole = (completeness.judge(needed.expected(), o.har, repeat_visit=record.visit == "warm",
