@@ -51,9 +51,10 @@ class Report:
 def served_recording(recording: rec.Recording, dest: Path, pin: Pin,
                      folder: int | None = None) -> tuple[rec.Recording, Report]:
     """The recording to serve: a copy in `dest` (a new folder) whose HTML responses
-    carry the script, loaded and checked as any recording; `recording` itself if none
-    does. Bodies are read through the checked folder (`folder`, its descriptor, if
-    given)."""
+    carry the script; `recording` itself if none does. Bodies are read through the
+    recording's folder (`folder`, its descriptor, if given), each checked against its
+    hash. The copy is not loaded again here: the replay checks it as it checks any
+    recording before a server reads it (testbed.replay.env), and so do the servers."""
     text = script(pin)
     report = Report(pin)
     rows: list[dict] = []
@@ -79,12 +80,26 @@ def served_recording(recording: rec.Recording, dest: Path, pin: Pin,
         log.warning("deterministic scripts: %s served as recorded (%s)", url, why)
     if not changed:
         return recording, report
-    _write(dest, recording, rows, bodies)
-    return rec.load(dest), report
+    manifest = _write(dest, recording, rows, bodies)
+    served = rec.Recording(
+        path=dest, name=recording.name, url=recording.url, recorded_at=recording.recorded_at,
+        loads=recording.loads, origins=recording.origins,
+        exchanges=tuple(rec.Exchange(**{**r, "request_headers": _pairs(r["request_headers"]),
+                                         "response_headers": _pairs(r["response_headers"])})
+                        for r in rows),
+        chromium_version=recording.chromium_version,
+        mitmproxy_version=recording.mitmproxy_version,
+        content_sha256=rec.content_digest(manifest))
+    return served, report
+
+
+def _pairs(headers: Sequence[Sequence[str]]) -> rec.Headers:
+    return tuple((k, v) for k, v in headers)
 
 
 def _write(dest: Path, recording: rec.Recording, rows: Sequence[dict],
-           bodies: dict[str, bytes]) -> None:
+           bodies: dict[str, bytes]) -> dict:
+    """The copy's folder written; its manifest."""
     dest.mkdir(mode=0o755)
     (dest / "bodies").mkdir(mode=0o755)
     for sha, body in bodies.items():
@@ -105,3 +120,4 @@ def _write(dest: Path, recording: rec.Recording, rows: Sequence[dict],
     path = dest / "manifest.json"
     path.write_text(json.dumps(manifest, indent=1) + "\n")
     os.chmod(path, 0o644)
+    return manifest

@@ -44,7 +44,7 @@ from testbed.host.chromium import STACK_FLAGS
 from testbed.host.paths import QUIC_SERVERS, chown_to_user
 from testbed.host.runstate import USER, current
 from testbed.host.topology import ReplayTopology
-from testbed.replay import app, certs, layout, nginx, server_summary
+from testbed.replay import app, certs, deterministic, layout, nginx, server_summary
 from testbed.replay.matching import normalise_host
 
 log = logging.getLogger(__name__)
@@ -104,6 +104,9 @@ class ReplayEnv:
     data (TCP only; h3server takes --early-data in h3server_args).
     topology: an entered ReplayTopology to use (kept on exit); default: one made
     for the recording's IPs and removed on exit.
+    deterministic_scripts: every HTML response runs testbed.replay.deterministic's script
+    first (Math.random seeded, Date from the recording's time); both stacks serve the
+    same rewritten copy of the recording, made in the replay's folder.
     """
 
     _keep_dir = False
@@ -112,7 +115,7 @@ class ReplayEnv:
                  h3server_args: Sequence[str] = (), nginx_env: dict[str, str] | None = None,
                  topology: ReplayTopology | None = None, startup_timeout: float = 30.0,
                  session_tickets: bool = False, early_data: bool = False,
-                 quic_server: str = "h3server"):
+                 quic_server: str = "h3server", deterministic_scripts: bool = True):
         if stack not in STACKS:
             raise InputError(f"stack {stack!r}: expected one of {', '.join(STACKS)}")
         self.recording = recording if isinstance(recording, rec.Recording) else rec.load(
@@ -129,6 +132,11 @@ class ReplayEnv:
         self.early_data = early_data
         self.topology = topology
         self.startup_timeout = startup_timeout
+        self.deterministic_scripts = deterministic_scripts
+        self.served: rec.Recording = self.recording
+        """What the servers serve: the recording, or its copy with the script in."""
+        self.deterministic: deterministic.Report | None = None
+        """What the script pinned and where it went (deterministic_scripts), once started."""
         self.dir: Path | None = None
         self.var: Path | None = None
         """The servers' own folder (the testbed user writes there, root only reads)."""
@@ -239,6 +247,8 @@ class ReplayEnv:
             exits.callback(_busy.discard, id(self.topology))
             self.dir = self._make_dir()
             exits.callback(self._remove_dir)
+            if self.deterministic_scripts:
+                self._pin_scripts(exits)
             self._issue_leaves()
             if self.stack == "tcp":
                 self._start_tcp(exits)
@@ -306,13 +316,23 @@ class ReplayEnv:
         self.servers[name] = bg
         exits.callback(self.servers.pop, name, None)
 
+    def _pin_scripts(self, exits: ExitStack) -> None:
+        """The copy of the recording the servers serve, its HTML running the script."""
+        assert self.dir is not None  # made on entry
+        # Every body read is checked against the loaded recording's hash, and the copy is
+        # checked as any recording before a server reads it (_checked_folder).
+        with rec.open_folder(self.recording.path) as fd:
+            self.served, self.deterministic = deterministic.served_recording(
+                self.recording, self.dir / "served", deterministic.pin_for(self.recording), fd)
+        exits.callback(setattr, self, "served", self.recording)
+
     def _checked_folder(self, exits: ExitStack) -> int:
         """The recording folder, opened once and checked again through that descriptor,
         which the servers inherit and read from (never the path, which its owner may
         point elsewhere meanwhile): InputError if it no longer holds what was loaded."""
-        path = self.recording.path
+        path = self.served.path
         fd = exits.enter_context(rec.open_folder(path))
-        if rec.load_folder(fd, path).content_sha256 != self.recording.content_sha256:
+        if rec.load_folder(fd, path).content_sha256 != self.served.content_sha256:
             raise InputError(f"{path / 'manifest.json'}: changed since it was loaded "
                              "(expected the recording as checked)")
         return fd
@@ -333,7 +353,7 @@ class ReplayEnv:
         conf = nginx.NginxConfig(
             prefix=self.var, cert=self.leaf.chain_path, key=self.leaf.key_path, socket=sock,
             listens=tuple(self.listens),
-            largest_body=max((x.body_size for x in self.recording.exchanges), default=0),
+            largest_body=max((x.body_size for x in self.served.exchanges), default=0),
             session_tickets=self.session_tickets, early_data=self.early_data,
             servers=tuple(nginx.Server(leaf.chain_path, leaf.key_path,
                                        tuple(x for x in self.listens if x.ip in ips))
@@ -341,7 +361,7 @@ class ReplayEnv:
         conf_path = safefs.write_file(self.dir / "nginx.conf", nginx.render(conf))
         fd = self._checked_folder(exits)
         self._server(exits, "uwsgi", nginx.uwsgi_argv(socket=sock),
-                     env={app.RECORDING_FD: str(fd), app.RECORDING: str(self.recording.path),
+                     env={app.RECORDING_FD: str(fd), app.RECORDING: str(self.served.path),
                           app.SUMMARY: str(self.summary_path)}, pass_fds=(fd,))
         self._server(exits, "nginx", nginx.nginx_argv(self.var, conf_path), env=self.nginx_env)
 
