@@ -70,7 +70,7 @@ def pin_page(resp: http.Response, script: str) -> None:
     """The response the browser gets with the pinned script in, if it is HTML (as the
     replay serves it: testbed.replay.deterministic); as it came if it cannot be."""
     headers = tuple((k, v) for k, v in _pairs(resp.headers.fields))
-    if not pinned_script.is_html(headers):
+    if not pinned_script.is_html(headers) or resp.status_code == 206:  # a part of a page
         return
     try:
         new, body = pinned_script.rewrite(headers, resp.raw_content or b"", script)

@@ -25,6 +25,7 @@ the page.
 from __future__ import annotations
 
 import base64
+import bisect
 import datetime as dt
 import gzip
 import hashlib
@@ -87,9 +88,11 @@ def script_hash(text: str) -> str:
 
 
 # --- the HTML ---------------------------------------------------------------------------
-_HEAD = re.compile(rb"<head(?=[\s>/])[^>]*>", re.IGNORECASE)
-_HTML = re.compile(rb"<html(?=[\s>/])[^>]*>", re.IGNORECASE)
-_DOCTYPE = re.compile(rb"<!doctype[^>]*>", re.IGNORECASE)
+SEARCH_WINDOW = 1 << 20
+"""<head>, <html> and the doctype are looked for in the first MiB (before <body>), in
+one pass each: a hostile body costs linear time."""
+_OPENERS = (b"<head", b"<html", b"<!doctype")
+_NAME_ENDS = frozenset(b" \t\n\r\f>/")
 _CHARSET = re.compile(rb"<meta(?=[\s/])[^>]*charset[^>]*>", re.IGNORECASE)
 _META_CSP = re.compile(rb"<meta(?=[\s/])[^>]*content-security-policy", re.IGNORECASE)
 _BODY = re.compile(rb"<body(?=[\s>/])", re.IGNORECASE)
@@ -101,21 +104,58 @@ class NotInjected(ValueError):
 
 def insertion_point(html: bytes) -> int:
     """Where the script goes: just after <head ...>; without one, after <html ...>, or
-    after the doctype, or at the start. Moved past <meta charset> when the script would
-    push that tag out of the first CHARSET_PRESCAN bytes (unless a <meta> policy comes
-    before it, which the script must precede)."""
-    body = _BODY.search(html)
-    limit = body.start() if body else len(html)
+    after the doctype, or at the start (never inside a comment, such as an old page's
+    `<!--[if IE]><html class="ie"><![endif]-->`). Moved past <meta charset> when the
+    script would push that tag out of the first CHARSET_PRESCAN bytes (unless a <meta>
+    policy comes before it, which the script must precede)."""
+    body = _BODY.search(html, 0, SEARCH_WINDOW)
+    limit = body.start() if body else min(len(html), SEARCH_WINDOW)
+    starts, ends = _comments(html, limit)
+    lowered = html[:limit].lower()
     pos = 0
-    for pattern in (_HEAD, _HTML, _DOCTYPE):
-        m = pattern.search(html, 0, limit)
-        if m:
-            pos = m.end()
+    for opener in _OPENERS:
+        end = _tag_end(lowered, opener, starts, ends)
+        if end is not None:
+            pos = end
             break
     charset = _CHARSET.search(html, pos, min(limit, CHARSET_PRESCAN))
     if charset and not _META_CSP.search(html, pos, charset.start()):
         pos = charset.end()
     return pos
+
+
+def _comments(html: bytes, limit: int) -> tuple[list[int], list[int]]:
+    """The starts and ends of the comments before `limit`, in order (one pass)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    i = html.find(b"<!--", 0, limit)
+    while i >= 0:
+        j = html.find(b"-->", i + 4, limit)
+        end = limit if j < 0 else j + 3
+        starts.append(i)
+        ends.append(end)
+        i = html.find(b"<!--", end, limit)
+    return starts, ends
+
+
+def _tag_end(lowered: bytes, opener: bytes, starts: list[int], ends: list[int]) -> int | None:
+    """Just past the first tag `opener` opens outside a comment (its name ended by a
+    blank, `>` or `/`; the doctype by anything), or None."""
+    i = lowered.find(opener)
+    while i >= 0:
+        after = i + len(opener)
+        named = opener == b"<!doctype" or (after < len(lowered)
+                                            and lowered[after] in _NAME_ENDS)
+        if named and not _inside(i, starts, ends):
+            j = lowered.find(b">", after)
+            return None if j < 0 else j + 1
+        i = lowered.find(opener, i + 1)
+    return None
+
+
+def _inside(at: int, starts: list[int], ends: list[int]) -> bool:
+    i = bisect.bisect_right(starts, at) - 1
+    return i >= 0 and at < ends[i]
 
 
 def inject_html(html: bytes, text: str) -> bytes:

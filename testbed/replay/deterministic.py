@@ -63,7 +63,7 @@ def served_recording(recording: rec.Recording, dest: Path, pin: Pin,
     for x in recording.exchanges:
         row = {k: v for k, v in asdict(x).items() if v is not None or k == "body"}
         body = b"" if x.body is None else recording.body(x, folder)
-        if body and is_html(x.response_headers) and x.method != "HEAD":
+        if body and is_html(x.response_headers) and x.method != "HEAD" and x.status != 206:
             try:
                 headers, body = rewrite(x.response_headers, body, text)
                 row["response_headers"] = [list(h) for h in headers]

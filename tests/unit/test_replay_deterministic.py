@@ -63,6 +63,25 @@ def test_the_script_goes_first_in_the_head(html, before):
     assert out == before + TAG + html[len(before):]
 
 
+def test_never_inside_a_comment():
+    html = (b"<!doctype html><!--[if IE]><html class=ie><![endif]--><!--[if !IE]>-->"
+            b"<html class=x><!--<![endif]--><title>t</title>")
+    out = ps.inject_html(html, TEXT)
+    assert out.index(TAG) == html.index(b"<html class=x>") + len(b"<html class=x>")
+    unclosed = b"<!doctype html><!-- <head> <html>"
+    assert ps.inject_html(unclosed, TEXT) == b"<!doctype html>" + TAG + unclosed[15:]
+
+
+@pytest.mark.parametrize("hostile", [b"<head " * 300_000, b"<!--" * 300_000,
+                                     b"<html" + b" a" * 3_000_000 + b">"])
+def test_a_hostile_body_costs_linear_time(hostile):
+    import time
+
+    t0 = time.monotonic()
+    assert ps.inject_html(hostile, TEXT).endswith(hostile[-100:])
+    assert time.monotonic() - t0 < 2
+
+
 def test_past_meta_charset_when_it_would_leave_the_prescan():
     html = b"<!doctype html><html><head><meta charset=\"utf-8\"><title>t</title>"
     out = ps.inject_html(html, TEXT)
@@ -170,6 +189,7 @@ def site(tmp_path):
             ("content-encoding", "compress"),)),
         exchange("https://www.a.test/app.js", "192.0.2.10", b"1", "text/javascript"),
         exchange("https://www.a.test/none", "192.0.2.10", b"", status=204),
+        exchange("https://www.a.test/part.html", "192.0.2.10", b"<p>part", status=206),
     ])
     return rec.load(path)
 
@@ -189,7 +209,7 @@ def test_the_served_copy_carries_the_script_and_loads_as_any_recording(site, tmp
     assert SOURCE in dict(page.response_headers)["content-security-policy"]
     assert served.body(by_target["/frame.html"]).startswith(TAG)
     originals = {x.target: x for x in site.exchanges}
-    for target in ("/odd.html", "/app.js", "/none"):
+    for target in ("/odd.html", "/app.js", "/none", "/part.html"):
         assert by_target[target] == originals[target]
     assert [(x.scheme, x.host, x.method, x.target) for x in served.exchanges] == \
         [(x.scheme, x.host, x.method, x.target) for x in site.exchanges]
