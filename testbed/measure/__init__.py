@@ -5,6 +5,8 @@
 - launcher, hooks/: Chromium's stand-in and Browsertime's pre/post scripts
 - xvfb: an X display of its own for each Browsertime process
 - visual: visual metrics from the screen recording
+- ffmpeg_wrapper (video_bin/ffmpeg): the lean screen recording's ffmpeg
+- framerate: a recording holds no more frames than the rate asked
 - load: how busy the machine was during each load; the wait for a quiet machine
 - har, metrics, trial: what a load proves (protocols, metrics, verdict)
 

@@ -61,7 +61,7 @@ from typing import Protocol
 
 from testbed.errors import TestbedError
 from testbed.host import chromium, enter, firefox, paths, proc, safefs
-from testbed.measure import browsertime, trial_har, visual
+from testbed.measure import browsertime, framerate, trial_har, visual
 from testbed.measure.load import Load, Mark, Probe, Waited
 
 log = logging.getLogger(__name__)
@@ -233,7 +233,9 @@ class BrowsertimeProcess:
         x = [] if self.opts.headless else proc.python("-m", "testbed.measure.xvfb", "--",
                                                       interpreter=browsertime.PYTHON)
         inner = [*chromium.private_env(self.tmp), *x, *bt]
-        env = {**browsertime.env(self.ctl, self.opts), **self.env}
+        env = {**browsertime.env(self.ctl, self.opts, self.client), **self.env}
+        if "TESTBED_VIDEO_TOP" in env and (bad := browsertime.wrapper_problem()):
+            raise TestbedError(f"the lean video pipeline's ffmpeg: {bad}")
         return enter.as_user([*self.wrap, *inner], netns=self.netns, env=env,
                              cwd=str(self.tmp), binds=self.binds())
 
@@ -500,6 +502,9 @@ class BrowsertimeProcess:
         o.video = video
 
         def work():
+            o.visual_error = framerate.check(video, self.opts.video_fps)
+            if o.visual_error:
+                return
             try:
                 o.visual = visual.run(video, self.visual_dir / f"visualmetrics-{it}.log")
             except visual.VisualMetricsError as e:

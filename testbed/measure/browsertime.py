@@ -25,17 +25,24 @@ shows PLT agreeing with bare Browsertime's):
   the visual metrics move in 16.7 ms steps, finer than one RTT of the
   paper's DSL profile (24 ms); the browser's own paint timings (1 ms steps)
   come with every result regardless.
+- the video pipeline (`video_pipeline`, docs/networks.md): `lean` (the default)
+  puts video_bin/ first on Browsertime's PATH, so its recorder's ffmpeg is
+  testbed.measure.ffmpeg_wrapper: the tab strip is not recorded and a frame that
+  did not change is not written; `legacy` records as Browsertime does (patched
+  with the output rate, setup/browsertime/patch-browsertime.mjs).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from testbed.host import firefox
+from testbed.host.enter import SAFE_PATH
 from testbed.host.paths import BROWSERTIME_PACKAGE as PACKAGE
 from testbed.host.paths import NODE, PYTHON
 
@@ -52,6 +59,19 @@ CLIENTS = ("chromium", "firefox")
 VIDEO_FPS = 60
 """Frames per second of the screen recording (Browsertime's default: 30): the visual
 metrics' resolution is one frame, 1000 / VIDEO_FPS ms. A campaign's `video_fps`."""
+
+PIPELINES = ("lean", "legacy")
+"""How the screen is recorded (a campaign's `video_pipeline`): `lean`, through
+testbed.measure.ffmpeg_wrapper (the page's rows only, unchanged frames not written);
+`legacy`, Browsertime's own command (every frame of the window at a constant rate)."""
+VIDEO_BIN = Path(__file__).resolve().parent / "video_bin"
+"""The lean pipeline's `ffmpeg` (a link to ffmpeg_wrapper.py), first on Browsertime's
+PATH; root's, in a folder only root may write (checked: wrapper_problem)."""
+TAB_STRIP_PX = {"chromium": 44}
+"""Rows at the top of the window the lean pipeline does not record: Chromium's tab strip
+(40 px at the testbed's 1366x768 window; its loading throbber changes every frame),
+not its toolbar, so the first frame still shows where the orange page begins.
+A browser not named here is recorded whole."""
 
 # Replaced by the launcher with the trial's own rules; set here so that
 # Browsertime does not add its own (it adds none when chrome.args has some).
@@ -100,6 +120,8 @@ class BrowsertimeOptions:
     """Pause after the browser stopped, before the next starts (Browsertime: a fixed
     2000; made an option by setup/browsertime/patch-browsertime.mjs). None is needed:
     the next load waits for the next browser's start (about 0.8 s) anyway."""
+    video_pipeline: str = "lean"
+    """How the screen is recorded: one of PIPELINES."""
     start_settle_ms: int = 100
     """Pause after the browser showed its blank start page, before the preScript
     (Browsertime's timeToSettle, 100; at least 1: Browsertime reads 0 as 100)."""
@@ -201,11 +223,32 @@ def argv(opts: BrowsertimeOptions, url: str, result_dir: Path, check: Path,
     return [*args, url]
 
 
-def env(ctl_dir: Path, opts: BrowsertimeOptions) -> dict[str, str]:
+def wrapper_problem(folder: Path = VIDEO_BIN) -> str | None:
+    """Why the lean pipeline's ffmpeg may not be run (None: it may): the folder, the link,
+    the wrapper it leads to and that file's folder must be root's and writable by root
+    alone, as every program the testbed starts."""
+    link = folder / "ffmpeg"
+    target = link.resolve()
+    for path, st_of in ((folder, os.stat), (link, os.lstat), (target, os.stat),
+                        (target.parent, os.stat)):
+        try:
+            st = st_of(path)
+        except OSError as e:
+            return f"{path}: {e.strerror}"
+        if st.st_uid != 0 or (path != link and st.st_mode & 0o022):
+            return f"{path}: expected root's, writable by root alone"
+    return None
+
+
+def env(ctl_dir: Path, opts: BrowsertimeOptions, client: str = "chromium") -> dict[str, str]:
     """Environment for the Browsertime process (passed through testbed.host.enter)."""
-    return {
+    out = {
         "TESTBED_TRIAL_CTL": str(ctl_dir),
         "TESTBED_CHROMIUM": CHROMIUM,
         "TESTBED_FIREFOX": str(firefox.FIREFOX),
         "PYTHON": str(PYTHON),
     }
+    if opts.video and not opts.headless and opts.video_pipeline == "lean":
+        out["PATH"] = f"{VIDEO_BIN}:{SAFE_PATH}"
+        out["TESTBED_VIDEO_TOP"] = str(TAB_STRIP_PX.get(client, 0))
+    return out

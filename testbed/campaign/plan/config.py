@@ -94,6 +94,12 @@ class Campaign(tomlfile.LoadedFile):
     (its `video_fps`, or the default for its RTT: 60 on DSL and LTE, 20 on DA2GC, 10 on
     MSS; testbed.formats.profiles.frame_rate_for)."""
 
+    video_pipeline: Literal["lean", "legacy"] = "lean"
+    """How the screen is recorded (testbed.measure.browsertime.PIPELINES): `lean`, the
+    page's rows only and a frame only when it changed (the same visual metrics at a
+    fraction of the CPU); `legacy`, every frame of the window at the rate asked, as
+    Browsertime records (kept to compare: bench/cpu_budget --pipeline)."""
+
     def fps_of(self, network: profiles.NetworkProfile) -> int:
         """The frame rate trials on `network` are recorded at."""
         return self.video_fps if self.video_fps is not None else network.fps

@@ -185,7 +185,7 @@ def measure(block: plan_mod.Block, setup: Setup, servers: Servers, work: Path, o
         settle_max_ms=c.settle_max_ms, needed=needed.window,
         limit_ms=completeness.window_limit_ms(needed.bytes, network.downlink_mbit,
                                               network.min_rtt_ms, c.settle_max_ms),
-        video=c.video, video_fps=c.fps_of(network))
+        video=c.video, video_fps=c.fps_of(network), video_pipeline=c.video_pipeline)
     wrap = setup.chains[block.network].argv([])
     blockdir = Path(os.path.join(work, f"block-{block.run}-{int(time.time() * 1000)}"))
     process = BrowsertimeProcess(r.url, opts, blockdir, netns=servers.topology.client.name,
