@@ -4,6 +4,9 @@ or QUIC/HTTP/3 (h3server) inside the replay topology.
     with ReplayEnv(recording, stack="quic") as env:
         ... chromium env.chromium_flags() in env.client_netns ...
 
+deterministic: the copy of a recording both servers serve, its HTML running the pinned
+script (testbed.record.pinned_script).
+
 May import: testbed.host, testbed.formats and the record stage; no later stage,
 no command.
 """
