@@ -34,7 +34,9 @@ def rows(store: Path) -> list[tuple]:
         sys.exit(2)
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return con.execute("SELECT site, network, protocol, fvc_ms, vc85_ms, si_ms, lvc_ms "
+        columns = {r[1] for r in con.execute("PRAGMA table_info(trials)")}
+        setting = "setting" if "setting" in columns else "protocol"  # older stores
+        return con.execute(f"SELECT site, network, {setting}, fvc_ms, vc85_ms, si_ms, lvc_ms "
                            "FROM trials WHERE status = 'ok' AND fvc_ms IS NOT NULL AND "
                            "vc85_ms IS NOT NULL AND si_ms IS NOT NULL AND lvc_ms IS NOT NULL"
                            ).fetchall()

@@ -15,7 +15,10 @@ third-party hosts (one answering with a redirect), and a few 404s. Text is
 gzip-compressed as CDNs send it (mtime 0, so the bytes do not change).
 
 Every URL the page or its scripts ask for is in `resources`, so one load
-records all of it; nothing depends on time, randomness or the viewport. The
+records all of it; nothing depends on time, randomness or the viewport.
+The page paints in stages as real ones do (text first, web fonts swapping
+in, the hero image, content the app inserts, progressive images): the
+layout and where each stage's shape comes from are in corpus/painting.py. The
 sites' own scripts are files beside this one: js/runtime.js (the bundler
 runtime), js/app.js (the app) and js/tracker.js (the analytics tag, its
 BEACONS filled in per site).
@@ -33,7 +36,7 @@ from functools import cache
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from corpus import addressing, catalog, images
+from corpus import addressing, catalog, images, painting
 from corpus.shape import SitePlan
 
 KB = 1024
@@ -170,6 +173,7 @@ class _Builder:
             else:
                 icon_styles.setdefault(o[1], []).append(int(o[2]))
         self.font_uses: list[str] = []
+        self.families = [fam for _, fam in by_family]  # the first one sets the body text
         for (pkg, fam), weights in by_family.items():
             css_left -= 1
             self.head.append(f'<link rel="stylesheet" href="{self._font_css(pkg, fam, weights)}">')
@@ -452,6 +456,8 @@ class _Builder:
         logo = self._url(self.static, "/static/img/logo.svg")
         self.site.add(logo, "svg", images.svg_icon(p.seed, 160))
         hero = image(["jpeg", "webp"], next(it), "hero", (16, 9))
+        self.paint = painting.plan(p.seed)
+        self.paint_rng = random.Random(f"painting-text-{p.seed}")
         slide_imgs = [image(["jpeg", "webp"], next(it), f"slides/{i}", (16, 9))
                       for i in range(slides)]
         card_imgs = [image(["jpeg", "webp", "jpeg", "png"], next(it), f"cards/{i}")
@@ -476,13 +482,13 @@ class _Builder:
                        'gap:.5em;font:16px sans-serif}</style></head><body><form><input type="email" '
                        'placeholder="you@example.org"><button>Subscribe</button></form></body></html>\n')
             self.site.add(url, "html", doc.encode(), headers=(NO_CACHE,))
-        self._api(slide_imgs, lazy_imgs)
+        self._api(slide_imgs, lazy_imgs, hero)
         self._page(hero, card_imgs, icon_urls, logo, iframes)
 
     def _html_estimate(self, cards: int) -> int:
         return 6 * KB + cards * 300
 
-    def _api(self, slides, lazy) -> None:
+    def _api(self, slides, lazy, hero) -> None:
         rng = self.rng
         feed = {"items": [{"id": i, "title": _title(rng), "summary": _words(rng, 20),
                            "tags": [rng.choice(WORDS) for _ in range(3)]}
@@ -491,6 +497,10 @@ class _Builder:
                            for u, w, h in slides],
                 "more": [{"src": u, "width": w, "height": h, "caption": _title(rng)}
                          for u, w, h in lazy]}
+        # Painted after first paint by js/app.js (corpus/painting.py).
+        feed["promo"] = f"{self.p.name}: {_words(self.paint_rng, 12)}"
+        if self.paint.hero == "script":
+            feed["hero"] = {"src": hero[0], "width": hero[1], "height": hero[2]}
         cors = (NO_CACHE, ("access-control-allow-origin", f"https://{self.www}"))
         self.site.add(self.feed, "json", json.dumps(feed, indent=1).encode(), headers=cors)
         for url in self.api_calls[1:]:
@@ -536,6 +546,7 @@ class _Builder:
   <title>{p.name}: {_title(rng)}</title>
   <meta name="description" content="{_words(rng, 20)}">
   <link rel="icon" href="/favicon.ico">
+  <style>{painting.critical_css(self.paint, (self.families or [None])[0])}</style>
 {head}
   <script>window.__SITE__ = {json.dumps(config)};</script>
 {chr(10).join('  ' + t for t in self.tail)}
@@ -543,13 +554,18 @@ class _Builder:
   <script src="{app_url}" defer></script>
 </head>
 <body>
-  <header class="d-flex"><img src="{logo}" width="160" height="160" alt="{p.name}">
+  <header class="top"><img src="{logo}" width="160" height="160" alt="{p.name}">
   <nav>{nav_icons} {' '.join(self.font_uses)}</nav></header>
-  <section class="hero"><img src="{hero[0]}" width="{hero[1]}" height="{hero[2]}"
-    style="width:100%;height:auto" alt=""><h1>{_title(rng)}</h1></section>
+  <div class="fold">
+  <section class="hero">{painting.hero_html(self.paint, *hero)}
+    <h1>{_title(rng)}</h1><p class="lede">{_words(self.paint_rng, 34).capitalize()}.</p></section>
+  <aside class="side">
   <section id="carousel" class="swiper"><div class="swiper-wrapper" id="slides"></div>
     <button id="prev">&lsaquo;</button><button id="next">&rsaquo;</button></section>
+  <div id="promo"></div>
   <section><h2>Latest</h2><ul id="feed"></ul></section>
+  </aside>
+  </div>
   {' '.join(extras)}
   <main>
 {card_html}

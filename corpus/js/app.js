@@ -20,6 +20,14 @@
     document.documentElement.setAttribute('data-modules', n);
   }
   function feed(d) {
+    // Client-side rendering after first paint: the hero (on script-hero pages), the promo.
+    var media = document.getElementById('hero-media');
+    if (d.hero && media) {
+      media.appendChild(el('img', {src: d.hero.src, width: d.hero.width,
+                                   height: d.hero.height, alt: ''}));
+    }
+    var promo = document.getElementById('promo');
+    if (d.promo && promo) promo.appendChild(el('div', {'class': 'promo'}, d.promo));
     var ul = document.getElementById('feed');
     d.items.forEach(function (it) {
       var li = el('li', {'class': 'feed-item'});
