@@ -48,39 +48,48 @@ class Report:
                 "skipped": [list(s) for s in self.skipped]}
 
 
+def _candidate(x: rec.Exchange) -> bool:
+    """An HTML response with a body (not to HEAD, not a 206 part)."""
+    return (x.body is not None and x.method != "HEAD" and x.status != 206
+            and is_html(x.response_headers))
+
+
 def served_recording(recording: rec.Recording, dest: Path, pin: Pin,
                      folder: int | None = None) -> tuple[rec.Recording, Report]:
     """The recording to serve: a copy in `dest` (a new folder) whose HTML responses
-    carry the script; `recording` itself if none does. Bodies are read through the
+    carry the script; `recording` itself if it has no HTML. Bodies are read through the
     recording's folder (`folder`, its descriptor, if given), each checked against its
-    hash. The copy is not loaded again here: the replay checks it as it checks any
-    recording before a server reads it (testbed.replay.env), and so do the servers."""
-    text = script(pin)
+    hash, one at a time (the largest body in memory, not the recording). The copy is not
+    loaded again here: the replay checks it as it checks any recording before a server
+    reads it (testbed.replay.env), and so do the servers."""
     report = Report(pin)
+    if not any(_candidate(x) for x in recording.exchanges):
+        return recording, report
+    text = script(pin)
+    dest.mkdir(mode=0o755)
+    (dest / "bodies").mkdir(mode=0o755)
     rows: list[dict] = []
-    bodies: dict[str, bytes] = {}
-    changed = False
+    copied: dict[str, tuple[str, int]] = {}
+    """A body's hash -> its hash and size in the copy, once written."""
     for x in recording.exchanges:
         row = {k: v for k, v in asdict(x).items() if v is not None or k == "body"}
-        body = b"" if x.body is None else recording.body(x, folder)
-        if body and is_html(x.response_headers) and x.method != "HEAD" and x.status != 206:
+        if x.body is not None and _candidate(x):
+            body = recording.body(x, folder)
             try:
                 headers, body = rewrite(x.response_headers, body, text)
                 row["response_headers"] = [list(h) for h in headers]
                 report.injected += 1
-                changed = True
             except NotInjected as e:
                 report.skipped.append((f"{x.scheme}://{x.host}{x.target}", str(e)))
-        if x.body is not None:
-            row["body"] = rec.sha256(body)
-            row["body_size"] = len(body)
-            bodies[row["body"]] = body
+            row["body"], row["body_size"] = _put(dest, body)
+        elif x.body is not None:
+            if x.body not in copied:
+                copied[x.body] = _put(dest, recording.body(x, folder))
+            row["body"], row["body_size"] = copied[x.body]
         rows.append(row)
     for url, why in report.skipped:
         log.warning("deterministic scripts: %s served as recorded (%s)", url, why)
-    if not changed:
-        return recording, report
-    manifest = _write(dest, recording, rows, bodies)
+    manifest = _write(dest, recording, rows)
     served = rec.Recording(
         path=dest, name=recording.name, url=recording.url, recorded_at=recording.recorded_at,
         loads=recording.loads, origins=recording.origins,
@@ -93,18 +102,22 @@ def served_recording(recording: rec.Recording, dest: Path, pin: Pin,
     return served, report
 
 
+def _put(dest: Path, body: bytes) -> tuple[str, int]:
+    """`body` in the copy's bodies/ (once); its hash and size."""
+    sha = rec.sha256(body)
+    path = dest / "bodies" / sha
+    if not path.exists():
+        path.write_bytes(body)
+        os.chmod(path, 0o644)
+    return sha, len(body)
+
+
 def _pairs(headers: Sequence[Sequence[str]]) -> rec.Headers:
     return tuple((k, v) for k, v in headers)
 
 
-def _write(dest: Path, recording: rec.Recording, rows: Sequence[dict],
-           bodies: dict[str, bytes]) -> dict:
-    """The copy's folder written; its manifest."""
-    dest.mkdir(mode=0o755)
-    (dest / "bodies").mkdir(mode=0o755)
-    for sha, body in bodies.items():
-        (dest / "bodies" / sha).write_bytes(body)
-        os.chmod(dest / "bodies" / sha, 0o644)
+def _write(dest: Path, recording: rec.Recording, rows: Sequence[dict]) -> dict:
+    """The copy's manifest.json written; the manifest."""
     manifest = {
         "format": rec.FORMAT, "name": recording.name, "url": recording.url,
         "recorded_at": recording.recorded_at, "loads": recording.loads,

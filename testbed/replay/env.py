@@ -319,20 +319,21 @@ class ReplayEnv:
     def _pin_scripts(self, exits: ExitStack) -> None:
         """The copy of the recording the servers serve, its HTML running the script."""
         assert self.dir is not None  # made on entry
-        # Every body read is checked against the loaded recording's hash, and the copy is
-        # checked as any recording before a server reads it (_checked_folder).
-        with rec.open_folder(self.recording.path) as fd:
+        with ExitStack() as reading:  # the recording as checked, as a server would read it
+            fd = self._checked_folder(reading, self.recording)
             self.served, self.deterministic = deterministic.served_recording(
                 self.recording, self.dir / "served", deterministic.pin_for(self.recording), fd)
         exits.callback(setattr, self, "served", self.recording)
 
-    def _checked_folder(self, exits: ExitStack) -> int:
+    def _checked_folder(self, exits: ExitStack,
+                        recording: rec.Recording | None = None) -> int:
         """The recording folder, opened once and checked again through that descriptor,
         which the servers inherit and read from (never the path, which its owner may
         point elsewhere meanwhile): InputError if it no longer holds what was loaded."""
-        path = self.served.path
+        recording = recording or self.served
+        path = recording.path
         fd = exits.enter_context(rec.open_folder(path))
-        if rec.load_folder(fd, path).content_sha256 != self.served.content_sha256:
+        if rec.load_folder(fd, path).content_sha256 != recording.content_sha256:
             raise InputError(f"{path / 'manifest.json'}: changed since it was loaded "
                              "(expected the recording as checked)")
         return fd

@@ -181,8 +181,8 @@ def test_x_accel_limit_rate_takes_the_same_time_over_both_stacks(public_dir, mon
     monkeypatch.setattr(nginx, "uwsgi_argv", unruled_uwsgi_argv(nginx.uwsgi_argv))
     recording = rec.load(path)
     got = {}
-    for stack in ("tcp", "quic"):
-        with ReplayEnv(recording, stack) as env:
+    for stack in ("tcp", "quic"):  # the recording itself served (no pinned script)
+        with ReplayEnv(recording, stack, deterministic_scripts=False) as env:
             fetch(env, "/slow")  # the connection's first response: handshakes done
             got[stack] = fetch(env, "/slow")
     tcp, quic = got["tcp"], got["quic"]
@@ -207,7 +207,8 @@ def test_uwsgi_serves_exactly_the_recording_folder_root_checked(folder, public_d
                 "response_headers": [["content-type", "text/html"]]}
         rec.write(parent, {"name": "rec", "url": f"https://{WWW}/",
                            "recorded_at": "2026-01-01T00:00:00Z", "loads": 1}, [(good, body)])
-    cp = subprocess.run([TESTBED, "replay", str(real / "rec"), "--stack", "tcp", "--",
+    cp = subprocess.run([TESTBED, "replay", str(real / "rec"), "--stack", "tcp",
+                         "--no-deterministic-scripts", "--",  # uWSGI given the folder itself
                          "curl", "-sk", "-m", "20", "--resolve", f"{WWW}:443:{IP}",
                          f"https://{WWW}/"],
                         check=False, capture_output=True, text=True, timeout=120)
