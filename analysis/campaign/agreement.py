@@ -7,8 +7,9 @@ difference of their relative differences with a 95 % CI. The CI combines the
 two campaigns' bootstrap CIs as independent normal errors: half-width
 sqrt(h_A^2 + h_B^2), h being each CI's half-width. The overall agreement
 score is the share of sites tested in both whose verdicts agree. The
-manifests' differences (versions, calibration, sysctls, hashes) come first,
-because they are the first suspects when verdicts differ.
+manifests' differences (versions, calibration, sysctls, hashes) are listed,
+suspects first, because they are the first suspects when verdicts differ; an
+export carries no manifest, so a folder and its own export show none.
 """
 
 from __future__ import annotations
@@ -106,6 +107,15 @@ def manifest_diff(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
 _MISSING = object()
 
 
+def manifests_diff(a: Manifest | None, b: Manifest | None) -> pd.DataFrame:
+    """manifest_diff() of two campaigns' manifests; none when either has no manifest (an
+    export carries none: a folder and its own export are one campaign, not 45 keys
+    "(absent)" apart)."""
+    if a is None or b is None:
+        return manifest_diff({}, {})
+    return manifest_diff(_document(a), _document(b))
+
+
 def _text(value: object) -> str:
     return "(absent)" if value is None else str(value)
 
@@ -161,7 +171,7 @@ def agreement(trials_a: pd.DataFrame, trials_b: pd.DataFrame,
     tested_total = int(sites["agree"].notna().sum())
     score = float(sites["agree"].sum()) / tested_total if tested_total else float("nan")
     return Agreement(sites=sites, summary=summary,
-                     manifest_diff=manifest_diff(_document(manifest_a), _document(manifest_b)),
+                     manifest_diff=manifests_diff(manifest_a, manifest_b),
                      score=score, baseline=baseline, pairs=pairs,
                      equivalence=cell_equivalence(logs[0], logs[1], pairs, margin,
                                                   equivalence_alpha),

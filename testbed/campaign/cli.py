@@ -278,7 +278,7 @@ FIXED = ("scheduler", "coordinator")
 @click.group(cls=Group)
 def cluster():
     """A Dask cluster of several machines: the credentials its members talk TLS with
-    (README, "On several machines (Dask)")."""
+    (docs/clusters.md)."""
 
 
 @cluster.command()
@@ -369,7 +369,7 @@ def upgrade_manifest(folders: tuple[Path, ...]):
 def export(source: Path, csv_out: str | None, parquet_out: str | None,
            table: str = "trials"):
     """Export a campaign's trials (or their connections) as CSV or Parquet, the store's
-    columns.
+    columns. What it wrote (the file, its row count) goes to stderr.
 
     SOURCE is what `testbed report` takes: a campaign results folder (with
     trials.sqlite), its store (.sqlite) or an export (.csv, .csv.gz, .parquet).
@@ -406,3 +406,6 @@ def export(source: Path, csv_out: str | None, parquet_out: str | None,
             assert parquet_out is not None  # exactly one of the two is given
             safefs.write_out_file(Path(parquet_out), df.to_parquet(index=False),
                                   "--parquet")
+    kind = "CSV" if csv_out is not None else "Parquet"
+    click.echo(f"testbed: wrote {'to stdout' if target == '-' else target}: {len(df)} rows "
+               f"of table {table} ({kind})", err=True)

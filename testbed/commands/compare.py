@@ -43,22 +43,38 @@ SHOWN_DIFFS = 20
 def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: float, test: str,
             correction: str, margin: float, equivalence_alpha: float | None,
             as_json: bool = False):
-    """Compare two campaigns' results (folders or exports): their manifests' differences
-    first, then per pair, network and metric how many sites get the same verdict
-    (win / tie / loss) in both, the median difference of relative differences, and
-    the overall agreement score. Runs without root."""
-    from analysis.campaign.agreement import agreement_of
-    from results_contract.load import ResultsError
-    from results_contract.schema import label
+    """Compare two campaigns' results (folders or exports): whether they reach the same
+    verdicts. First the agreement (how many sites get the same verdict, win / tie /
+    loss, in both) and the equivalence of their effects, then per pair, network and
+    metric the agreement and the median difference of relative differences, the
+    equivalence per cell, and last the manifests' differences. An export carries no manifest: a folder and its own export
+    compare as the same campaign. Two campaigns with no site, network and setting in
+    common print what each has and their manifests' differences, and exit 2. Runs
+    without root."""
+    from analysis.campaign.agreement import agreement, manifest_diff, read_manifest
+    from results_contract.load import ResultsError, load
 
     if out is not None:  # root may write there: checked before anything is read
         out = safefs.check_out_dir(out, "--out")
     try:
-        result = agreement_of(a, b, baseline=baseline, alpha=alpha, test=test,
-                              correction=correction, margin=margin,
-                              equivalence_alpha=equivalence_alpha)
+        ta, tb = load(a), load(b)
+        ma = read_manifest(a) if a.is_dir() else None
+        mb = read_manifest(b) if b.is_dir() else None
     except ResultsError as e:
         raise InputError(str(e)) from e
+    missing = _nothing_in_common(ta, tb)
+    if missing:
+        diff = manifest_diff(*(m.document() if m else {} for m in (ma, mb)))
+        if not as_json:
+            for line in missing:
+                echo(line)
+            _echo_manifests(diff, ma, mb, None)
+        raise InputError(f"{a} and {b}: no site, network and setting pair in common to "
+                         "compare" + ("" if as_json else " (what each has: above)"))
+    try:
+        result = agreement(ta, tb, ma, mb, baseline=baseline, alpha=alpha, test=test,
+                           correction=correction, margin=margin,
+                           equivalence_alpha=equivalence_alpha)
     except ValueError as e:  # a baseline neither campaign has
         raise InputError(f"--baseline: {e}") from e
     if result.sites.empty:
@@ -68,28 +84,62 @@ def compare(a: Path, b: Path, out: Path | None, baseline: str | None, alpha: flo
         jsonout.echo(json_doc(result, a, b, written))
         return
 
-    diff = result.manifest_diff
+    from results_contract.schema import label
+
+    tested = int(result.sites["agree"].notna().sum())
+    score = "n/a (no site tested in both)" if tested == 0 else f"{result.score:.1%}"
+    echo(f"agreement: {score} of {tested} site verdicts (baseline {result.baseline}; "
+         f"per-site test {test}, correction {correction}, p < {alpha})")
+    _echo_equivalence_summary(result)
+    echo(_trials_line(ta, tb))
+    for warning in result.warnings:
+        echo(f"warning: {warning}")
+    echo("")
+    echo(f"{'pair':<22} {'network':<8} {'metric':<6} {'agree':>9} {'median Δrel':>12}")
+    for r in result.summary.itertuples(index=False):
+        share = "–" if r.tested == 0 else f"{r.agreeing}/{r.tested}"
+        echo(f"{label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
+             f"{label(r.metric):<6} {share:>9} {r.median_diff_rel:>+11.1%}")
+    _echo_equivalence(result)
+    _echo_manifests(result.manifest_diff, ma, mb, out)
+    for path in written:
+        echo(f"wrote {path}")
+
+
+def _nothing_in_common(ta, tb) -> list[str]:
+    """What each campaign has, one line each, when they share no site, network or
+    setting ([] when they share at least one of each)."""
+    kinds = ("site", "network", "setting")
+    if all(set(ta[k]) & set(tb[k]) for k in kinds):
+        return []
+    lines = []
+    for name, t in (("A", ta), ("B", tb)):
+        lines.append(f"{name}: " + "; ".join(
+            f"{k}s {_short(', '.join(sorted(map(str, set(t[k])))), 80)}" for k in kinds))
+    shared = [k + "s" for k in kinds if not set(ta[k]) & set(tb[k])]
+    lines.append(f"in common: no {' and no '.join(shared)}")
+    return lines
+
+
+def _trials_line(ta, tb) -> str:
+    both = len(set(ta["trial_id"]) & set(tb["trial_id"]))
+    return f"trials: A {len(ta)}, B {len(tb)}, {both} ids in both"
+
+
+def _echo_manifests(diff, ma, mb, out: Path | None) -> None:
+    """The manifests' differences (SHOWN_DIFFS of them); none compared when a side has
+    no manifest (an export carries none)."""
+    absent = [name for name, m in (("A", ma), ("B", mb)) if m is None]
+    if absent:
+        echo(f"manifests: not compared ({' and '.join(absent)} without one: an export "
+             "carries no manifest)")
+        return
     echo(f"manifests: {len(diff)} difference(s)" + (":" if len(diff) else ""))
     for row in diff.head(SHOWN_DIFFS).itertuples(index=False):
         echo(f"  {row.key}: {_short(row.a)} | {_short(row.b)}")
     if len(diff) > SHOWN_DIFFS:
         echo(f"  ... {len(diff) - SHOWN_DIFFS} more" + (" in manifest_diff.csv" if out
                                                           else " (--out DIR lists all)"))
-    echo(f"baseline: {result.baseline}; per-site test: {test}, correction {correction}, "
-          f"p < {alpha}")
-    echo(f"{'pair':<22} {'network':<8} {'metric':<6} {'agree':>9} {'median Δrel':>12}")
-    for r in result.summary.itertuples(index=False):
-        share = "–" if r.tested == 0 else f"{r.agreeing}/{r.tested}"
-        echo(f"{label(r.a) + ' vs ' + label(r.b):<22} {label(r.network):<8} "
-              f"{label(r.metric):<6} {share:>9} {r.median_diff_rel:>+11.1%}")
-    tested = int(result.sites["agree"].notna().sum())
-    score = "n/a (no site tested in both)" if tested == 0 else f"{result.score:.1%}"
-    echo(f"agreement: {score} of {tested} site verdicts")
-    _echo_equivalence(result)
-    for warning in result.warnings:
-        echo(f"warning: {warning}")
-    for path in written:
-        echo(f"wrote {path}")
 
 
 def _out_files(result, a: Path, b: Path) -> dict[str, bytes]:
@@ -119,6 +169,18 @@ def json_doc(result, a: Path, b: Path, written) -> dict:
             "written": written}
 
 
+def _echo_equivalence_summary(result) -> None:
+    """One line: how many cells' effects are equivalent, different, inconclusive."""
+    eq = result.equivalence
+    if eq is None or eq.empty:
+        return
+    counts = eq["verdict"].value_counts()
+    echo("equivalence: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in
+                                     ("equivalent", "different", "inconclusive"))
+         + f" of {len(eq)} cells (margin ±{result.margin:.1%}, "
+           f"TOST at {result.equivalence_alpha:g})")
+
+
 def _echo_equivalence(result) -> None:
     """Per pair, network and metric: the TOST verdict on the campaigns' effects."""
     from results_contract.schema import label
@@ -138,11 +200,7 @@ def _echo_equivalence(result) -> None:
         elif r.verdict == "inconclusive" and r.runs_needed <= r.runs:
             line += f"; {r.runs:.0f} runs would do for no shift: this shift keeps it open"
         echo(line)
-    counts = eq["verdict"].value_counts()
-    echo("equivalence: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in
-                                     ("equivalent", "different", "inconclusive"))
-         + f" of {len(eq)} cells")
-    if counts.get("inconclusive", 0):
+    if eq["verdict"].eq("inconclusive").any():
         from analysis.campaign.agreement import EQUIVALENCE_POWER
 
         echo(f"  runs: per setting and site in each campaign for {EQUIVALENCE_POWER:.0%} power "

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from results_contract.schema import STATUSES
 from testbed import jsonout
 from testbed.console import clean_lines
 from testbed.errors import InputError
@@ -21,23 +22,41 @@ DEFAULT_REPORTS = Path("reports")
 
 @click.command()
 @click.argument("source", type=click.Path(path_type=Path))
+@click.option("--site", "sites", multiple=True, metavar="NAME",
+              help="Only this site's trials (repeatable).")
+@click.option("--network", "networks", multiple=True, metavar="NAME",
+              help="Only this network's trials (repeatable).")
+@click.option("--setting", "settings", multiple=True, metavar="NAME",
+              help="Only this setting's trials (repeatable).")
+@click.option("--protocol", "old_settings", multiple=True, metavar="NAME", hidden=True,
+              help="The old name of --setting (docs/glossary.md, Retired).")
+@click.option("--status", "statuses", multiple=True, type=click.Choice(STATUSES),
+              help="Only the trials of this status (repeatable).")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the trials as JSON (a list of trial_id, status, reason).")
-def trials(source: Path, as_json: bool):
-    """List every trial of a campaign: its id (what `testbed trial` takes) and status
-    (ok, or failed with the reason), by site, network, setting and run.
+              help="Print the trials as JSON (a list of trial_id, site, network, setting, "
+                   "run, status, reason).")
+def trials(source: Path, sites: tuple[str, ...], networks: tuple[str, ...],
+           settings: tuple[str, ...], old_settings: tuple[str, ...],
+           statuses: tuple[str, ...], as_json: bool):
+    """List the trials of a campaign: each one's id (what `testbed trial` takes) and
+    status (ok, or failed with the reason), by site, network, setting and run.
 
     SOURCE is what `testbed report` takes: a campaign results folder (with
     trials.sqlite), its store (.sqlite) or an export (.csv, .csv.gz, .parquet).
+    --site, --network and --setting narrow the list as they narrow `testbed run`;
+    --status keeps the ok or the failed trials. A count goes to stderr.
     """
     from results_contract.load import ResultsError, load
     try:
         df = load(source)
     except ResultsError as e:
         raise InputError(str(e)) from e
+    df = narrowed(df, {"site": sites, "network": networks,
+                       "setting": settings + old_settings, "status": statuses}, source)
     df = df.sort_values(["site", "network", "setting", "run"], kind="stable")
-    rows = [{"trial_id": r.trial_id, "status": r.status, "reason": r.reason}
-            for r in df[["trial_id", "status", "reason"]].itertuples(index=False)]
+    rows = [{"trial_id": r.trial_id, "site": r.site, "network": r.network,
+             "setting": r.setting, "run": int(r.run), "status": r.status, "reason": r.reason}
+            for r in df[list(LISTED)].itertuples(index=False)]
     if as_json:
         jsonout.echo(rows)
         return
@@ -47,6 +66,29 @@ def trials(source: Path, as_json: bool):
                                + (f"\t{reason}" if reason else "")))
     ok = sum(r["status"] == "ok" for r in rows)
     click.echo(f"{len(rows)} trials: {ok} ok, {len(rows) - ok} failed", err=True)
+
+
+LISTED = ("trial_id", "site", "network", "setting", "run", "status", "reason")
+"""The columns `testbed trials --json` prints per trial."""
+
+OPTIONS = {"site": "--site", "network": "--network", "setting": "--setting",
+           "status": "--status"}
+
+
+def narrowed(df, wanted: dict[str, tuple[str, ...]], source: Path):
+    """The rows whose column holds one of the values named for it (none named: any); a
+    site, network or setting the source lacks is an InputError naming those it has."""
+    for column, values in wanted.items():
+        if not values:
+            continue
+        have = sorted(set(df[column].dropna().astype(str)))
+        unknown = [v for v in values if v not in have and column != "status"]
+        if unknown:
+            shown = clean_lines(", ".join(have))
+            raise InputError(f"{OPTIONS[column]} {clean_lines(unknown[0])}: expected one of "
+                             f"the {column}s of {source} ({shown})")
+        df = df[df[column].astype(str).isin(values)]
+    return df
 
 
 @click.command()
@@ -67,7 +109,7 @@ def trial(results: Path, trial_id: str, output: Path | None, no_filmstrip: bool,
     page with a waterfall of its requests and a filmstrip of its video.
 
     RESULTS is a campaign results folder; TRIAL_ID a trial's id as the store has it
-    (site+network+protocol+run; `testbed trials RESULTS` lists them with their
+    (site+network+setting+run; `testbed trials RESULTS` lists them with their
     status). The results are only read: the page goes to --output. It is one file
     with everything inline (no network, no script): a waterfall row per HAR entry
     with its host, protocol, connection and timing phases, the trial's connections

@@ -1,4 +1,4 @@
-"""`testbed compare A B`: verdict agreement between two campaigns, manifests' differences first."""
+"""`testbed compare A B`: verdict agreement between two campaigns, the agreement first."""
 
 from __future__ import annotations
 
@@ -76,8 +76,10 @@ def test_manifest_differences_list_suspects_first():
 def test_cli_self_and_other(folder, tmp_path):
     done = CliRunner().invoke(cli, ["compare", str(folder), str(folder)])
     assert done.exit_code == 0, done.output
-    assert done.output.startswith("manifests: 0 difference(s)")
-    assert "agreement: 100.0% of 432 site verdicts" in done.output
+    lines = done.output.splitlines()
+    assert lines[0].startswith("agreement: 100.0% of 432 site verdicts (baseline tcp;")
+    assert lines[1].startswith("equivalence: ") and " of " in lines[1]
+    assert "manifests: 0 difference(s)" in lines
 
     other = tmp_path / "other"
     synthetic.write_folder(synthetic.campaign(sites=4, networks=["dsl"], runs=10, seed=7), other,
@@ -86,8 +88,9 @@ def test_cli_self_and_other(folder, tmp_path):
                                     str(tmp_path / "cmp")])
     assert done.exit_code == 0, done.output
     lines = done.output.splitlines()
-    assert lines[0] == "manifests: 1 difference(s):"
-    assert lines[1] == "  versions.chromium: 130.0 | 131.0"
+    assert lines[0].startswith("agreement: ")
+    at = lines.index("manifests: 1 difference(s):")
+    assert lines[at + 1] == "  versions.chromium: 130.0 | 131.0"
     sites = pd.read_csv(tmp_path / "cmp" / "sites.csv")
     assert set(sites["network"]) == {"dsl"} and len(sites) == 6 * 9 * 4
     assert json.loads((other / "manifest.json").read_text())["synthetic"] is True

@@ -43,7 +43,7 @@ def test_folder_names_with_uri_characters_read_their_own_store_read_only(tmp_pat
         before = listing(tmp_path)
         done = CliRunner().invoke(export, [str(res), "--csv", "-"])
         assert done.exit_code == 0, (name, done.output)
-        assert len(done.output.strip().splitlines()) == 1 + len(TRIALS), name
+        assert len(done.stdout.strip().splitlines()) == 1 + len(TRIALS), name
         assert listing(tmp_path) == before, name  # nothing made or left (-wal, -shm, a)
 
 
