@@ -195,10 +195,12 @@ TRIALS = (
            "How many of the resources the recording's page needs (its top document's "
            "recorded URLs with a status below 400, docs/completeness.md) the trial did "
            "not obtain: 0 for every ok trial; the first few are named in `reason` and all "
-           "in trial.json. NULL when not judged (no HAR) or in stores made before it."),
+           "in the trial folder's evidence file. NULL when not judged (no HAR, or a "
+           "recording of several loads that does not say which asked for what) or in "
+           "stores made before it."),
     Column("after_onload_resources", INTEGER_KIND, False,
            "How many URLs the trial obtained that it asked for after its load event (the "
-           "page's post-load work the window waited for; listed in trial.json). NULL "
+           "page's post-load work the window waited for; listed in the evidence file). NULL "
            "when not judged or in stores made before it."),
 )
 """Every column of table `trials`, in the contract's order: the one definition of the

@@ -25,7 +25,8 @@ class Scripted(Runner):
         self.script, self.calls = script, {}
         self.settings = {p: server_options(p, fq=False) for p in PROTOS}
         self.networks = {"dsl": SimpleNamespace(min_rtt_ms=24)}
-        self.recordings = {"s": SimpleNamespace(hosts=["a.test", "b.test"])}
+        self.recordings = {"s": SimpleNamespace(hosts=["a.test", "b.test"], loads=1,
+                                                exchanges=(), url="https://a.test/")}
 
     def _measure_block(self, block, servers, work, progress, task):
         out = []
