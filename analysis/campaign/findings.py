@@ -33,6 +33,7 @@ from analysis.statistics import claims, site_regression
 from analysis.statistics.across import site_table, t_test
 from analysis.statistics.design import welch
 from analysis.statistics.stats import measurements
+from analysis.statistics.wording import NO_DIFFERENCE
 from results_contract import profiles_meta
 from results_contract.schema import METRIC_LABELS, label
 
@@ -594,7 +595,7 @@ def _site_tests(f: Finding, network: str, x: str, y: str, metric: str,
     return {**out, "verdict": claims.INCONCLUSIVE,
             "why": f"Faster on fewer than {f.min_win_share:.0%} of the sites"
                    + (f" or slower on more than {f.max_loss_share:.0%}" if wins else "")
-                   + " (ties: no significant difference on that site)."}
+                   + f" (ties: {NO_DIFFERENCE} on that site)."}
 
 
 def _same(f: Finding, network: str, x: str, y: str, metric: str,

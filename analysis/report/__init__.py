@@ -4,6 +4,7 @@
 - `report`: `write_report`, the report folder (index.html, plots/, tables/, findings.md);
 - `report_sections`: the sections beside the statistics (distributions, per-site
   tests, setup, drift);
+- `scorecard`: the scorecard (sites x settings per network) and a page per site;
 - `report_inspect`: the sections that open trials (examples, BBR, transport);
 - `setup`: the setup tables (networks, settings, runs as run);
 - `trial_page`: one trial's page;

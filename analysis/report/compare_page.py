@@ -41,6 +41,20 @@ def figures(result: Agreement) -> dict[str, bytes]:
     return out
 
 
+EQUIVALENCE_FORMATS = {"shift": "{:+.1%}", "shift_low": "{:+.1%}", "shift_high": "{:+.1%}",
+                       "p_tost": "{:.2g}", "p_diff": "{:.2g}", "margin": "{:.1%}"}
+
+
+def equivalence_headers(alpha: float) -> dict[str, str]:
+    """Human headers of the equivalence table; its interval is the (1 − 2 alpha) one the
+    two one-sided tests at `alpha` use (98 % at 0.01), said in its header."""
+    level = f"{1 - 2 * alpha:.0%}"
+    return {"a": "setting", "b": "vs", "sites": "sites", "shift": "shift (ratio − 1)",
+            "shift_low": f"{level} CI low", "shift_high": f"{level} CI high",
+            "p_tost": "p (equivalence)", "p_diff": "p (difference)", "margin": "margin ±",
+            "runs_needed": "runs needed (80 % power)"}
+
+
 def page(result: Agreement, a: str, b: str, csv_names: Sequence[str],
          figure_names: Sequence[str]) -> bytes:
     """index.html: the campaigns, warnings, score, per-cell agreement, equivalence,
@@ -54,7 +68,9 @@ def page(result: Agreement, a: str, b: str, csv_names: Sequence[str],
                                                "median_diff_rel": "{:+.1%}"},
                       rename={"a": "setting", "b": "vs", "tested": "tested in both",
                               "median_diff_rel": "median A − B of the relative difference"}),
-        equivalence=table(result.equivalence) if result.equivalence is not None else None,
+        equivalence=(table(result.equivalence, formats=EQUIVALENCE_FORMATS,
+                           rename=equivalence_headers(result.equivalence_alpha))
+                     if result.equivalence is not None else None),
         diffs=table(diff.head(SHOWN_DIFFS)), more_diffs=max(len(diff) - SHOWN_DIFFS, 0),
         figures=[{"file": f, "title": full_name(f.removeprefix("diff-rel-")
                                                 .removesuffix(".svg"))} for f in figure_names],

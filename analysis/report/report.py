@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -34,11 +35,14 @@ from analysis.report.report_sections import (
     setup_tables,
     site_tests,
 )
+from analysis.report.scorecard import scorecard, scorecard_metric, site_pages
 from analysis.statistics import machine_load, report_stats
+from analysis.statistics.connections import connections_of
 from analysis.statistics.design import DESIGN_METRICS
 from analysis.statistics.inference import CORRECTIONS, TESTS
 from analysis.statistics.stats import sort_table
 from analysis.statistics.visits import visit_pivot
+from analysis.statistics.wording import BOOTSTRAP_MIN_SITES, DASH, NO_DIFFERENCE, finite, pct
 from results_contract import profiles_meta, trial_folder
 from results_contract.cells import spreadsheet_safe
 from results_contract.manifest import Manifest
@@ -78,14 +82,36 @@ def _html_table(df: pd.DataFrame, formats: dict[str, str] | None = None,
     formatters = {}
     for column in shown.columns:
         if column in formats:
-            formatters[column] = formats[column].format
+            formatters[column] = _finite_or_dash(formats[column])
         elif pd.api.types.is_float_dtype(shown[column]):
-            formatters[column] = "{:.1f}".format
+            formatters[column] = _finite_or_dash("{:.1f}")
+        elif (pd.api.types.is_object_dtype(shown[column])
+              or pd.api.types.is_string_dtype(shown[column])):  # None or "None": a dash
+            shown[column] = shown[column].map(_text_or_dash)
     shown = shown.rename(columns=rename or {})
     formatters = {(rename or {}).get(k, k): v for k, v in formatters.items()}
     result: str = shown.to_html(index=False, formatters=formatters, na_rep="–", border=0,
                                 classes="table", escape=True)
     return result
+
+
+def _finite_or_dash(fmt: str) -> Callable[[Any], str]:
+    """`fmt` applied to a finite number; a dash for NaN, inf, None or text."""
+    def shown(v: Any) -> str:
+        if isinstance(v, str):
+            return str(_text_or_dash(v))
+        return str(fmt.format(v)) if finite(v) else DASH
+    return shown
+
+
+def _text_or_dash(v: Any) -> Any:
+    """A cell of a text column: a dash where it holds no value (None, NaN, 'None', 'nan',
+    an infinite number), else the value as it is."""
+    if v is None or (isinstance(v, float) and not finite(v)):
+        return DASH
+    if isinstance(v, str) and v.strip().lower() in ("none", "nan", "inf", "-inf", "+inf"):
+        return DASH
+    return v
 
 
 def _relative_pivot(a: Analysis) -> pd.DataFrame:
@@ -94,7 +120,7 @@ def _relative_pivot(a: Analysis) -> pd.DataFrame:
     rs = a.relative_summary
     if rs.empty:
         return pd.DataFrame()
-    rs = rs.assign(cell=[f"{m:+.1%} ({round(f * n)}/{n} faster)" for m, f, n in
+    rs = rs.assign(cell=[f"{pct(m)} ({round(f * n)}/{n} faster)" for m, f, n in
                          zip(rs["median"], rs["faster"], rs["sites"])])
     pivot = rs.pivot(index=["network", "metric"], columns="setting", values="cell")
     pivot = pivot.reindex(columns=settings_in(pivot.columns))
@@ -129,7 +155,7 @@ def _design_pivot(a: Analysis) -> pd.DataFrame:
     if d.empty:
         return pd.DataFrame()
     d = d.assign(pair=[f"{label(t)} − 1 RTT vs {label(q)}" for t, q in zip(d["tcp"], d["quic"])],
-                 cell=[f"{x:+.1f} ms ({y:+.2f} [{lo:+.2f}, {hi:+.2f}] RTT)" for x, y, lo, hi in
+                 cell=[_design_cell(*v) for v in
                        zip(d["diff_ms"], d["diff_rtt"], d["diff_rtt_low"], d["diff_rtt_high"])])
     rank = {"pair": {p: i for i, p in enumerate(dict.fromkeys(d["pair"]))},
             "site": {s: i for i, s in enumerate(sorted(set(d["site"])))},
@@ -141,6 +167,24 @@ def _design_pivot(a: Analysis) -> pd.DataFrame:
                               key=lambda s: s.map(lambda v: rank[s.name].get(v, len(rank[s.name]))))
     pivot["metric"] = pivot["metric"].map(label)
     return pivot.rename(columns={c: label(c) for c in pivot.columns})
+
+
+def _design_cell(ms: float, rtt: float, low: float, high: float) -> str:
+    """'difference ms (difference / RTT [95 % CI] RTT)', a dash for what cannot be had."""
+    num = _finite_or_dash("{:+.2f}")
+    ci = f" [{num(low)}, {num(high)}]" if finite(low) and finite(high) else ""
+    return f"{_finite_or_dash('{:+.1f}')(ms)} ms ({num(rtt)}{ci} RTT)"
+
+
+def runs_per_setting(trials: pd.DataFrame) -> str:
+    """Ok runs per site × network × setting as the groups have them: '31', or '29–31'
+    when they differ; a dash without ok trials."""
+    ok = trials[trials["status"] == OK]
+    if ok.empty:
+        return DASH
+    n = ok.groupby(["site", "network", "setting"], observed=True).size()
+    low, high = int(n.min()), int(n.max())
+    return str(low) if low == high else f"{low}–{high}"
 
 
 SUMMARY_HEADERS = {"n": "n (ok runs)", "mean": "mean (ms)", "median": "median (ms)",
@@ -194,8 +238,13 @@ def _write(a: Analysis, out: Path, source: str, manifest: Manifest | None,
     env = pages.environment()
     trial_page = _trial_links(a, out, results_dir, env)
     inspect = inspect_sections(a, out, results_dir, _table_or_none)
+    conns = connections_of(results_dir) if results_dir is not None else None
+    site_pages(a, out, results_dir, conns)
     page = env.get_template("report.html.j2").render(
-        source=source, a=a, overview=a.overview, label=label, figures=figures,
+        source=source, a=a, overview=a.overview, label=label,
+        grids=scorecard(a), metric=full_name(scorecard_metric(a)), alpha=a.config.alpha,
+        baseline=label(a.baseline), no_difference=NO_DIFFERENCE,
+        runs_per_setting=runs_per_setting(a.trials), bootstrap_min_sites=BOOTSTRAP_MIN_SITES, figures=figures,
         distributions=distributions, drift=drift,
         distribution_table=_table_or_none(a.distribution),
         site_tests=site_tests(a, _table_or_none),

@@ -100,7 +100,7 @@ def _examples(a: Analysis, out: Path, results_dir: Path | None) -> Markup | None
     for r in ex.itertuples(index=False):
         href = written.get(r.trial_id) if results_dir is not None else None
         if results_dir is not None and r.trial_id not in written:
-            href = _write_page(a, out, Path(results_dir), str(r.trial_id), conns)
+            href = write_page(a, out, Path(results_dir), str(r.trial_id), conns)
             written[r.trial_id] = href
         cells.setdefault((r.network, r.setting), []).append(
             {"href": href, "trial_id": r.trial_id, "text": f"{r.which} {r.value:.0f} ms"})
@@ -108,8 +108,10 @@ def _examples(a: Analysis, out: Path, results_dir: Path | None) -> Markup | None
         {"network": label(n), "setting": label(p), "cells": c} for (n, p), c in cells.items()])
 
 
-def _write_page(a: Analysis, out: Path, results_dir: Path, trial_id: str,
-                conns: pd.DataFrame) -> str | None:
+def write_page(a: Analysis, out: Path, results_dir: Path, trial_id: str,
+               conns: pd.DataFrame | None) -> str | None:
+    """Write out/trials/<id>.html (no filmstrip: ffmpeg per page would take minutes);
+    its link relative to `out`, or None when a kept file is unsafe or broken."""
     try:
         view = trial_view(results_dir, trial_id, trials=a.trials, conns=conns,
                           filmstrip=False)

@@ -21,5 +21,6 @@ bottom of `analysis`: may import `results_contract` and its own modules only.
 - `clients`: the browsers of a campaign;
 - `site_regression`: what a pair's per-site effect goes with (page bytes, origins,
   pooling, machine load; OLS with robust errors), and the pages like the paper's;
-- `report_stats`: the reviewer's tables (across sites, paired, diagnostics, planner).
+- `report_stats`: the reviewer's tables (across sites, paired, diagnostics, planner);
+- `wording`: one wording per verdict and a dash for a number that cannot be had.
 """

@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.statistics.wording import BOOTSTRAP_MIN_SITES
+
 KEYS = ["a", "b", "network", "metric"]
 COLUMNS = KEYS + ["sites", "estimate", "low", "high", "boot_low", "boot_high", "p",
                   "verdict", "estimate_ms", "low_ms", "high_ms", "rtt_ms", "estimate_rtt",
@@ -152,7 +154,8 @@ def across_sites(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     (estimate) with its t interval (low, high), studentized site-bootstrap interval
     (boot_low, boot_high), the t test's p and verdict at `alpha`; the same in ms
     (at the geometric mean of b over sites) and in RTTs of the network (`rtts`:
-    network -> ms)."""
+    network -> ms). The bootstrap interval is NaN below BOOTSTRAP_MIN_SITES sites
+    (where its coverage was checked; analysis.statistics.wording)."""
     sites = site_table(meas, pairs)
     rtts = dict(rtts) if rtts is not None else {}
     rows = []
@@ -160,7 +163,8 @@ def across_sites(meas: pd.DataFrame, pairs: Sequence[tuple[str, str]],
             sites.groupby(KEYS, sort=False, observed=True)):
         d = g["d"].to_numpy(dtype=float)
         t = t_test(d, confidence)
-        blo, bhi = bootstrap_ci(d, confidence, resamples, seed + k)
+        blo, bhi = (bootstrap_ci(d, confidence, resamples, seed + k)
+                    if int(np.sum(~np.isnan(d))) >= BOOTSTRAP_MIN_SITES else (np.nan, np.nan))
         scale = float(np.exp(np.log(g["gm_b"]).mean()))
         rtt = float(rtts.get(network, np.nan))
         est, lo, hi = (float(np.expm1(x)) for x in (t["mean"], t["low"], t["high"]))

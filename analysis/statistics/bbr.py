@@ -36,6 +36,7 @@ import pandas as pd
 from analysis.statistics import across
 from analysis.statistics.connections import with_trials
 from analysis.statistics.stats import compare, measurements, sort_table
+from analysis.statistics.wording import DASH, NO_DIFFERENCE, finite, interval, pct
 from results_contract import profiles_meta, trial_folder
 from results_contract.load import ResultsError
 from results_contract.schema import OK, label, networks_in
@@ -48,8 +49,6 @@ LONG_RTT_MS = 100.0
 """A path's minimum RTT from which it counts as long."""
 LOW_RTT_MS = 50.0
 """A path's minimum RTT below which it counts as low."""
-CLEAR = 0.01
-"""A median relative difference smaller than this (1 %) is no clear difference."""
 
 SEED_CLAIMS = (
     ("lossy", "BBR helps on lossy paths (loss > 0)"),
@@ -262,8 +261,11 @@ def across_site_test(rows: pd.DataFrame, value: str = "d") -> dict[str, Any]:
 
 
 def _interval(t: dict[str, Any]) -> str:
-    return (f"geometric mean {t['estimate']:+.1%} [{t['low']:+.1%}, {t['high']:+.1%}] over "
-            f"{t['sites']} sites, t test across sites p = {t['p']:.2g}")
+    """The estimate with its 95 % t interval and p; a dash for what cannot be had
+    (fewer than 3 sites, no spread), never nan."""
+    p = f"p = {t['p']:.2g}" if finite(t["p"]) else f"p {DASH}"
+    return (f"geometric mean {pct(t['estimate'])}, 95 % CI {interval(t['low'], t['high'])} "
+            f"over {t['sites']} sites, t test across sites {p}")
 
 
 def claims(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01,
@@ -330,9 +332,7 @@ def findings(effects: pd.DataFrame, delivery: pd.DataFrame, alpha: float = 0.01)
     for r in summary_by_path(effects, alpha).itertuples(index=False):
         if r.sites == 0:
             continue
-        word = {"helped": "helped", "hurt": "hurt"}.get(
-            r.verdict, "made no clear difference" if abs(r.estimate) < CLEAR
-            else "made no significant difference")
+        word = {"helped": "helped", "hurt": "hurt"}.get(r.verdict, f"made {NO_DIFFERENCE}")
         g = effects[(effects["stack"] == r.stack) & (effects["network"] == r.network)]
         loss = r.loss_percent
         path = (f"RTT {r.rtt_ms:.0f} ms, " + ("loss unknown" if pd.isna(loss)

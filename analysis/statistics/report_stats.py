@@ -63,8 +63,8 @@ FORMATS = {"estimate": "{:+.1%}", "low": "{:+.1%}", "high": "{:+.1%}", "boot_low
            "sd_between": "{:.3f}", "power_now": "{:.0%}", "sites_needed": "{:.0f}",
            "runs_needed": "{:.0f}", "runs": "{:.0f}"}
 HEADERS = {"a": "setting", "b": "vs", "estimate": "geometric-mean ratio − 1",
-           "low": "95 % CI low", "high": "95 % CI high", "boot_low": "bootstrap low",
-           "boot_high": "bootstrap high", "estimate_ms": "ms", "low_ms": "ms low",
+           "low": "95 % CI low", "high": "95 % CI high", "boot_low": "bootstrap 95 % CI low",
+           "boot_high": "bootstrap 95 % CI high", "estimate_ms": "ms", "low_ms": "ms low",
            "high_ms": "ms high", "rtt_ms": "RTT (ms)", "estimate_rtt": "RTTs",
            "low_rtt": "RTTs low", "high_rtt": "RTTs high", "site_slope_sd": "site slope SD (log)",
            "anova": "ANOVA (paper)", "welch": "Welch", "paired_t": "paired t",
