@@ -169,6 +169,7 @@ def _video_process(tmp_path, monkeypatch):
     from testbed.measure import browser_process as session_mod
 
     monkeypatch.setattr(session_mod.visual, "run", lambda video, log: {"SpeedIndex": 1})
+    monkeypatch.setattr(session_mod.framerate, "check", lambda video, asked: None)
     opts = browsertime.BrowsertimeOptions(iterations=1, video=True)
     s = BrowsertimeProcess("https://a.test/", opts, tmp_path / "block", netns=None, wrap=[],
                 driver=Recorder(["tcp"]))
@@ -187,6 +188,21 @@ def test_the_video_is_linked_into_root_s_folder(tmp_path, monkeypatch):
     s._join_visual()
     assert o.video == s.visual_dir / "video-1.mp4" and o.video.read_bytes() == b"video"
     assert o.visual == {"SpeedIndex": 1}
+    s.remove()
+
+
+def test_a_video_over_the_rate_asked_fails_its_visual_metrics(tmp_path, monkeypatch):
+    from testbed.measure import browser_process as session_mod
+    from testbed.measure.browser_process import Outcome
+
+    s = _video_process(tmp_path, monkeypatch)
+    monkeypatch.setattr(session_mod.framerate, "check",
+                        lambda video, asked: f"video: 180.0 fps recorded, {asked} asked")
+    (s.out / "pages" / "video" / "1.mp4").write_bytes(b"video")
+    o = Outcome(index=0)
+    s._start_visual(o, 1)
+    s._join_visual()
+    assert o.visual_error == "video: 180.0 fps recorded, 60 asked" and o.visual is None
     s.remove()
 
 
