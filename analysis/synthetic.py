@@ -263,8 +263,9 @@ def write_folder(trials: pd.DataFrame, folder: str | Path, manifest: dict[str, A
 
 def connections(trials: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """Table `connections` for the ok trials of `trials` (analysis.statistics.connections.COLUMNS),
-    from a model as simple as the trials': each trial's bytes spread over a few
-    connections (one per origin, at most six) of log-normal sizes; the delivery
+    from a model as simple as the trials': each trial's bytes and requests spread over
+    a few connections (one per origin, at most six; origin_host names them; whole
+    numbers adding up to the trial's) of log-normal sizes; the delivery
     rate a share of the link's, which BBR raises for large objects on lossy paths
     and lowers for small objects on loss-free ones (roughly what a CDN reported);
     retransmissions from the path's loss. Deterministic for a seed."""
@@ -279,14 +280,15 @@ def connections(trials: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
             continue
         quic = str(t.setting).startswith("quic")
         bbr = "bbr" in str(t.setting)
-        count = int(min(max(int(t.origins), 1), 6))
-        total = float(t.bytes) if pd.notna(t.bytes) else 500_000.0
+        reqs = int(t.requests) if pd.notna(t.requests) else 6
+        count = int(min(max(int(t.origins), 1), 6, max(reqs, 1)))
+        total = int(t.bytes) if pd.notna(t.bytes) else 500_000
         weights = rng.lognormal(0, 1.2, count)
-        sizes = total * weights / weights.sum()
-        reqs = max(int(t.requests) if pd.notna(t.requests) else count, count)
-        share = np.maximum(np.round(reqs * weights / weights.sum()), 1)
+        # whole bytes and requests adding up to the trial's (each connection one or more)
+        sizes = apportion(total, weights, least=0)
+        share = requests_split(max(reqs, count), weights)
         for k in range(count):
-            size, n = sizes[k], int(share[k])
+            size, n = float(sizes[k]), int(share[k])
             per_request = size / n
             base = model.downlink_mbit * 1e6 * rng.uniform(0.3, 0.8) * min(1.0, per_request / 2e5
                                                                            + 0.2)
@@ -302,7 +304,7 @@ def connections(trials: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
             busy = duration * rng.uniform(0.5, 0.9)
             rows.append({
                 "trial_id": t.trial_id, "transport": "quic" if quic else "tcp",
-                "origin": f"origin-{k}.{t.site}", "server_ip": f"10.0.{k}.1",
+                "origin": origin_host(t.site, k), "server_ip": f"10.0.{k}.1",
                 "server_port": 443, "client_ip": "10.99.0.2", "client_port": 40000 + k,
                 "cc": ("bbr" if bbr else "cubic"),
                 "handshake_ms": model.rtt_ms * rng.uniform(1.0, 1.2) if quic else None,
@@ -319,6 +321,132 @@ def connections(trials: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
                 "bbr_bw_bps": base if bbr and not quic else None,
                 "bbr_min_rtt_ms": model.rtt_ms if bbr and not quic else None, "requests": n})
     return pd.DataFrame(rows, columns=list(CONNECTION_COLUMNS))
+
+
+def apportion(total: int, weights: np.ndarray, least: int = 0) -> np.ndarray:
+    """`total` split in whole numbers in proportion to `weights`, each at least `least`,
+    adding up to `total` exactly (largest remainders get the leftover units)."""
+    spare = total - least * len(weights)
+    raw = spare * weights / weights.sum()
+    out: np.ndarray = np.floor(raw).astype(int)
+    order = np.argsort(-(raw - out), kind="stable")
+    out[order[: spare - int(out.sum())]] += 1
+    return np.asarray(out + least)
+
+
+def requests_split(total: int, weights: np.ndarray) -> np.ndarray:
+    """`total` requests over connections of these weights: each its rounded share, at
+    least one, the busiest one taking what rounding left over or took too many (so a
+    small connection keeps a single request of its bytes, as a lone large object)."""
+    share = np.maximum(np.round(total * weights / weights.sum()), 1).astype(int)
+    busiest = int(np.argmax(share))
+    share[busiest] += total - int(share.sum())
+    return share if share[busiest] >= 1 else apportion(total, weights, least=1)
+
+
+def origin_host(site: str, k: int) -> str:
+    """The host of a trial's k-th connection: the page's own, then others of the site."""
+    return f"www.{site}" if k == 0 else f"cdn{k}.{site}"
+
+
+def trial_har(trial: Any, conns: pd.DataFrame, seed: int = 0) -> dict[str, Any]:
+    """The HAR of one ok trial that agrees with its row and its rows of table
+    `connections` (connections()), as a waterfall is read against them: one entry per
+    request of the row over the HTTP versions it counts; per connection row one HAR
+    connection (its client port as Chromium's connection id, its server IP and host),
+    carrying that row's requests and bytes (one object a third of the page's bytes,
+    for the BBR section's largest object); the page starting at the row's
+    started_at, the document's first byte at its TTFB (a new connection's entry
+    spends 1 RTT connecting over QUIC, 2 over TCP + TLS), the last response ending
+    before its PLT, the page's onLoad its PLT and onContentLoad its DCL."""
+    t = pd.Series(trial)
+    rng = np.random.default_rng(seed)
+    versions = [v for v, n in json.loads(t["http_versions"]).items() for _ in range(int(n))]
+    conns = conns.reset_index(drop=True)
+    if len(versions) != int(t["requests"]) or int(conns["requests"].sum()) != len(versions):
+        raise ValueError(f"{t['trial_id']}: its requests, HTTP versions and connections "
+                         "do not add up")
+    rtt, plt_ms, ttfb = float(t["rtt_ms"]), float(t["plt_ms"]), float(t["ttfb_ms"])
+    quic = str(t["setting"]).startswith("quic")
+    model = NETWORKS.get(str(t["network"]))
+    rate = (model.downlink_mbit if model else 25.0) * 1e6 / 8 / 1000  # bytes per ms
+    end = plt_ms - 5.0  # the last response, just before the load event
+    planned = []  # (connection row, its request number, bytes)
+    biggest = int(conns["bytes_acked"].idxmax())
+    for k, c in conns.iterrows():
+        n, carried = int(c["requests"]), int(c["bytes_acked"])
+        weights = rng.lognormal(0, 1.0, n)
+        if k == biggest and n >= 2:  # one object of a third of the page, as har() has
+            big = min(float(t["bytes"]) / 3, 0.8 * carried)
+            weights = np.append(weights[1:] / weights[1:].sum() * (carried - big), big)
+        planned += [(k, j, int(b)) for j, b in enumerate(apportion(carried, weights))]
+    entries = []
+    doc_end = ttfb
+    for i, (k, j, size) in enumerate(planned):
+        c = conns.loc[k]
+        first = j == 0
+        connect = (rtt if quic else 2 * rtt) if first else -1.0
+        ssl = rtt if first else -1.0
+        blocked, dns, send = 1.0, (0.1 if first else -1.0), 0.2
+        setup = blocked + max(dns, 0) + max(connect, 0) + send
+        receive = size / rate
+        if i == 0:  # the document: its first byte at the row's TTFB
+            wait = max(ttfb - setup, 1.0)
+            receive = min(receive, max(end - setup - wait, 1.0) / 4)
+            start, doc_end = 0.0, setup + wait + receive
+        else:
+            wait = rtt * float(rng.uniform(1.0, 1.5))
+            room = end - doc_end - setup - wait
+            receive = min(receive, max(room, 1.0))
+            start = doc_end + float(rng.uniform(0, 1)) * max(room - receive, 0.0)
+        entries.append({"at": start, "k": k, "size": size, "first": first,
+                        "timings": {"blocked": blocked, "dns": dns, "connect": connect,
+                                    "ssl": ssl, "send": send, "wait": wait,
+                                    "receive": receive}})
+    # the largest later response on an open connection is the one the load event
+    # waits for: it ends at `end`
+    rest = [e for e in entries[1:] if not e["first"]] or entries[1:]
+    if rest:
+        last = max(rest, key=lambda e: (e["size"], -e["at"]))
+        last["at"] = max(doc_end, end - _har_time(last["timings"]))
+    # a connection's later requests go after its first (which opened it), all of them
+    # done by `end`
+    opened = {e["k"]: e["at"] for e in entries if e["first"]}
+    for e in entries:
+        e["at"] = max(e["at"], opened[e["k"]])
+        over = e["at"] + _har_time(e["timings"]) - end
+        if over > 0:
+            e["timings"]["receive"] = max(e["timings"]["receive"] - over, 0.1)
+    start = pd.Timestamp(t["started_at"])
+    out: list[dict[str, Any]] = []
+    for e, version in zip(sorted(entries, key=lambda e: e["at"]), versions):
+        c = conns.loc[e["k"]]
+        number = len(out)
+        url = f"https://{c['origin']}/" + ("" if number == 0 else f"asset-{number}")
+        out.append({
+            "pageref": "page_1",
+            "startedDateTime": (start + pd.Timedelta(milliseconds=e["at"])).isoformat()
+            .replace("+00:00", "Z"),
+            "time": _har_time(e["timings"]),
+            "connection": str(int(c["client_port"])), "serverIPAddress": str(c["server_ip"]),
+            "request": {"method": "GET", "url": url},
+            "response": {"status": 200, "httpVersion": version, "bodySize": e["size"],
+                         "_transferSize": e["size"],
+                         "content": {"size": e["size"],
+                                     "mimeType": "text/html" if number == 0 else "text/plain"}},
+            "timings": e["timings"]})
+    return {"log": {"version": "1.2", "creator": {"name": "analysis.synthetic"},
+                    "pages": [{"id": "page_1",
+                               "startedDateTime": start.isoformat().replace("+00:00", "Z"),
+                               "title": f"https://www.{t['site']}/ run 1",
+                               "pageTimings": {"onContentLoad": float(t["dcl_ms"]),
+                                               "onLoad": plt_ms}}],
+                    "entries": out}}
+
+
+def _har_time(timings: dict[str, float]) -> float:
+    """An entry's total time: its phases, ssl inside connect (HAR 1.2), -1 none."""
+    return sum(max(v, 0.0) for p, v in timings.items() if p != "ssl")
 
 
 def manifest_networks(networks: Sequence[str]) -> dict[str, Any]:
