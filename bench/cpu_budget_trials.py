@@ -2,7 +2,7 @@
 network, on one lane. Needs root and `make setup`.
 
     bench/cpu_budget [--network NAME ...] [--runs R] [--site NAME] [--keep DIR]
-                     [--pipeline lean|legacy ...]
+                     [--pipeline lean|legacy ...] [--protocol NAME ...]
 
 For each network (default da2gc and mss) the bundled page with TCP+ and QUIC,
 R runs (default 2: 4 trials) through `testbed run` (bench/chunks.py), while
@@ -28,7 +28,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from chunks import Chunk, campaign, run_chunk
+from chunks import PROTOCOLS, Chunk, campaign, run_chunk
 
 
 def with_pipeline(path: Path, pipeline: str) -> Path:
@@ -44,19 +44,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--keep", type=Path)
     ap.add_argument("--pipeline", action="append", dest="pipelines",
                     choices=("lean", "legacy"))
+    ap.add_argument("--protocol", action="append", dest="protocols",
+                    help="protocol settings (repeatable; default tcp-plus and quic)")
     a = ap.parse_args(argv)
     pipelines = list(dict.fromkeys(a.pipelines or ["lean"]))
     base = a.keep or Path(tempfile.mkdtemp(prefix="bench-cpu-budget-"))
     base.mkdir(parents=True, exist_ok=True)
     cores = len(os.sched_getaffinity(0))
-    print(f"bench/cpu_budget: {a.site} x TCP+, QUIC x {a.runs} runs, one lane, {cores} cores, "
+    protocols = tuple(a.protocols or PROTOCOLS)
+    print(f"bench/cpu_budget: {a.site} x {', '.join(protocols)} x {a.runs} runs, one lane, {cores} cores, "
           f"video {' and '.join(pipelines)}; results in {base}")
     print("  network  video    trials  ok  wall-s/trial  PLT med s  CPU-s/trial  "
           "busy in loads  busy outside  cores x wall / CPU")
     for network in a.networks or ["da2gc", "mss"]:
         chunks: dict[str, list[Chunk]] = {p: [] for p in pipelines}
         files = {p: with_pipeline(campaign(base / f"{network}-{p}.toml", network, seed=1,
-                                           site=a.site), p) for p in pipelines}
+                                           site=a.site, protocols=protocols), p) for p in pipelines}
         for run in range(1, a.runs + 1):  # run r of each pipeline, alternating the order
             for p in pipelines if run % 2 else reversed(pipelines):
                 chunks[p].append(run_chunk(files[p], base / f"{network}-{p}", 1, run))
