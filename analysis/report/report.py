@@ -36,6 +36,7 @@ from analysis.report.report_sections import (
     site_tests,
 )
 from analysis.report.scorecard import scorecard, scorecard_metric, site_pages
+from analysis.report.trial_page import page_name
 from analysis.statistics import machine_load, report_stats
 from analysis.statistics.connections import connections_of
 from analysis.statistics.design import DESIGN_METRICS
@@ -236,17 +237,17 @@ def _write(a: Analysis, out: Path, source: str, manifest: Manifest | None,
     distributions = distribution_figures(a, out)
     drift = drift_figures(a, out)
     env = pages.environment()
-    trial_page = _trial_links(a, out, results_dir, env)
     inspect = inspect_sections(a, out, results_dir, _table_or_none)
     conns = connections_of(results_dir) if results_dir is not None else None
     site_pages(a, out, results_dir, conns)
+    trial_page = _trial_links(a, out, results_dir, env)  # after the pages it links
     page = env.get_template("report.html.j2").render(
         source=source, a=a, overview=a.overview, label=label,
         grids=scorecard(a), metric=full_name(scorecard_metric(a)), alpha=a.config.alpha,
         baseline=label(a.baseline), no_difference=NO_DIFFERENCE,
         runs_per_setting=runs_per_setting(a.trials), bootstrap_min_sites=BOOTSTRAP_MIN_SITES, figures=figures,
         distributions=distributions, drift=drift,
-        distribution_table=_table_or_none(a.distribution),
+        distribution_table=_table_or_none(a.distribution, csv="distribution"),
         site_tests=site_tests(a, _table_or_none),
         setup=setup_tables(a, manifest, _table_or_none),
         tables=list(a.tables()), synthetic=synthetic, trial_page=trial_page,
@@ -258,7 +259,7 @@ def _write(a: Analysis, out: Path, source: str, manifest: Manifest | None,
         wtl_table=_table_or_none(a.win_tie_loss, rename={"a": "setting", "b": "vs",
                                                           "mean_diff_ms": "mean difference (ms)"}),
         robustness_table=_table_or_none(a.robustness, rename=ROBUSTNESS_HEADERS),
-        effects_table=_table_or_none(a.effects, rename=EFFECT_HEADERS),
+        effects_table=_table_or_none(a.effects, csv="effects", rename=EFFECT_HEADERS),
         design_pivot=_table_or_none(_design_pivot(a)),
         visit_pivot=_table_or_none(visit_pivot(a.trials)) if not a.visits.empty else None,
         resumption_table=_table_or_none(a.resumption),
@@ -272,7 +273,7 @@ def _write(a: Analysis, out: Path, source: str, manifest: Manifest | None,
         health_table=_table_or_none(a.health),
         machine_load=_machine_load(a),
         failures_table=_table_or_none(a.failures),
-        summary_table=_table_or_none(a.summary, rename=SUMMARY_HEADERS),
+        summary_table=_table_or_none(a.summary, csv="summary", rename=SUMMARY_HEADERS),
         inspect=inspect,
         findings=shown_findings(a.findings) if len(a.findings) else [],
         findings_correction=(correction_note(a.findings, a.config.alpha)
@@ -310,6 +311,9 @@ def _trial_links(a: Analysis, out: Path, results_dir: Path | None,
     rows = []
     for t in by_run(a.trials).itertuples(index=False):
         links = []
+        page = out / "trials" / page_name(str(t.trial_id))
+        if page.is_file():  # written for the examples or a site page
+            links.append(("page", quote(f"trials/{page_name(str(t.trial_id))}")))
         # a trial's folder is trials/<trial_id>; an id that is not one name in trials/
         # links nothing
         inside = str(t.trial_id) not in ("", ".", "..") and "/" not in str(t.trial_id)
@@ -377,7 +381,16 @@ def _machine_load(a: Analysis) -> dict[str, Any] | None:
                            if n_over else "")}
 
 
-def _table_or_none(df: pd.DataFrame, **kwargs: Any) -> Markup | None:
+MAX_INLINE_ROWS = 1000
+"""A table with more rows than this is linked as its CSV instead of shown (the reference's
+per-site effects, 4,105 rows, made the page 3 MB)."""
+
+
+def _table_or_none(df: pd.DataFrame, csv: str | None = None, **kwargs: Any) -> Markup | None:
+    """`df` as a scrolling HTML table; None when empty; a link to tables/<csv>.csv instead
+    when it has more than MAX_INLINE_ROWS rows and `csv` names its file."""
     if df is None or df.empty:
         return None
+    if csv is not None and len(df) > MAX_INLINE_ROWS:
+        return pages.piece("csv_link.html.j2", rows=f"{len(df):,}", href=f"tables/{csv}.csv")
     return pages.piece("scroll_table.html.j2", table=Markup(_html_table(df, **kwargs)))

@@ -207,7 +207,11 @@ def test_cli_statistics_options_and_trial_links(tmp_path):
     assert 'id="synthetic"' in page  # the manifest says so
     trials_page = tmp_path / "r" / "trials.html"
     hrefs = [h for h in links(trials_page) if h != "index.html"]
-    assert len(hrefs) == 2 and all((trials_page.parent / unquote(h)).is_file() for h in hrefs)
+    assert all((trials_page.parent / unquote(h)).is_file() for h in hrefs)
+    files = [h for h in hrefs if not h.startswith("trials/")]  # the kept HAR and video
+    assert len(files) == 2
+    pages = [h for h in hrefs if h.startswith("trials/")]  # each trial page written
+    assert pages and all(h.endswith(".html") for h in pages)
 
 
 PAINT = ("fp_ms", "fcp_ms", "lcp_ms", "dcl_ms")
