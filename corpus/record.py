@@ -12,6 +12,7 @@ the namespace; everything is removed when the block ends.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import shutil
@@ -23,12 +24,16 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Self
 
+from corpus.server import AS_OF
 from corpus.site import Site
 from testbed.host import proc
 from testbed.host.netns import NetNS
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = Path(__file__).resolve().parent / "server.py"
+RECORDED_AT = dt.datetime.fromtimestamp(AS_OF, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+"""Every corpus recording's time (`testbed record --recorded-at`): with the server's
+fixed Date headers, a site recorded twice gives the same bytes."""
 sys.path.insert(0, str(ROOT / "tests" / "site"))
 from harness import make_certs
 
@@ -92,6 +97,7 @@ def record(site: Site, final: Path, testbed: Path, timeout: float = 60) -> int:
         with Served(site) as served:
             cp = subprocess.run([str(testbed), "record", site.url, "--name", name,
                                  "--out", str(staging), "--loads", "1",
+                                 "--recorded-at", RECORDED_AT,
                                  "--timeout", str(timeout), *served.record_args()],
                                 check=False)
         if cp.returncode != 0:

@@ -16,9 +16,14 @@ import argparse
 import json
 import ssl
 import threading
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
+
+AS_OF = 1793491200.0
+"""2026-11-01T00:00:00Z: the time every corpus recording is made at (its Date headers
+and corpus.record.RECORDED_AT, where the pinned script's clock starts)."""
 
 
 def load(site_dir: Path) -> tuple[dict[str, str], dict[tuple[str, str], tuple]]:
@@ -37,6 +42,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format, *args):
         pass
+
+    def date_time_string(self, timestamp=None):
+        """Every response's Date is the corpus's time (corpus.record.RECORDED_AT), not
+        now: a site recorded twice gives the same bytes."""
+        return formatdate(AS_OF, usegmt=True)
 
     def do_GET(self):
         host = (self.headers.get("host") or "").split(":")[0].lower()

@@ -51,8 +51,12 @@ NUMBERS = ("line", "origins", "IPs", "requests", "bytes")
               help="The pages Chromium records run a script first that seeds Math.random and "
                    "starts Date at the recording's time, as replays do, so their scripts "
                    "ask for the URLs replays will; the recording keeps the responses as sent.")
+@click.option("--recorded-at", metavar="YYYY-MM-DDTHH:MM:SSZ",
+              help="Advanced: the recording's time (its recorded_at, where the pinned "
+                   "script's clock starts) instead of now, so that a generated site records "
+                   "the same bytes each time (make corpus).")
 def record(url, list_file, name, loads, out, force, timeout, netns, resolve, upstream_ca,
-           deterministic_scripts):
+           deterministic_scripts, recorded_at):
     """Record the page at URL (or every URL of --list FILE) into a recording folder.
 
     Chromium loads URL --loads times through mitmproxy (a fresh profile each
@@ -65,7 +69,7 @@ def record(url, list_file, name, loads, out, force, timeout, netns, resolve, ups
     bad (nothing recorded).
     """
     from testbed.errors import InputError
-    from testbed.record.recorder import RecordOptions, parse_resolve
+    from testbed.record.recorder import RecordOptions, check_recorded_at, parse_resolve
 
     if (url is None) == (list_file is None):
         raise InputError("testbed record: expected a URL or --list FILE (one of them)")
@@ -73,7 +77,8 @@ def record(url, list_file, name, loads, out, force, timeout, netns, resolve, ups
         raise InputError("--name: not with --list (put a name after a URL in the list file)")
     opts = RecordOptions(url=url or "", name=name, loads=loads, out=out, timeout=timeout,
                          netns=netns, resolve=parse_resolve(resolve), upstream_ca=upstream_ca,
-                         deterministic_scripts=deterministic_scripts)
+                         deterministic_scripts=deterministic_scripts,
+                         recorded_at=check_recorded_at(recorded_at))
     if list_file is not None:
         _record_list(list_file, opts, force)
         return

@@ -62,9 +62,26 @@ class RecordOptions:
     """The pages the browser records run the pinned script (testbed.record.pinned_script)
     with the recording's time, as its replays will: their own scripts ask for the URLs
     the replays ask for. The recording keeps the responses as sent."""
+    recorded_at: str | None = None
+    """The recording's time ("YYYY-MM-DDTHH:MM:SSZ") instead of now: a generated site
+    recorded twice gives the same bytes (check_recorded_at)."""
 
 
 # Pure parts -------------------------------------------------------------------------
+
+def check_recorded_at(text: str | None) -> str | None:
+    """--recorded-at as given if it is a UTC time "YYYY-MM-DDTHH:MM:SSZ"; InputError
+    otherwise (None passes: now)."""
+    if text is None:
+        return None
+    try:
+        parsed = dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        raise InputError(f"--recorded-at {text!r}: expected a UTC time "
+                         "YYYY-MM-DDTHH:MM:SSZ") from None
+    if parsed.year < 1995:
+        raise InputError(f"--recorded-at {text!r}: expected a time after 1995")
+    return text
 
 def check_url(url: str) -> str:
     """The URL if it is an absolute http(s) URL with a host; InputError otherwise."""
@@ -239,8 +256,8 @@ def record(opts: RecordOptions, progress=None) -> Path:
     say = progress or (lambda msg: None)
     run = runstate.current()
     # The recording's time: when it started, and where the pinned script's clock starts.
-    recorded_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace(
-        "+00:00", "Z")
+    recorded_at = opts.recorded_at or dt.datetime.now(dt.UTC).replace(
+        microsecond=0).isoformat().replace("+00:00", "Z")
     pin = pinned_script.pin_at(recorded_at) if opts.deterministic_scripts else None
     with ExitStack() as exits:
         work = Path(tempfile.mkdtemp(prefix="record-", dir=run.dir))

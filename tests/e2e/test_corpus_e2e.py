@@ -1,6 +1,6 @@
 """End to end: a small corpus built by the real generator, recorded by the real
 `testbed record` in a namespace, built again (nothing to do, then from scratch:
-the same bodies), and replayed under both stacks with no replay miss.
+the same bodies and manifests, byte for byte), and replayed under both stacks with no replay miss.
 
 The packages are fake tarballs served by a registry on loopback, so this needs
 nothing `make setup` does not fetch; `make corpus` does the same with the real
@@ -62,6 +62,7 @@ def check(tmp_path: Path, out: Path, lock: Path, packages) -> None:
         first = build()
         assert first.returncode == 0, first.stderr[-3000:]
         made = {s: bodies(out / SET / s) for s in SITES}
+        manifests = {s: (out / SET / s / "manifest.json").read_bytes() for s in SITES}
         stamps = {s: (out / SET / s / "manifest.json").stat().st_mtime_ns for s in SITES}
         again = build()
         assert again.returncode == 0 and "up to date" in again.stdout, again.stdout
@@ -69,6 +70,8 @@ def check(tmp_path: Path, out: Path, lock: Path, packages) -> None:
         forced = build("--force")
         assert forced.returncode == 0, forced.stderr[-3000:]
     assert {s: bodies(out / SET / s) for s in SITES} == made  # the same bodies, byte for byte
+    # and the same manifests: the recording's time and the Date headers are the corpus's
+    assert {s: (out / SET / s / "manifest.json").read_bytes() for s in SITES} == manifests
     shop = json.loads((out / SET / "shop02" / "manifest.json").read_text())
     assert len({o["host"] for o in shop["origins"]}) == 1
 

@@ -263,3 +263,12 @@ def test_addon_rejects_malformed_resolve_items(capture):
     a, tctx, _ = capture
     with pytest.raises(exceptions.OptionsError):
         tctx.configure(a, testbed_resolve=["no-ip-here"])
+
+
+def test_recorded_at_is_a_utc_time_or_refused():
+    from testbed.record.recorder import check_recorded_at
+    assert check_recorded_at(None) is None
+    assert check_recorded_at("2026-11-01T00:00:00Z") == "2026-11-01T00:00:00Z"
+    for bad in ("2026-11-01", "2026-11-01T00:00:00+01:00", "1970-01-01T00:00:00Z", "now"):
+        with pytest.raises(InputError, match="--recorded-at"):
+            check_recorded_at(bad)
