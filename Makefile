@@ -29,7 +29,7 @@ MYPY_CACHE ?= $(shell d=/var/cache/testbed; [ -d $$d/setup ] && [ -w $$d/setup ]
 JUNIT_DIR ?=
 JUNIT = $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$@.xml)
 
-.PHONY: setup test test-long lint docs unit e2e analysis-install-test notebook corpus experiment report faults doctor bench clean image image-test reference-report reference-checkpoint replication
+.PHONY: setup test test-long lint docs unit e2e analysis-install-test notebook corpus experiment report faults doctor bench clean image image-test reference-report reference-checkpoint replication report-screenshots
 
 setup:
 	bash setup/setup.sh
@@ -84,9 +84,9 @@ doctor:
 corpus:
 	$(PY) -m corpus build --out $(CORPUS)
 
-# A campaign over the corpus (paper.toml is) builds it first if it is missing.
+# A campaign over the corpus (paper.toml is: paper/*) builds it first if it is missing.
 experiment:
-	@if grep -q '"corpus/' $(CAMPAIGN); then $(MAKE) --no-print-directory corpus; fi
+	@if grep -qE '"(corpus|paper|today)/' $(CAMPAIGN); then $(MAKE) --no-print-directory corpus; fi
 	$(TESTBED) run $(CAMPAIGN) --out $(RESULTS)
 
 report:
@@ -104,6 +104,10 @@ reference-report:
 
 reference-checkpoint:
 	$(TESTBED) checkpoint $(REFERENCE_RESULTS) --out $(REFERENCE)
+
+# The report's screenshots in docs/img/ (the scorecard, a site page), taken again.
+report-screenshots:
+	$(PY) docs/report_screenshots.py
 
 replication: reference-report
 	$(PY) -m analysis.campaign.replication reports/reference/findings.md REPLICATION.md
