@@ -324,8 +324,8 @@ def _trial_links(a: Analysis, out: Path, results_dir: Path | None,
         rows.append({"trial": str(t.trial_id), "links": links,
                      "plt": "–" if pd.isna(t.plt_ms) else f"{t.plt_ms:.0f}",
                      "status": t.status if t.status == OK else f"{t.status}: {t.reason or ''}"})
-    page = env.get_template("trials.html.j2").render(trials_dir=str(trials_dir), rows=rows)
-    (out / "trials.html").write_text(page, encoding="utf-8")
+    html = env.get_template("trials.html.j2").render(trials_dir=str(trials_dir), rows=rows)
+    (out / "trials.html").write_text(html, encoding="utf-8")
     return "trials.html"
 
 
