@@ -125,6 +125,10 @@ class Outcome:
     measured: bool = False
     result: list | dict | None = None
     """Browsertime's result of the iteration (from the postScript)."""
+    window: dict | None = None
+    """Why the page-complete check ended the measurement window (hooks/complete.js,
+    through the postScript): {"end": "quiet" or "limit", "at": ms, "pending": [URL, ...],
+    "pendingCount": N}; None when the page did not say."""
     har: dict | None = None
     video: Path | None = None
     visual: dict | None = None
@@ -349,6 +353,7 @@ class BrowsertimeProcess:
             if self._has(f"done-{it}.json"):
                 done = self._read(f"done-{it}.json")
                 o.result = done.get("result")
+                o.window = done.get("window") if isinstance(done.get("window"), dict) else None
                 self._start_visual(o, it)
                 self._end(o, measured=True)
             else:

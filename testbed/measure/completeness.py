@@ -167,8 +167,9 @@ class Needed:
     not the page itself."""
     window: tuple[str, ...]
     """Of those, the ones with an entry of their own in the top document's Resource
-    Timing (a redirect's target is reported under the URL that redirected), sorted:
-    hooks/complete.js waits for each of them."""
+    Timing, sorted: hooks/complete.js waits for each of them. Left out: a redirect's
+    target (reported under the URL that redirected) and what a cross-origin stylesheet
+    fetched in no-cors mode asks for (not reported at all)."""
     cacheable: frozenset[str]
     bytes: int
     """Recorded body bytes of `har`: what the window's limit is computed from."""
@@ -216,6 +217,25 @@ def needed(recording: Recording) -> Needed:
             if u not in frame and ref and (ref in frame or ref.rstrip("/") in frame_origins):
                 frame.add(u)
                 grew = True
+    # Resource Timing leaves out what a cross-origin stylesheet fetched in no-cors mode
+    # asks for (its fonts, its images): the window cannot wait for those (the judge
+    # still expects them in the HAR). Their referer is the stylesheet's URL or, under
+    # the default referrer policy, its origin.
+    documents = {_origin(u) for u, status, _, _, f in rows
+                 if f.get("sec-fetch-dest") == "document" and status < 300} or {page_origin}
+    sheets = {u for u, _, _, _, f in rows if f.get("sec-fetch-dest") == "style"
+              and f.get("sec-fetch-mode", "no-cors") == "no-cors" and _origin(u) not in documents}
+    sheet_origins = {_origin(u) for u in sheets}
+    hidden: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for u, _, _, _, f in rows:
+            ref = url_key(f.get("referer", ""))
+            if u not in hidden and ref and (ref in sheets or ref in hidden
+                                            or ref.rstrip("/") in sheet_origins):
+                hidden.add(u)
+                grew = True
     targets = set()
     for u, status, headers, _, _ in rows:
         if 300 <= status < 400:
@@ -233,7 +253,7 @@ def needed(recording: Recording) -> Needed:
         size += x.body_size
         if status == 200 and cacheable(headers):
             keep.add(u)
-    return Needed(har=frozenset(har), window=tuple(sorted(har - targets)),
+    return Needed(har=frozenset(har), window=tuple(sorted(har - targets - hidden)),
                   cacheable=frozenset(keep), bytes=size)
 
 

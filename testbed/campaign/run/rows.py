@@ -171,6 +171,7 @@ def build(trial: plan_mod.Trial, o: Outcome, record: TrialRecord, attempt: int,
             "warm_up": warm_up,
             "warm_up_s": o.warm_up_s,
             "completeness": completeness_evidence(whole),
+            "window": o.window,
             "browsertime_log": kept.log if kept is not None else None},
         **({"captures": record.captures} if record.captures is not None else {}),
     }, indent=1).encode()

@@ -28,6 +28,12 @@ return (function (settle, limit, timeout, needed, inPage) {
       if (/^about:(neterror|certerror)/.test(location.href)) return 'done';
       if (protocol !== 'https:' && protocol !== 'http:') return 'start';
       var perf = window.performance;
+      // Why the window ended, for the trial's evidence (hooks/post.mjs reads it).
+      var why = function (end, pending) {
+        window.__testbedWindow = {end: end, at: Math.round(perf.now()),
+                                  pending: pending.slice(0, 20), pendingCount: pending.length};
+        return 'done';
+      };
       if (perf.setResourceTimingBufferSize) {
         perf.setResourceTimingBufferSize(Math.max(1000, 4 * needed.length));
       }
@@ -35,7 +41,7 @@ return (function (settle, limit, timeout, needed, inPage) {
       if (!(t.loadEventEnd > 0)) return 'busy';
       var load = t.loadEventEnd - t.navigationStart;
       var now = perf.now();
-      if (now > Math.min(load + limit, timeout - 2000)) return 'done';
+      var late = now > Math.min(load + limit, timeout - 2000);
       var last = load;
       var seen = {};
       var resources = perf.getEntriesByType('resource');
@@ -47,11 +53,14 @@ return (function (settle, limit, timeout, needed, inPage) {
         if (name.indexOf('?') > 0) seen[name.slice(0, name.indexOf('?') + 1)] = true;
         last = Math.max(last, resources[i].responseEnd || resources[i].startTime);
       }
+      var pending = [];
       for (var j = 0; j < needed.length; j++) {
         var u = needed[j], q = u.indexOf('?');
-        if (!seen[u] && !(q > 0 && seen[u.slice(0, q + 1)])) return 'busy';
+        if (!seen[u] && !(q > 0 && seen[u.slice(0, q + 1)])) pending.push(u);
       }
-      return now > last + settle ? 'done' : 'busy';
+      if (late) return why('limit', pending);
+      if (pending.length) return 'busy';
+      return now > last + settle ? why('quiet', pending) : 'busy';
     } catch (e) {
       return 'start';
     }
