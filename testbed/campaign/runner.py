@@ -427,7 +427,8 @@ class Runner:
             gate = lanes_mod.Gate(self.lanes, machines)
             opts = cluster.ClusterOptions(workers=machines * per)
         with cluster.connect(opts) as client:
-            cluster.Coordinator(self, client, gate, per).run(todo, store, progress, task)
+            cluster.Coordinator(self, client, gate, per,
+                                local=opts.scheduler is None).run(todo, store, progress, task)
         if opts.scheduler is None:
             from testbed.host.cleanup import sweep
 

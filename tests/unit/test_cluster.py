@@ -18,6 +18,7 @@ from testbed.campaign.plan import plan
 from testbed.campaign.run import block as block_mod
 from testbed.campaign.run.rows import TrialRecord
 from testbed.campaign.store.store import Store
+from testbed.errors import TestbedError
 from testbed.formats import recording
 from testbed.host.paths import ROOT
 from testbed.measure.browser_process import Kept
@@ -234,3 +235,20 @@ def test_the_default_runner_does_not_load_dask():
     cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                         check=True, cwd=ROOT)
     assert cp.stdout.strip() == "[]"
+
+
+def test_a_local_worker_that_refuses_stops_the_run_at_once():
+    # a local lane's worker is restarted by its nanny and refuses again: the run would
+    # wait for a worker that never comes (a hang seen with two lanes while a file of
+    # the checkout changed); it stops instead, naming why
+    co = cluster.Coordinator.__new__(cluster.Coordinator)
+    co.runner = SimpleNamespace(console=SimpleNamespace(print=lambda *a, **k: None))
+    co.local = True
+    co.join_check = lambda: ["tls://127.0.0.1:1: refuses to join: x.toml: differs"]
+    with pytest.raises(TestbedError, match="a local worker refused to join .*x.toml"):
+        co.run([], None, None, None)
+    co.local = False  # a remote cluster: other workers may still join
+    co.client = SimpleNamespace(wait_for_workers=lambda n, timeout: (_ for _ in ()).throw(
+        TimeoutError("no worker")))
+    with pytest.raises(TimeoutError):
+        co.run([], None, None, None)

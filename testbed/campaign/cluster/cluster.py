@@ -169,9 +169,13 @@ def calibration_differences(workers: dict[str, dict], own: dict[str, dict] | Non
 class Coordinator:
     """Submits a runner's blocks to a cluster and stores what comes back."""
 
-    def __init__(self, runner, client, gate=None, lanes_per_worker: int = 1):
+    def __init__(self, runner, client, gate=None, lanes_per_worker: int = 1,
+                 local: bool = False):
         self.runner = runner
         self.client = client
+        self.local = local
+        """The workers are this machine's own (lanes, --workers): one that refuses to
+        join will refuse again when its nanny restarts it, so the run stops at once."""
         self.gate = gate
         """testbed.campaign.plan.lanes.Gate: blocks start only as it allows (lanes); None:
         a few blocks ahead of the workers."""
@@ -211,9 +215,13 @@ class Coordinator:
         from distributed import as_completed
 
         r = self.runner
-        for line in self.join_check():
+        refused = self.join_check()
+        for line in refused:
             log.warning("worker refused: %s", line)
             r.console.print(f"worker refused: {line}", markup=False, highlight=False)
+        if refused and self.local:
+            raise TestbedError(f"a local worker refused to join ({refused[0]}): a file of "
+                               "the checkout changed after the campaign started; run again")
         self.client.wait_for_workers(1, timeout=WAIT_WORKERS_S)
         # a few blocks ahead of the workers, no more: the blocks start in the plan's order
         # (Dask does not queue tasks with resources on the scheduler) and a stopped
