@@ -55,21 +55,12 @@ STACKS = ("tcp", "quic")
 _busy: set[int] = set()
 
 
-def _is_ip(host: str) -> bool:
-    import ipaddress
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
-
-
 def host_ips(recording: rec.Recording) -> dict[str, str]:
     """Every recorded host name (not an IP) to its recorded IP."""
     ips: dict[str, str] = {}
     for o in recording.origins:
         host = normalise_host(o.host)
-        if not _is_ip(host):
+        if not layout.is_ip(host):
             ips.setdefault(host, o.ip)
     return ips
 

@@ -65,7 +65,8 @@ class Group:
     """Host names (lower case), sorted; an IP literal origin is listed as its IP."""
 
 
-def _is_ip(host: str) -> bool:
+def is_ip(host: str) -> bool:
+    """The host is an IP address (an IPv6 literal in brackets too), not a name."""
     try:
         ipaddress.ip_address(host.strip("[]"))
     except ValueError:
@@ -124,7 +125,7 @@ def split_map(recording: rec.Recording) -> dict[tuple[str, str], str]:
     fresh = {kind: fresh_addresses(set(recording.ips), kind) for kind in SPLIT_POOLS}
     out: dict[tuple[str, str], str] = {}
     for g in addresses(recording):
-        named = [h for h in g.hosts if not _is_ip(h)]
+        named = [h for h in g.hosts if not is_ip(h)]
         alone = len(g.hosts) == 1
         for host in named:
             if alone:
