@@ -47,7 +47,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 from contextlib import contextmanager
@@ -56,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from results_contract.load import load, load_connections, ok_trials
+from testbed.host import proc
 
 ROOT = Path(__file__).resolve().parent.parent
 DEEP = ROOT / "bench" / "dsl-deep.toml"
@@ -147,7 +147,7 @@ def spinning(on: bool):
     if not on:
         yield
         return
-    hog = subprocess.Popen([sys.executable, "-I", "-c", "while True: pass"])
+    hog = subprocess.Popen(proc.python("-c", "while True: pass"))
     try:
         yield
     finally:

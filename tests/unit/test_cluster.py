@@ -31,7 +31,8 @@ def _setup(tmp_path):
     (tmp_path / "c.toml").write_text(
         'sites = ["local-news"]\nnetworks = ["dsl"]\nprotocols = ["tcp", "quic"]\n')
     c = config.load(tmp_path / "c.toml")
-    return block_mod.Setup(c, {"s": SimpleNamespace(hosts=["a.test", "b.test"])},
+    return block_mod.Setup(c, {"s": SimpleNamespace(hosts=["a.test", "b.test"], loads=1,
+                                                    exchanges=(), url="https://a.test/")},
                            {"dsl": SimpleNamespace(min_rtt_ms=24)},
                            {p: server_options(p, fq=False) for p in ("tcp", "quic")}, {})
 

@@ -184,9 +184,13 @@ def test_the_campaign_frame_rate_reaches_the_screen_recording(tmp_path):
 def test_complete_check_is_filled_in():
     text = browsertime.complete_check(browsertime.BrowsertimeOptions(
         iterations=1, settle_ms=700, settle_max_ms=4000, complete_in_page=False))
-    assert text.rstrip().endswith("})(700, 4000, false);")
-    assert "SETTLE" not in text.split("return (function")[1]
-    assert "IN_PAGE" not in text.split("return (function")[1]
+    # settle, limit (settle_max_ms without needed URLs' limit), timeout, needed, in page
+    assert text.rstrip().endswith("})(700, 4000, 120000, [], false);")
+    for name in ("SETTLE", "LIMIT_MS", "TIMEOUT_MS", "NEEDED", "IN_PAGE"):
+        assert name not in text.split("return (function")[1]
     waits = browsertime.complete_check(browsertime.BrowsertimeOptions(
         iterations=1, settle_ms=700, settle_max_ms=4000))  # the default waits in the page
-    assert waits.rstrip().endswith("})(700, 4000, true);")
+    assert waits.rstrip().endswith("})(700, 4000, 120000, [], true);")
+    longer = browsertime.complete_check(browsertime.BrowsertimeOptions(
+        iterations=1, settle_ms=700, settle_max_ms=4000, limit_ms=9000, needed=("https://a/",)))
+    assert longer.rstrip().endswith('})(700, 9000, 120000, ["https://a/"], true);')
