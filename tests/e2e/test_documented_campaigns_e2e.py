@@ -6,8 +6,8 @@ docs/analysis-and-statistics.md) narrowed to one site, one network and one run p
 the four trials it names, the very trials the shared smoke campaign measures (its
 Chromium half: TCP+, TCP+BBR, QUIC, QUIC+BBR on local-news under DSL), whose report
 has the section the docs point to; and corpus-check.toml
-(docs/recording-and-corpus.md) over a recordings folder whose `corpus/` holds the
-bundled site, so it runs without `make corpus` as CI does; its rule (no replay miss
+(docs/recording-and-corpus.md) over a recordings folder whose `corpus/paper/` and
+`corpus/today/` hold the bundled site, so it runs without `make corpus` as CI does; its rule (no replay miss
 allowed) is what decides each trial.
 """
 
@@ -60,8 +60,12 @@ def test_the_corpus_check_campaign_runs_over_a_corpus_folder(tmp_path, request):
     shared.chmod(0o755)
     request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
     recordings = shared / "recordings"
-    shutil.copytree(ROOT / "recordings" / "local-news", recordings / "corpus" / "local-news")
-    for d in (recordings, recordings / "corpus"):
+    # the campaign names both sets (paper/*, today/*): each holds a copy of the bundled site
+    for name in ("paper", "today"):
+        shutil.copytree(ROOT / "recordings" / "local-news",
+                        recordings / "corpus" / name / "local-news")
+    for d in (recordings, recordings / "corpus", recordings / "corpus" / "paper",
+              recordings / "corpus" / "today"):
         d.chmod(0o755)
     out = tmp_path / "check"
     cp = subprocess.run(check=False, cwd=ROOT, capture_output=True, text=True, timeout=900,
