@@ -60,9 +60,11 @@ def rows(out: Path) -> list[dict]:
     db = sqlite3.connect(out / "trials.sqlite")
     db.row_factory = sqlite3.Row
     try:
-        trials = {r["client"]: dict(r) for r in db.execute("SELECT * FROM trials")}
+        trials = {r["client"]: dict(r) for r in db.execute(
+            "SELECT * FROM trials WHERE setting = 'quic'")}
         conns = [dict(r) for r in db.execute(
-            "SELECT c.*, t.client FROM connections c JOIN trials t USING (trial_id)")]
+            "SELECT c.*, t.client FROM connections c JOIN trials t USING (trial_id) "
+            "WHERE t.setting = 'quic'")]
     finally:
         db.close()
     assert set(trials) == {"chromium", "firefox"}
@@ -71,10 +73,12 @@ def rows(out: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def outs(tmp_path_factory) -> dict[str, Path]:
-    """Each layout's results folder ("default": the key left out), both run once."""
+def outs(smoke_campaign, tmp_path_factory) -> dict[str, Path]:
+    """Each layout's results folder: "default" (the key left out) is the shared smoke
+    campaign's (local-news, DSL, QUIC among its settings, both clients), "split" run
+    here once."""
     where = tmp_path_factory.mktemp("layout")
-    return {name: run(where, name) for name in ("default", "split")}
+    return {"default": smoke_campaign, "split": run(where, "split")}
 
 
 @pytest.fixture(scope="module")

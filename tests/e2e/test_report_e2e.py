@@ -56,7 +56,14 @@ def report_of(source: Path, out: Path) -> Path:
     return out
 
 
-@pytest.mark.parametrize("source", [FIXTURES / "results", ROOT / "reference"],
+# The reference's report (3,800 trials, 33 s) is make test-long's: it strengthens the
+# fixture's, which make test runs.
+LONG = pytest.mark.long(strengthens="tests/e2e/test_report_e2e.py::test_a_reader_sees_no_none_"
+                                    "no_overflow_a_working_sort_and_links_inside[fixture]")
+
+
+@pytest.mark.parametrize("source", [FIXTURES / "results",
+                                    pytest.param(ROOT / "reference", marks=LONG)],
                          ids=["fixture", "reference"])
 def test_a_reader_sees_no_none_no_overflow_a_working_sort_and_links_inside(source, tmp_path):
     from testbed.host import chromium, safefs

@@ -61,7 +61,13 @@ def busy_cpus():
             p.wait(timeout=10)
 
 
-@pytest.mark.parametrize("pipeline", ["legacy", "lean"])
+LEAN = "tests/e2e/test_video_fps_e2e.py::test_a_networks_frame_rate_is_the_recordings[lean]"
+
+
+# legacy (the pipeline kept for comparisons) and the loaded two-lane campaign are make
+# test-long's: they strengthen the lean pipeline's test, which make test runs.
+@pytest.mark.parametrize("pipeline", [pytest.param("legacy", marks=pytest.mark.long(
+    strengthens=LEAN)), "lean"])
 def test_a_networks_frame_rate_is_the_recordings(tmp_path, pipeline):
     needs_parts()
     need(None if subprocess.run(["which", "ffprobe"], capture_output=True, check=False
@@ -106,6 +112,7 @@ def test_a_networks_frame_rate_is_the_recordings(tmp_path, pipeline):
 LOADED_RUNS = 2
 
 
+@pytest.mark.long(strengthens=LEAN)
 def test_a_loaded_two_lane_campaign_records_every_trial_at_the_rate_asked(tmp_path):
     """Two lanes of TCP+ and QUIC on DA2GC's RTT (20 fps) beside four busy loops per CPU:
     every trial ok (a recording over the rate asked would have failed its trial with

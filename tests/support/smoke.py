@@ -8,6 +8,8 @@ reads it proves its own property from the stored trials:
   proven per request (Chromium's log) and per origin (Firefox's log, HAR, wire);
 - tests/e2e/test_telemetry_e2e.py: connection rows, initial windows, captures;
 - tests/e2e/test_trial_e2e.py: the trial page's waterfall and filmstrip;
+- tests/e2e/test_layout_e2e.py: the recorded layout's QUIC connections (one for the
+  two hosts that share an address), against a split campaign of its own;
 - tests/e2e/test_documented_campaigns_e2e.py: the report's BBR section (fixture
   `smoke_report`, the campaign's report, rendered once).
 A test that needs another campaign (another network, a kill, a hang) runs its own.
