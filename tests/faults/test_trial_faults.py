@@ -36,7 +36,7 @@ HANG = b"""<!doctype html><html><head><meta charset="utf-8"><title>never loads</
 # The parser waits for the script (5 s of the page's load), then fetches the images:
 # a server killed during those 5 s is missing for the rest of the load.
 SLOW = b"""<!doctype html><html><head><meta charset="utf-8"><title>slow</title>
-<script>var end = Date.now() + 5000; while (Date.now() < end) {}</script></head>
+<script>var end = performance.now() + 5000; while (performance.now() < end) {}</script></head>
 <body><h1>A slow page</h1><img src="/a.svg" width="300" height="120">
 <img src="/b.svg" width="300" height="120"></body></html>"""
 
