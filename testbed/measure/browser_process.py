@@ -151,6 +151,20 @@ class Outcome:
     or the load never started."""
 
 
+def window_end(value: object) -> dict | None:
+    """What the page said of why its window ended (hooks/complete.js), kept only in its
+    own shape: the page is the recording's, so it may have written anything there (a huge
+    object, other keys); None when it is not that shape."""
+    if not isinstance(value, dict) or value.get("end") not in ("quiet", "limit"):
+        return None
+    at, count, pending = value.get("at"), value.get("pendingCount"), value.get("pending")
+    if not isinstance(at, int | float) or not isinstance(count, int) \
+            or not isinstance(pending, list):
+        return None
+    return {"end": value["end"], "at": at, "pendingCount": count,
+            "pending": [u[:2000] for u in pending[:20] if isinstance(u, str)]}
+
+
 def check_tmp_depth(tmp: Path) -> None:
     """TestbedError unless Chromium can make its profile's socket under tmp."""
     if len(str(tmp)) + len(SINGLETON) > SOCKET_PATH_MAX:
@@ -353,7 +367,7 @@ class BrowsertimeProcess:
             if self._has(f"done-{it}.json"):
                 done = self._read(f"done-{it}.json")
                 o.result = done.get("result")
-                o.window = done.get("window") if isinstance(done.get("window"), dict) else None
+                o.window = window_end(done.get("window"))
                 self._start_visual(o, it)
                 self._end(o, measured=True)
             else:

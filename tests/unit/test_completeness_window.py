@@ -221,3 +221,16 @@ def test_a_hostile_recorded_url_stays_a_string():
     text = browsertime.complete_check(browsertime.BrowsertimeOptions(
         iterations=1, needed=(evil,)))
     assert json.dumps([evil]) in text and "SETTLE_MS" not in text.split("(function")[0][-50:]
+
+
+def test_what_the_page_says_of_its_window_is_kept_only_in_its_own_shape():
+    from testbed.measure.browser_process import window_end
+    good = {"end": "limit", "at": 8300, "pendingCount": 1, "pending": [A]}
+    assert window_end(good) == good
+    assert window_end({**good, "extra": "x" * 10**6}) == good  # other keys dropped
+    many = window_end({**good, "pending": ["u" * 10**5] * 10**4, "pendingCount": 10**4})
+    assert many is not None and len(many["pending"]) == 20
+    assert all(len(u) == 2000 for u in many["pending"])
+    for bad in (None, [], "quiet", {"end": "forever"}, {**good, "at": "soon"},
+                {**good, "pending": "all"}):
+        assert window_end(bad) is None
